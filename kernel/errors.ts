@@ -1,0 +1,188 @@
+/**
+ * Error classes of switchyard. Every error is a class exported by name, carries the
+ * fields the reference gives it, and a stable `code` string for programs that switch on it.
+ */
+import type { Response } from './message/response.js';
+
+/** Abstract supertype of the HTTP-specific errors. */
+export abstract class HTTPError extends Error {
+  /** Stable machine-readable code, such as `SWY_ERR_PARSE`. */
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Bytes that cannot be parsed: a malformed request or status line, header syntax, chunk size, or a truncated framed body. */
+export class ParseError extends HTTPError {
+  /** Always `SWY_ERR_PARSE`. */
+  readonly code = 'SWY_ERR_PARSE';
+}
+
+/** Bytes that parse but break a framing rule: conflicting Content-Length, Content-Length with Transfer-Encoding, a limit exceeded. */
+export class ProtocolError extends HTTPError {
+  /** Always `SWY_ERR_PROTOCOL`. */
+  readonly code = 'SWY_ERR_PROTOCOL';
+}
+
+/** Processing was canceled through a `RequestContext`; `message` is the one given to `cancel`. */
+export class CanceledError extends HTTPError {
+  /** Always `SWY_ERR_CANCELED`. */
+  readonly code = 'SWY_ERR_CANCELED';
+  constructor(message = 'request canceled', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Which step a {@link TimeoutError} interrupted. */
+export type TimeoutOperation = 'connect' | 'tls_handshake' | 'websocket handshake' | 'request';
+
+/** A client timeout or deadline expired. */
+export class TimeoutError extends HTTPError {
+  /** Always `SWY_ERR_TIMEOUT`. */
+  readonly code = 'SWY_ERR_TIMEOUT';
+  /** `connect` or `tls_handshake` for `connectTimeout`, `websocket handshake`, or `request` for every other timeout and deadline. */
+  readonly operation: TimeoutOperation;
+  /** The timeout that expired, in milliseconds; 0 when unknown. */
+  readonly timeoutMs: number;
+  /** Time spent before it expired, in milliseconds; 0 when unknown. */
+  readonly elapsedMs: number;
+  constructor(operation: TimeoutOperation, timeoutMs = 0, elapsedMs = 0, message?: string) {
+    super(message ?? `${operation} timed out${timeoutMs > 0 ? ` after ${timeoutMs} ms` : ''}`);
+    this.operation = operation;
+    this.timeoutMs = timeoutMs;
+    this.elapsedMs = elapsedMs;
+  }
+}
+
+/** Alias of {@link TimeoutError}, under the reference's other name. */
+export const HTTPTimeoutError = TimeoutError;
+/** Alias of {@link TimeoutError}, under the reference's other name. */
+export type HTTPTimeoutError = TimeoutError;
+
+/** A request helper received a status of 300 or above that is not a followed redirect. */
+export class StatusError extends HTTPError {
+  /** Always `SWY_ERR_STATUS`. */
+  readonly code = 'SWY_ERR_STATUS';
+  /** The response status. */
+  readonly status: number;
+  /** The whole response, body included. */
+  readonly response: Response;
+  constructor(status: number, response: Response) {
+    const req = response.request;
+    super(`${req ? `${req.method} ${response.url || req.target} ` : ''}returned status ${status}`);
+    this.status = status;
+    this.response = response;
+  }
+}
+
+/** The redirect limit was reached and another redirect arrived. */
+export class TooManyRedirectsError extends HTTPError {
+  /** Always `SWY_ERR_TOO_MANY_REDIRECTS`. */
+  readonly code = 'SWY_ERR_TOO_MANY_REDIRECTS';
+  /** The redirect limit that was reached. */
+  readonly limit: number;
+  /** The last redirect response. */
+  readonly response: Response;
+  constructor(limit: number, response: Response) {
+    super(`too many redirects (limit ${limit})`);
+    this.limit = limit;
+    this.response = response;
+  }
+}
+
+/** The client could not connect to `address` (`host:port`). */
+export class ConnectError extends HTTPError {
+  /** Always `SWY_ERR_CONNECT`. */
+  readonly code = 'SWY_ERR_CONNECT';
+  /** `host:port` that could not be reached. */
+  readonly address: string;
+  constructor(address: string, cause: unknown) {
+    super(`cannot connect to ${address}: ${describe(cause)}`, { cause });
+    this.address = address;
+  }
+}
+
+/** The client could not resolve `hostname`. */
+export class DNSError extends HTTPError {
+  /** Always `SWY_ERR_DNS`. */
+  readonly code = 'SWY_ERR_DNS';
+  /** The name that did not resolve. */
+  readonly hostname: string;
+  constructor(hostname: string, cause: unknown) {
+    super(`cannot resolve ${hostname}: ${describe(cause)}`, { cause });
+    this.hostname = hostname;
+  }
+}
+
+/** A TLS handshake failed, other than by timeout. */
+export class TLSHandshakeError extends HTTPError {
+  /** Always `SWY_ERR_TLS_HANDSHAKE`. */
+  readonly code = 'SWY_ERR_TLS_HANDSHAKE';
+  constructor(cause: unknown) {
+    super(`TLS handshake failed: ${describe(cause)}`, { cause });
+  }
+}
+
+/** TLS-level I/O failed on an established connection during a request. */
+export class TLSTransportError extends HTTPError {
+  /** Always `SWY_ERR_TLS_TRANSPORT`. */
+  readonly code = 'SWY_ERR_TLS_TRANSPORT';
+  constructor(cause: unknown) {
+    super(`TLS connection failed: ${describe(cause)}`, { cause });
+  }
+}
+
+/** A server could not bind `address` (`host:port`) because it is in use. */
+export class AddressInUseError extends HTTPError {
+  /** Always `SWY_ERR_ADDRESS_IN_USE`. */
+  readonly code = 'SWY_ERR_ADDRESS_IN_USE';
+  /** `host:port` that is taken. */
+  readonly address: string;
+  constructor(address: string, cause?: unknown) {
+    super(`address already in use: ${address}`, { cause });
+    this.address = address;
+  }
+}
+
+/** Wraps a request-path failure when it is passed to `retryIf`; the original is `err`. */
+export class RequestRetryError extends HTTPError {
+  /** Always `SWY_ERR_REQUEST_RETRY`. */
+  readonly code = 'SWY_ERR_REQUEST_RETRY';
+  /** The underlying failure. */
+  readonly err: unknown;
+  constructor(err: unknown) {
+    super(`request failed: ${describe(err)}`, { cause: err });
+    this.err = err;
+  }
+}
+
+/** A caller passed a value the API cannot take, or called something in a state that forbids it. */
+export class ArgumentError extends Error {
+  /** Always `SWY_ERR_ARGUMENT`. */
+  readonly code = 'SWY_ERR_ARGUMENT';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ArgumentError';
+  }
+}
+
+/** A plugin failed to load or boot: missing dependency, duplicate, or its `register` threw. */
+export class PluginError extends Error {
+  /** `SWY_ERR_PLUGIN_DEPENDENCY`, `SWY_ERR_PLUGIN_DUPLICATE`, `SWY_ERR_PLUGIN_BOOT` or `SWY_ERR_KERNEL_STARTED`. */
+  readonly code: string;
+  /** Name of the plugin at fault. */
+  readonly plugin: string;
+  constructor(code: string, plugin: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PluginError';
+    this.code = code;
+    this.plugin = plugin;
+  }
+}
+
+function describe(cause: unknown): string {
+  if (cause instanceof Error) return cause.message;
+  return String(cause);
+}

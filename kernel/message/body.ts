@@ -1,0 +1,179 @@
+/**
+ * Message bodies. A body is a string, bytes, or a streamed {@link AbstractBody}; streamed
+ * bodies and the bodies of incoming messages are single-use.
+ */
+import { ArgumentError } from '../errors.js';
+import { Headers } from './headers.js';
+
+/** A request or response body as stored on a message. */
+export type Body = string | Uint8Array | AbstractBody | null;
+
+/**
+ * Supertype of streamed bodies. A subclass implements {@link AbstractBody.read},
+ * {@link AbstractBody.close} and {@link AbstractBody.closed}.
+ */
+export abstract class AbstractBody implements AsyncIterable<Uint8Array> {
+  /** Reads up to `dst.length` bytes into the start of `dst`; resolves to the count, 0 at the end. */
+  abstract read(dst: Uint8Array): Promise<number>;
+  /** Releases held resources; closing a closed body does nothing. Reading to the end does not close. */
+  abstract close(): void;
+  /** True once {@link AbstractBody.close} ran. */
+  abstract get closed(): boolean;
+  /** Body length in bytes when known, else -1. */
+  get length(): number {
+    return -1;
+  }
+  /** Trailers that ended the body (chunked HTTP/1, HTTP/2), else empty; read to the end first. */
+  trailers(): Headers {
+    return new Headers();
+  }
+  /** Iterates the rest of the body as chunks; each chunk is a fresh buffer the caller may keep. */
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      const buf = new Uint8Array(16384);
+      const n = await this.read(buf);
+      if (n === 0) return;
+      yield n === buf.length ? buf : buf.subarray(0, n);
+    }
+  }
+}
+
+/** Reads the rest of `body` into one buffer. */
+export async function readAll(body: AbstractBody, limit = Infinity): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const c of body) {
+    total += c.length;
+    if (total > limit) throw new RangeError(`body larger than ${limit} bytes`);
+    chunks.push(c);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+/** A callback-driven body, readable once; `closeCb` runs once when the body is closed. */
+export class CallbackBody extends AbstractBody {
+  private readCb: ((dst: Uint8Array) => number | Promise<number>) | null;
+  private closeCb: (() => void) | null;
+  private done = false;
+  private isClosed = false;
+
+  /**
+   * `readCb(dst)` fills the start of `dst` and returns the byte count, 0 at the end.
+   * `closeCb()` runs once on {@link CallbackBody.close}.
+   */
+  constructor(readCb: (dst: Uint8Array) => number | Promise<number>, closeCb?: () => void) {
+    super();
+    if (typeof readCb !== 'function') throw new ArgumentError('CallbackBody needs a read callback function');
+    if (closeCb !== undefined && typeof closeCb !== 'function') throw new ArgumentError('CallbackBody close callback must be a function');
+    this.readCb = readCb;
+    this.closeCb = closeCb ?? null;
+  }
+
+  /** See {@link AbstractBody.read}. After the end (or close) it keeps returning 0. */
+  async read(dst: Uint8Array): Promise<number> {
+    if (this.done || this.isClosed || this.readCb === null) return 0;
+    if (dst.length === 0) return 0;
+    const n = await this.readCb(dst);
+    if (!Number.isInteger(n) || n < 0 || n > dst.length) {
+      throw new ArgumentError(`CallbackBody read callback returned ${String(n)}, expected an integer 0..${dst.length}`);
+    }
+    if (n === 0) this.done = true;
+    return n;
+  }
+
+  /** Runs the close callback once. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.readCb = null;
+    const cb = this.closeCb;
+    this.closeCb = null;
+    if (cb) cb();
+  }
+
+  /** See {@link AbstractBody.closed}. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+}
+
+/** A single-use streamed body over bytes already in memory. */
+export class BytesBody extends AbstractBody {
+  private data: Uint8Array;
+  private pos = 0;
+  private isClosed = false;
+
+  /** Wraps `data` (a string is encoded as UTF-8); the bytes are not copied. */
+  constructor(data: Uint8Array | string) {
+    super();
+    if (typeof data === 'string') this.data = Buffer.from(data, 'utf8');
+    else if (data instanceof Uint8Array) this.data = data;
+    else throw new ArgumentError(`BytesBody takes a Uint8Array or string, got ${typeof data}`);
+  }
+
+  /** See {@link AbstractBody.read}. */
+  read(dst: Uint8Array): Promise<number> {
+    if (this.isClosed) return Promise.resolve(0);
+    const n = Math.min(dst.length, this.data.length - this.pos);
+    if (n > 0) {
+      dst.set(this.data.subarray(this.pos, this.pos + n), 0);
+      this.pos += n;
+    }
+    return Promise.resolve(n);
+  }
+
+  /** Releases the bytes. */
+  close(): void {
+    this.isClosed = true;
+    this.data = EMPTY;
+  }
+
+  /** See {@link AbstractBody.closed}. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Bytes not yet read. */
+  override get length(): number {
+    return this.data.length - this.pos;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The shared empty body; frozen, must not be modified. */
+export const nobody: Uint8Array = Object.freeze(new Uint8Array(0)) as Uint8Array;
+
+function asBody(body: unknown, fn: string): AbstractBody {
+  if (body instanceof AbstractBody) return body;
+  throw new ArgumentError(`${fn} takes an AbstractBody, got ${body === null ? 'null' : typeof body}`);
+}
+
+/** Reads up to `dst.length` bytes of `body`; resolves to the count, 0 at the end. */
+export function bodyRead(body: AbstractBody, dst: Uint8Array): Promise<number> {
+  return asBody(body, 'bodyRead').read(dst);
+}
+
+/** Closes `body`, releasing what it holds; closing twice does nothing. */
+export function bodyClose(body: AbstractBody): void {
+  asBody(body, 'bodyClose').close();
+}
+
+/** True when `body` has been closed. */
+export function bodyClosed(body: AbstractBody): boolean {
+  return asBody(body, 'bodyClosed').closed;
+}
+
+/** A copy of the trailers that ended `body` (read it to the end first), else empty Headers. */
+export function trailers(body: Body | undefined): Headers {
+  if (body instanceof AbstractBody) return body.trailers().clone();
+  return new Headers();
+}
+
+/** Byte length of a string, bytes or empty body; -1 for a streamed body. */
+export function bodyLength(body: Body | undefined): number {
+  if (body == null) return 0;
+  if (typeof body === 'string') return Buffer.byteLength(body, 'utf8');
+  if (body instanceof Uint8Array) return body.length;
+  return -1;
+}

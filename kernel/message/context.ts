@@ -1,0 +1,188 @@
+/**
+ * RequestContext: cancellation, deadline and application data for one request.
+ * Deadlines are absolute `performance.now()` milliseconds; 0 means none.
+ */
+import { performance } from 'node:perf_hooks';
+import { ArgumentError, CanceledError, TimeoutError } from '../errors.js';
+
+/** Options of {@link RequestContext}. */
+export interface RequestContextOptions {
+  /** Absolute `performance.now()` milliseconds; 0 (default) for no deadline. */
+  deadline?: number;
+  /** A parent context: canceling it cancels this one, and its deadline bounds this one's. */
+  parent?: RequestContext;
+}
+
+/** Cancellation, deadline and application data for one request. */
+export class RequestContext {
+  /** Absolute `performance.now()` deadline in milliseconds; 0 means none. */
+  deadline: number;
+  /** Application data: `ctx.data.set(key, value)`; the router stores its match here. */
+  readonly data: Map<string | symbol, unknown> = new Map();
+  private cancelMessage: string | null = null;
+  private controller: AbortController | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private listeners: ((err: Error) => void)[] | null = null;
+  private readonly parent: RequestContext | null;
+
+  /** `new RequestContext({ deadline })`; a child takes `parent`. */
+  constructor(options: RequestContextOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new ArgumentError('RequestContext options must be an object');
+    const deadline = options.deadline ?? 0;
+    if (typeof deadline !== 'number' || !(deadline >= 0)) {
+      throw new ArgumentError(`deadline must be a non-negative number of milliseconds (performance.now() based), got ${String(deadline)}`);
+    }
+    this.parent = options.parent ?? null;
+    this.deadline = deadline;
+    if (this.parent) {
+      const pd = this.parent.deadline;
+      if (pd > 0 && (this.deadline === 0 || pd < this.deadline)) this.deadline = pd;
+      if (this.parent.canceled) this.cancelMessage = this.parent.cancelMessage;
+      else this.parent.onCancel(() => this.cancel(this.parent!.cancelMessage ?? undefined));
+    }
+  }
+
+  /** A child context whose deadline is the earlier of `deadline` and this one's; canceled with this one. */
+  child(deadline = 0): RequestContext {
+    return new RequestContext({ deadline, parent: this });
+  }
+
+  /** Reads an application value, or `defaultValue` when the key is absent. */
+  get<T = unknown>(key: string | symbol, defaultValue?: T): T | undefined {
+    return this.data.has(key) ? (this.data.get(key) as T) : defaultValue;
+  }
+
+  /** Stores an application value. */
+  set(key: string | symbol, value: unknown): this {
+    this.data.set(key, value);
+    return this;
+  }
+
+  /** True once {@link RequestContext.cancel} ran. */
+  get canceled(): boolean {
+    return this.cancelMessage !== null;
+  }
+
+  /** The message given to `cancel`, or null when not canceled. */
+  get reason(): string | null {
+    return this.cancelMessage;
+  }
+
+  /** True when a deadline is set and `now` (default `performance.now()`) has reached it. */
+  expired(now: number = performance.now()): boolean {
+    return this.deadline > 0 && now >= this.deadline;
+  }
+
+  /** Milliseconds left before the deadline; Infinity without one, 0 when passed. */
+  remaining(now: number = performance.now()): number {
+    if (this.deadline === 0) return Infinity;
+    return Math.max(0, this.deadline - now);
+  }
+
+  /** Replaces the deadline; 0 removes it. */
+  setDeadline(deadline: number): void {
+    if (typeof deadline !== 'number' || !(deadline >= 0)) {
+      throw new ArgumentError(`deadline must be a non-negative number of milliseconds, got ${String(deadline)}`);
+    }
+    this.deadline = deadline;
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+      this.armTimer();
+    }
+  }
+
+  /**
+   * Cancels: the current read or write stops and the request fails with a
+   * {@link CanceledError} carrying `message`. Never throws; a second call does nothing.
+   */
+  cancel(message = 'request canceled'): void {
+    if (this.cancelMessage !== null) return;
+    this.cancelMessage = String(message);
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const err = new CanceledError(this.cancelMessage);
+    const ls = this.listeners;
+    this.listeners = null;
+    if (ls) for (const fn of ls) {
+      try {
+        fn(err);
+      } catch {
+        // cancel never throws; a listener's failure is its own.
+      }
+    }
+    if (this.controller) this.controller.abort(err);
+  }
+
+  /**
+   * Runs `fn` when the context is canceled (at once if it already is). Returns a function
+   * that removes it. Transports use this to stop the current read or write.
+   */
+  onCancel(fn: (err: Error) => void): () => void {
+    if (this.cancelMessage !== null) {
+      fn(new CanceledError(this.cancelMessage));
+      return noop;
+    }
+    (this.listeners ??= []).push(fn);
+    return () => {
+      const ls = this.listeners;
+      if (!ls) return;
+      const i = ls.indexOf(fn);
+      if (i >= 0) ls.splice(i, 1);
+    };
+  }
+
+  /** The error a request fails with now: CanceledError when canceled, TimeoutError when expired, else null. */
+  error(now: number = performance.now()): Error | null {
+    if (this.cancelMessage !== null) return new CanceledError(this.cancelMessage);
+    if (this.expired(now)) return new TimeoutError('request', 0, 0, 'request deadline expired');
+    return null;
+  }
+
+  /**
+   * An AbortSignal that aborts on cancel (reason: CanceledError) or at the deadline
+   * (reason: TimeoutError). Created on first use, so contexts that never need it pay nothing.
+   */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.cancelMessage !== null) this.controller.abort(new CanceledError(this.cancelMessage));
+      else this.armTimer();
+    }
+    return this.controller.signal;
+  }
+
+  private armTimer(): void {
+    if (!this.controller || this.deadline === 0 || this.controller.signal.aborted) return;
+    const ms = Math.max(0, this.deadline - performance.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.controller?.abort(new TimeoutError('request', 0, 0, 'request deadline expired'));
+    }, ms);
+    this.timer.unref();
+  }
+}
+
+function noop(): void {}
+
+/** Replaces the deadline of `ctx` (absolute `performance.now()` ms); 0 removes it. */
+export function setDeadline(ctx: RequestContext, deadline: number): void {
+  ctx.setDeadline(deadline);
+}
+
+/** Cancels `ctx` with `message` (default `request canceled`); never throws. */
+export function cancel(ctx: RequestContext, options: { message?: string } | string = {}): void {
+  ctx.cancel(typeof options === 'string' ? options : options.message);
+}
+
+/** True when `ctx` was canceled. */
+export function canceled(ctx: RequestContext): boolean {
+  return ctx.canceled;
+}
+
+/** True when `ctx` has a deadline and `now` has reached it. */
+export function expired(ctx: RequestContext, now?: number): boolean {
+  return ctx.expired(now);
+}

@@ -1,0 +1,7 @@
+/** The message model: headers, requests, responses, bodies, contexts and URIs. */
+export * from './headers.js';
+export * from './body.js';
+export * from './context.js';
+export { Request, getRequestContext, type RequestOptions } from './request.js';
+export { Response, type ResponseOptions } from './response.js';
+export * from './uri.js';

@@ -1,0 +1,165 @@
+/**
+ * Request: one HTTP request message, client or server side.
+ */
+import { ArgumentError } from '../errors.js';
+import { AbstractBody, bodyLength, type Body } from './body.js';
+import { RequestContext } from './context.js';
+import { Headers, type HeadersInit } from './headers.js';
+
+/** Options of {@link Request} (all optional). */
+export interface RequestOptions {
+  /** Request headers; copied unless `copyHeaders` is false and the value is a Headers. */
+  headers?: HeadersInit | null;
+  /** String, bytes, a streamed body, or null for none. */
+  body?: Body;
+  /** Trailers, sent after a chunked body. */
+  trailers?: HeadersInit | null;
+  /** Authority sent as the HTTP/1 Host header (when the headers have none) or HTTP/2 `:authority`. */
+  host?: string | null;
+  /** Body length in bytes; -1 (default) computes it for string, bytes and empty bodies. */
+  contentLength?: number;
+  /** HTTP major version, default 1. */
+  protoMajor?: number;
+  /** HTTP minor version, default 1. */
+  protoMinor?: number;
+  /** Close the connection after this request. */
+  close?: boolean;
+  /** The per-request context; a new one by default. */
+  context?: RequestContext;
+  /** When false and `headers` is a Headers, it is used without copying. Default true. */
+  copyHeaders?: boolean;
+}
+
+const OPTION_KEYS = new Set<string>([
+  'headers', 'body', 'trailers', 'host', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'context', 'copyHeaders',
+]);
+
+/**
+ * True when a plain object is an options object rather than a headers object: every key is
+ * a known option. This is how `new Request(m, t, x)` tells `x` apart.
+ */
+export function isOptionsObject(x: unknown, keys: ReadonlySet<string>): boolean {
+  if (typeof x !== 'object' || x === null || Array.isArray(x) || x instanceof Headers || x instanceof Map) return false;
+  if (Symbol.iterator in x) return false;
+  for (const k of Object.keys(x)) if (!keys.has(k)) return false;
+  return true;
+}
+
+/** @internal Validates a body value. */
+export function checkBody(body: unknown, what: string): Body {
+  if (body === undefined || body === null) return null;
+  if (typeof body === 'string' || body instanceof Uint8Array || body instanceof AbstractBody) return body;
+  throw new ArgumentError(`${what} body must be a string, Uint8Array, AbstractBody or null, got ${describeType(body)}`);
+}
+
+/** @internal Validates a content length option. */
+export function checkLength(n: unknown): number {
+  if (n === undefined) return -1;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < -1) {
+    throw new ArgumentError(`contentLength must be an integer >= -1, got ${String(n)}`);
+  }
+  return n;
+}
+
+/** @internal */
+export function describeType(x: unknown): string {
+  if (x === null) return 'null';
+  if (typeof x === 'object') return (x as object).constructor?.name ?? 'object';
+  return typeof x;
+}
+
+/** @internal Builds headers per the copy rule. */
+export function makeHeaders(h: HeadersInit | null | undefined, copy: boolean): Headers {
+  if (h == null) return new Headers();
+  if (h instanceof Headers && !copy) return h;
+  return new Headers(h);
+}
+
+function checkVersion(n: unknown, what: string, dflt: number): number {
+  if (n === undefined) return dflt;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 9) throw new ArgumentError(`${what} must be an integer 0..9, got ${String(n)}`);
+  return n;
+}
+
+/** One HTTP request. */
+export class Request {
+  /** HTTP method, such as `GET`. */
+  method: string;
+  /** Request target: path plus query string (or absolute form for proxies). */
+  target: string;
+  /** Request headers. */
+  headers: Headers;
+  /** Body: string, bytes, a streamed body, or null. On a server (`serve`) it is the buffered bytes. */
+  body: Body;
+  /** Trailers. */
+  trailers: Headers;
+  /** Authority for the Host header or `:authority`, or null. */
+  host: string | null;
+  /** Body length in bytes; -1 when unknown. */
+  contentLength: number;
+  /** HTTP major version. */
+  protoMajor: number;
+  /** HTTP minor version. */
+  protoMinor: number;
+  /** Close the connection after this request. */
+  close: boolean;
+  /** The request context (cancellation, deadline, data); see {@link getRequestContext}. */
+  ctx: RequestContext;
+  /** Full URL of a client request (set by the client), else empty. */
+  url: string;
+
+  /**
+   * `new Request(method, target, options?)` or `new Request(method, target, headers, body?, options?)`.
+   * A plain object third argument is options when all its keys are option names, else headers.
+   */
+  constructor(method: string, target: string, headersOrOptions?: HeadersInit | RequestOptions | null, body?: Body, options?: RequestOptions);
+  constructor(method: string, target: string, a?: HeadersInit | RequestOptions | null, b?: Body, c?: RequestOptions) {
+    if (typeof method !== 'string' || method === '') throw new ArgumentError(`Request method must be a non-empty string, got ${describeType(method)}`);
+    if (typeof target !== 'string') throw new ArgumentError(`Request target must be a string, got ${describeType(target)}`);
+    let opts: RequestOptions;
+    if (arguments.length <= 3 && (a === undefined || isOptionsObject(a, OPTION_KEYS))) {
+      opts = (a as RequestOptions | undefined) ?? {};
+    } else {
+      opts = { ...(c ?? {}), headers: a as HeadersInit | null, body: b === undefined ? c?.body : b };
+    }
+    this.method = method;
+    this.target = target;
+    this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
+    this.body = checkBody(opts.body, 'Request');
+    this.trailers = makeHeaders(opts.trailers, true);
+    if (opts.host != null && typeof opts.host !== 'string') throw new ArgumentError(`host must be a string, got ${describeType(opts.host)}`);
+    this.host = opts.host ?? null;
+    const cl = checkLength(opts.contentLength);
+    this.contentLength = cl >= 0 ? cl : bodyLength(this.body);
+    this.protoMajor = checkVersion(opts.protoMajor, 'protoMajor', 1);
+    this.protoMinor = checkVersion(opts.protoMinor, 'protoMinor', 1);
+    this.close = opts.close === true;
+    if (opts.context !== undefined && !(opts.context instanceof RequestContext)) {
+      throw new ArgumentError(`context must be a RequestContext, got ${describeType(opts.context)}`);
+    }
+    this.ctx = opts.context ?? new RequestContext();
+    this.url = '';
+  }
+
+  /** The application data of the request's context (the reference's `req.context`). */
+  get context(): Map<string | symbol, unknown> {
+    return this.ctx.data;
+  }
+
+  /** Replaces the body, recomputing the content length for string, bytes and empty bodies. */
+  setBody(body: Body, contentLength = -1): void {
+    this.body = checkBody(body, 'Request');
+    this.contentLength = contentLength >= 0 ? contentLength : bodyLength(this.body);
+  }
+
+  /** `GET /path HTTP/1.1` form, for logs and errors. */
+  toString(): string {
+    return `${this.method} ${this.target} HTTP/${this.protoMajor}.${this.protoMinor}`;
+  }
+}
+
+/** The {@link RequestContext} of a request. */
+export function getRequestContext(req: Request): RequestContext {
+  if (!(req instanceof Request)) throw new ArgumentError(`getRequestContext takes a Request, got ${describeType(req)}`);
+  return req.ctx;
+}

@@ -1,0 +1,152 @@
+/**
+ * Response: one HTTP response message, client or server side.
+ */
+import { ArgumentError } from '../errors.js';
+import { AbstractBody, bodyLength, type Body } from './body.js';
+import { Headers, type HeadersInit } from './headers.js';
+import { checkBody, checkLength, describeType, isOptionsObject, makeHeaders, Request } from './request.js';
+
+/** Options of {@link Response} (all optional). */
+export interface ResponseOptions {
+  /** Response headers; copied unless `copyHeaders` is false and the value is a Headers. */
+  headers?: HeadersInit | null;
+  /** Body, when not given positionally. */
+  body?: Body;
+  /** Reason phrase; empty means the standard one for the status. */
+  reason?: string;
+  /** Trailers, sent after a chunked body. */
+  trailers?: HeadersInit | null;
+  /** Body length; -1 (default) computes it for string, bytes and empty bodies. */
+  contentLength?: number;
+  /** HTTP major version, default 1. */
+  protoMajor?: number;
+  /** HTTP minor version, default 1. */
+  protoMinor?: number;
+  /** Close the connection after this response. */
+  close?: boolean;
+  /** The request that produced this response. */
+  request?: Request | null;
+  /** When false and `headers` is a Headers, it is used without copying. Default true. */
+  copyHeaders?: boolean;
+}
+
+const OPTION_KEYS = new Set<string>([
+  'headers', 'body', 'reason', 'trailers', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'request', 'copyHeaders',
+]);
+
+function isBodyValue(x: unknown): boolean {
+  return x === undefined || x === null || typeof x === 'string' || x instanceof Uint8Array || x instanceof AbstractBody;
+}
+
+function checkStatus(status: unknown): number {
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 999) {
+    throw new ArgumentError(`status must be an integer 100..999, got ${String(status)}`);
+  }
+  return status;
+}
+
+/** One HTTP response. */
+export class Response {
+  /** HTTP status code. */
+  status: number;
+  /** Reason phrase; empty means the standard one. */
+  reason: string;
+  /** Response headers. */
+  headers: Headers;
+  /** Body: string, bytes, a streamed body, or null. A client response holds bytes (null with `responseStream`). */
+  body: Body;
+  /** Trailers. */
+  trailers: Headers;
+  /** Body length in bytes; -1 when unknown. */
+  contentLength: number;
+  /** HTTP major version. */
+  protoMajor: number;
+  /** HTTP minor version. */
+  protoMinor: number;
+  /** Close the connection after this response. */
+  close: boolean;
+  /** The request that produced this response, or null. */
+  request: Request | null;
+  /** Final URL after redirects (client responses), else empty. */
+  url: string;
+
+  /**
+   * Forms: `new Response(status, body?, options?)`, `new Response(status, headers, body, options?)`,
+   * `new Response(body)` (status 200), `new Response(status, options)`.
+   */
+  constructor(status: number, body?: Body, options?: ResponseOptions);
+  constructor(status: number, headers: HeadersInit | null, body: Body, options?: ResponseOptions);
+  constructor(status: number, options: ResponseOptions);
+  constructor(body: string | Uint8Array | AbstractBody);
+  constructor(a: number | string | Uint8Array | AbstractBody, b?: unknown, c?: unknown, d?: unknown) {
+    let status: number;
+    let opts: ResponseOptions;
+    if (typeof a !== 'number') {
+      if (!isBodyValue(a) || a == null) throw new ArgumentError(`Response takes a status number or a body, got ${describeType(a)}`);
+      if (arguments.length > 1) throw new ArgumentError('new Response(body) takes one argument; use new Response(200, body, options)');
+      status = 200;
+      opts = { body: a };
+    } else {
+      status = checkStatus(a);
+      if (arguments.length >= 3 && (!isBodyValue(b) || (b == null && c != null && isBodyValue(c)))) {
+        // (status, headers, body, options?)
+        opts = { ...((d as ResponseOptions | undefined) ?? {}), headers: b as HeadersInit, body: c as Body };
+      } else if (arguments.length === 2 && !isBodyValue(b) && isOptionsObject(b, OPTION_KEYS)) {
+        opts = b as ResponseOptions;
+      } else if (isBodyValue(b)) {
+        const o = (c as ResponseOptions | undefined) ?? {};
+        if (typeof o !== 'object' || o === null) throw new ArgumentError(`Response options must be an object, got ${describeType(o)}`);
+        opts = b === undefined ? o : { ...o, body: b as Body };
+      } else {
+        throw new ArgumentError(`Response body must be a string, Uint8Array, AbstractBody or null, got ${describeType(b)}`);
+      }
+    }
+    this.status = status;
+    if (opts.reason !== undefined && typeof opts.reason !== 'string') throw new ArgumentError(`reason must be a string, got ${describeType(opts.reason)}`);
+    this.reason = opts.reason ?? '';
+    this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
+    this.body = checkBody(opts.body, 'Response');
+    this.trailers = makeHeaders(opts.trailers, true);
+    const cl = checkLength(opts.contentLength);
+    this.contentLength = cl >= 0 ? cl : bodyLength(this.body);
+    this.protoMajor = opts.protoMajor ?? 1;
+    this.protoMinor = opts.protoMinor ?? 1;
+    this.close = opts.close === true;
+    if (opts.request != null && !(opts.request instanceof Request)) throw new ArgumentError(`request must be a Request, got ${describeType(opts.request)}`);
+    this.request = opts.request ?? null;
+    this.url = '';
+  }
+
+  /** Alias of {@link Response.status}. */
+  get statusCode(): number {
+    return this.status;
+  }
+  set statusCode(v: number) {
+    this.status = checkStatus(v);
+  }
+
+  /** Replaces the body, recomputing the content length for string, bytes and empty bodies. */
+  setBody(body: Body, contentLength = -1): void {
+    this.body = checkBody(body, 'Response');
+    this.contentLength = contentLength >= 0 ? contentLength : bodyLength(this.body);
+  }
+
+  /** The body decoded as UTF-8. Works on string and byte bodies; a streamed body must be read first. */
+  text(): string {
+    const b = this.body;
+    if (b == null) return '';
+    if (typeof b === 'string') return b;
+    if (b instanceof Uint8Array) return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+    throw new ArgumentError('response.text() needs a buffered body; this response has a streamed body (read it with bodyRead or for await)');
+  }
+
+  /** The body parsed as JSON (see {@link Response.text}). */
+  json<T = unknown>(): T {
+    return JSON.parse(this.text()) as T;
+  }
+
+  /** `HTTP/1.1 200 OK` form, for logs and errors. */
+  toString(): string {
+    return `HTTP/${this.protoMajor}.${this.protoMinor} ${this.status}${this.reason ? ` ${this.reason}` : ''}`;
+  }
+}

@@ -1,0 +1,19 @@
+import { defineConfig } from 'tsup';
+
+// Three public entries, matching package.json "exports": the top-level API,
+// the kernel on its own, and the plugin bundle.
+export default defineConfig({
+  entry: {
+    index: 'index.ts',
+    'kernel/index': 'kernel/index.ts',
+    'plugins/index': 'plugins/index.ts',
+  },
+  format: ['esm'],
+  target: 'node20',
+  platform: 'node',
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  splitting: true,
+  treeshake: true,
+});

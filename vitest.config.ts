@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Real sockets on loopback: generous per-test ceiling, but tests wait on events, never sleeps.
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+    pool: 'forks',
+  },
+});
