@@ -88,8 +88,9 @@ export class RequestContext {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
-      this.armTimer();
     }
+    // Re-arm whenever a signal is out, also when there was no deadline (and so no timer) before.
+    this.armTimer();
   }
 
   /**
@@ -156,16 +157,25 @@ export class RequestContext {
 
   private armTimer(): void {
     if (!this.controller || this.deadline === 0 || this.controller.signal.aborted) return;
-    const ms = Math.max(0, this.deadline - performance.now());
+    const ms = this.deadline - performance.now();
+    if (ms <= 0) {
+      this.controller.abort(new TimeoutError('request', 0, 0, 'request deadline expired'));
+      return;
+    }
+    // Timers run on a coarser, possibly lagging clock and overflow past 2^31-1 ms (Node then
+    // fires after 1 ms), so wait at most that long and check the deadline again on wake-up.
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.controller?.abort(new TimeoutError('request', 0, 0, 'request deadline expired'));
-    }, ms);
+      this.armTimer();
+    }, Math.min(Math.ceil(ms), MAX_TIMER_MS));
     this.timer.unref();
   }
 }
 
 function noop(): void {}
+
+/** Longest delay `setTimeout` takes without overflowing. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Replaces the deadline of `ctx` (absolute `performance.now()` ms); 0 removes it. */
 export function setDeadline(ctx: RequestContext, deadline: number): void {
@@ -173,8 +183,8 @@ export function setDeadline(ctx: RequestContext, deadline: number): void {
 }
 
 /** Cancels `ctx` with `message` (default `request canceled`); never throws. */
-export function cancel(ctx: RequestContext, options: { message?: string } | string = {}): void {
-  ctx.cancel(typeof options === 'string' ? options : options.message);
+export function cancel(ctx: RequestContext, options: { message?: string } | string | null = {}): void {
+  ctx.cancel(typeof options === 'string' ? options : (options?.message ?? undefined));
 }
 
 /** True when `ctx` was canceled. */

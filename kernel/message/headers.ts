@@ -48,9 +48,10 @@ export class Headers implements Iterable<[string, string]> {
   _values: string[];
 
   /**
-   * `new Headers()` is empty; `new Headers(n)` is empty with room for `n` headers; any other
-   * input (another Headers, array of pairs, Map, plain object) is copied, joining a header
-   * onto the one before it when the names match, as {@link appendHeader} does.
+   * `new Headers()` is empty; `new Headers(n)` is empty with room for `n` headers; another
+   * Headers is copied pair for pair; any other input (array of pairs, Map, plain object) is
+   * copied, joining a header onto the one before it when the names match, as
+   * {@link appendHeader} does.
    */
   constructor(init?: HeadersInit | number | null) {
     if (typeof init === 'number') {
@@ -235,7 +236,9 @@ function addPair(h: Headers, name: unknown, value: unknown): void {
 
 function addAll(h: Headers, init: unknown): void {
   if (init instanceof Headers) {
-    for (let i = 0; i < init._names.length; i++) h.append(init._names[i]!, init._values[i]!);
+    // Already a header list: copy the pairs as they are (joining would merge, e.g., two
+    // Connection headers that a reader checks one by one).
+    for (let i = 0; i < init._names.length; i++) h.push(init._names[i]!, init._values[i]!);
     return;
   }
   if (init instanceof Map) {
@@ -269,6 +272,7 @@ function addAll(h: Headers, init: unknown): void {
 export function mkHeaders(input?: HeadersInit | HeaderPair | null): Headers {
   if (input instanceof Headers) return input;
   if (input == null) return new Headers();
+  if (typeof input !== 'object') throw new ArgumentError(`mkHeaders takes a pair, Map, object or iterable of pairs, got ${typeof input}`);
   if (Array.isArray(input) && input.length === 2 && typeof input[0] === 'string' && !Array.isArray(input[1])) {
     const h = new Headers();
     addPair(h, input[0], input[1]);

@@ -71,11 +71,14 @@ export function describeType(x: unknown): string {
 /** @internal Builds headers per the copy rule. */
 export function makeHeaders(h: HeadersInit | null | undefined, copy: boolean): Headers {
   if (h == null) return new Headers();
+  // A number would otherwise be taken as the capacity of an empty Headers.
+  if (typeof h !== 'object') throw new ArgumentError(`headers must be a Headers, array of pairs, Map or object, got ${typeof h}`);
   if (h instanceof Headers && !copy) return h;
   return new Headers(h);
 }
 
-function checkVersion(n: unknown, what: string, dflt: number): number {
+/** @internal Validates a protocol version number. */
+export function checkVersion(n: unknown, what: string, dflt: number): number {
   if (n === undefined) return dflt;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 9) throw new ArgumentError(`${what} must be an integer 0..9, got ${String(n)}`);
   return n;

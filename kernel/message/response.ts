@@ -4,7 +4,7 @@
 import { ArgumentError } from '../errors.js';
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { Headers, type HeadersInit } from './headers.js';
-import { checkBody, checkLength, describeType, isOptionsObject, makeHeaders, Request } from './request.js';
+import { checkBody, checkLength, checkVersion, describeType, isOptionsObject, makeHeaders, Request } from './request.js';
 
 /** Options of {@link Response} (all optional). */
 export interface ResponseOptions {
@@ -109,8 +109,8 @@ export class Response {
     this.trailers = makeHeaders(opts.trailers, true);
     const cl = checkLength(opts.contentLength);
     this.contentLength = cl >= 0 ? cl : bodyLength(this.body);
-    this.protoMajor = opts.protoMajor ?? 1;
-    this.protoMinor = opts.protoMinor ?? 1;
+    this.protoMajor = checkVersion(opts.protoMajor, 'protoMajor', 1);
+    this.protoMinor = checkVersion(opts.protoMinor, 'protoMinor', 1);
     this.close = opts.close === true;
     if (opts.request != null && !(opts.request instanceof Request)) throw new ArgumentError(`request must be a Request, got ${describeType(opts.request)}`);
     this.request = opts.request ?? null;
