@@ -1,0 +1,319 @@
+/**
+ * The kernel: a hook table, a plugin loader (avvio) and, later, the clients and servers
+ * built on them.
+ *
+ * avvio runs on a private instance (`avvio(null, …)`) rather than on the kernel itself: its
+ * `expose` option would add five untyped methods and a `then` getter to the kernel, which
+ * makes the kernel a thenable (so `await kernel.ready()` could not resolve to it). The
+ * kernel's own typed `register`/`ready`/`close`/`onClose` drive that instance instead.
+ */
+import avvio from 'avvio';
+import { ArgumentError, PluginError } from './errors.js';
+import { createHookTable, resolveTapped, type KernelHooks, type TappedHooks } from './hooks.js';
+import {
+  describe,
+  duplicateError,
+  sortEntries,
+  toEntries,
+  type AnyPlugin,
+  type OptionsArgs,
+  type Plugin,
+  type PluginEntry,
+  type PluginList,
+} from './plugin.js';
+import { kPluginMeta } from './symbols.js';
+
+/** Options of {@link createKernel}. */
+export interface KernelOptions {
+  /** Longest one plugin's `register()` may take, in milliseconds (avvio's timeout); 0 disables it. Default 10 000. */
+  pluginTimeout?: number;
+}
+
+/**
+ * Where a kernel is in its life: `idle` (taking plugins) → `booting` (in `ready()`) →
+ * `ready` → `closing` → `closed`; `failed` when `ready()` rejected.
+ */
+export type KernelState = 'idle' | 'booting' | 'ready' | 'closing' | 'closed' | 'failed';
+
+/** A function `kernel.onClose` runs during `close()`; a returned promise is awaited. */
+export type CloseHandler = (kernel: Kernel) => void | Promise<void>;
+
+/** Default of {@link KernelOptions.pluginTimeout}, as fastify's `pluginTimeout`. */
+const DEFAULT_PLUGIN_TIMEOUT = 10_000;
+
+/**
+ * A plugin stack: hooks, decorations and close handlers, booted by `ready()`.
+ * Make one with {@link createKernel}. Plugins share this one instance (no encapsulation:
+ * tapable hooks are global to a kernel anyway).
+ *
+ * Plugins that decorate the kernel type their decoration by augmenting this interface:
+ * `declare module 'switchyard/kernel' { interface Kernel { route(…): void } }`.
+ */
+export class Kernel {
+  /** Every hook of the kernel, frozen (`kernel.hooks.client.onRequest.tap(name, fn)`); closed to new taps at `ready()`. */
+  readonly hooks: KernelHooks;
+
+  #closeTable: () => void;
+  #tapped: TappedHooks | null = null;
+  #avvio: avvio.Avvio<null>;
+  #timeout: number;
+  #state: KernelState = 'idle';
+  /** Top-level registrations, ordered by dependencies and handed to avvio at `ready()`. */
+  #pending: PluginEntry[] = [];
+  #loaded = new Set<string>();
+  #order: string[] = [];
+  /** Name of the plugin whose `register()` is running (avvio loads one at a time). */
+  #booting: string | null = null;
+  /** True while `ready()` loads plugins; it stays true if `close()` is called meanwhile, so plugins still loading can register and add close handlers. */
+  #bootRunning = false;
+  #decorators = new Map<PropertyKey, string>();
+  #readyPromise: Promise<this> | null = null;
+  #closePromise: Promise<void> | null = null;
+
+  /** Prefer {@link createKernel}. */
+  constructor(options: KernelOptions = {}) {
+    if (typeof options !== 'object' || options === null) {
+      throw new ArgumentError(`createKernel(options): options must be an object, got ${describe(options)}`);
+    }
+    const timeout = options.pluginTimeout ?? DEFAULT_PLUGIN_TIMEOUT;
+    if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0) {
+      throw new ArgumentError(`createKernel(): pluginTimeout must be a non-negative number of milliseconds, got ${describe(timeout)}`);
+    }
+    this.#timeout = timeout;
+    const table = createHookTable();
+    this.hooks = table.hooks;
+    this.#closeTable = table.close;
+    // autostart false: nothing loads before ready(), so plugins can be registered in any order.
+    this.#avvio = avvio(null, { autostart: false, timeout });
+  }
+
+  /** Where the kernel is in its life. */
+  get state(): KernelState {
+    return this.#state;
+  }
+
+  /**
+   * The hook table for callers on the request path: each hook when it has taps, else
+   * `null`. Resolved once at `ready()` and frozen (taps are closed then, so it never goes
+   * stale); read before `ready()` it throws. Cache `kernel.tapped.client` and branch:
+   * `const h = tapped.onRequest; if (h !== null) …`.
+   */
+  get tapped(): TappedHooks {
+    const t = this.#tapped;
+    if (t === null) throw new ArgumentError('kernel.tapped is resolved by ready(): await kernel.ready() first');
+    return t;
+  }
+
+  /** Names of the loaded plugins, in load order (a copy). */
+  get plugins(): readonly string[] {
+    return Object.freeze([...this.#order]);
+  }
+
+  /** True once a plugin of this name has loaded (its `register()` finished). */
+  hasPlugin(name: string): boolean {
+    return this.#loaded.has(name);
+  }
+
+  /**
+   * Adds a plugin, or a list of plugins (a preset, possibly nested). Nothing loads yet:
+   * `ready()` loads everything registered before it, ordered by `dependencies` and
+   * otherwise in registration order. Inside a plugin's `register()` it registers a nested
+   * plugin, which loads right after that plugin. After `ready()` it throws
+   * `PluginError` `SWY_ERR_KERNEL_STARTED`; a value that is not a plugin throws
+   * `ArgumentError`.
+   */
+  register<Options>(plugin: Plugin<Options>, ...options: OptionsArgs<Options>): this;
+  register(plugins: PluginList): this;
+  register(plugin: AnyPlugin | PluginList, ...rest: unknown[]): this {
+    const entries = toEntries(plugin, rest[0], rest.length > 0);
+    if (this.#state === 'idle') {
+      this.#pending.push(...entries);
+    } else if (this.#bootRunning) {
+      if (this.#booting === null) {
+        throw new ArgumentError("kernel.register() while ready() is running: register plugins before calling ready(), or from inside a plugin's register()");
+      }
+      for (const entry of sortEntries(entries)) this.#use(entry);
+    } else {
+      const name = entries[0]?.plugin.name ?? '(empty list)';
+      throw new PluginError(
+        'SWY_ERR_KERNEL_STARTED',
+        name,
+        `cannot register plugin "${name}": the kernel is ${this.#state === 'ready' ? 'started' : this.#state}; register every plugin before ready()`,
+      );
+    }
+    return this;
+  }
+
+  /**
+   * Loads every registered plugin, then closes the hook table and resolves `tapped`.
+   * Resolves to the kernel; calling it again returns the same promise. Rejects with a
+   * `PluginError` naming the plugin: `SWY_ERR_PLUGIN_DEPENDENCY` (missing dependency or
+   * cycle), `SWY_ERR_PLUGIN_DUPLICATE`, `SWY_ERR_PLUGIN_BOOT` (its `register()` threw,
+   * rejected or timed out; the original error is `cause`). A failed kernel stays failed.
+   */
+  ready(): Promise<this> {
+    if (this.#readyPromise === null) this.#readyPromise = this.#boot();
+    return this.#readyPromise;
+  }
+
+  /**
+   * Runs the close handlers, last registered first (avvio's LIFO), waiting for each; also
+   * waits for a `ready()` in progress. Calling it again returns the same promise. Rejects
+   * with the last error a handler threw, after all handlers ran.
+   */
+  close(): Promise<void> {
+    if (this.#closePromise === null) {
+      if (this.#state === 'idle') this.#pending = [];
+      this.#state = 'closing';
+      // A boot in progress keeps its table open until it ends (plugins still loading tap).
+      if (!this.#bootRunning) this.#closeTable();
+      this.#closePromise = new Promise<void>((resolve, reject) => {
+        this.#avvio.close((err: Error) => {
+          this.#state = 'closed';
+          if (err) reject(err);
+          else resolve();
+        });
+      });
+    }
+    return this.#closePromise;
+  }
+
+  /**
+   * Registers `fn` to run at `close()`, before every handler registered earlier (LIFO, so
+   * what was built last is torn down first). Allowed until `close()` starts, also after
+   * `ready()` (clients and servers made from the kernel close with it).
+   */
+  onClose(fn: CloseHandler): this {
+    if (typeof fn !== 'function') throw new ArgumentError(`kernel.onClose(fn): fn must be a function, got ${describe(fn)}`);
+    if (this.#closePromise !== null && !this.#bootRunning) {
+      throw new ArgumentError('kernel.onClose() after close() started: the handler would never run');
+    }
+    // async: a handler that throws synchronously becomes a rejection avvio reports, not a crash.
+    this.#avvio.onClose(async () => {
+      await fn(this);
+    });
+    return this;
+  }
+
+  /**
+   * Adds a property to the kernel (a plugin's API, such as the router's `route`). The
+   * property is enumerable and read-only; hold mutable state in an object. Refuses, with an
+   * `ArgumentError`, a name the kernel already has (its own members included, and `then`),
+   * and any decoration after `ready()`.
+   */
+  decorate<K extends string | symbol, V>(name: K, value: V): this & { readonly [P in K]: V } {
+    if ((typeof name !== 'string' || name === '') && typeof name !== 'symbol') {
+      throw new ArgumentError(`kernel.decorate(name, value): name must be a non-empty string or a symbol, got ${describe(name)}`);
+    }
+    const label = String(name);
+    if (this.#state !== 'idle' && !this.#bootRunning) {
+      throw new ArgumentError(`kernel.decorate('${label}') after ready(): decorations are fixed when the kernel starts; decorate inside a plugin's register()`);
+    }
+    if (name === 'then') {
+      throw new ArgumentError("kernel.decorate('then'): a kernel must not be thenable, or awaiting it would misbehave");
+    }
+    if (name in this) {
+      const by = this.#decorators.get(name);
+      throw new ArgumentError(`kernel.decorate('${label}'): the kernel already has "${label}" (${by ?? 'a kernel member'}); refusing to overwrite it, pick another name`);
+    }
+    Object.defineProperty(this, name, { value, enumerable: true, writable: false, configurable: false });
+    this.#decorators.set(name, this.#booting !== null ? `added by plugin "${this.#booting}"` : 'added outside a plugin');
+    return this as this & { readonly [P in K]: V };
+  }
+
+  // --- Clients and servers -----------------------------------------------------------
+  // The client and server issues add here, on a booted kernel:
+  //   client(options): Client                        (reads this.tapped.client)
+  //   serve(handler, options): Promise<Server>        (reads this.tapped.server)
+  //   listen(streamHandler, options): Promise<Server>
+  // each registering its own close with this.onClose() so kernel.close() shuts it down.
+
+  // --- Boot internals ------------------------------------------------------------------
+
+  async #boot(): Promise<this> {
+    if (this.#state !== 'idle') {
+      throw new ArgumentError(`kernel.ready() after close(): this kernel is ${this.#state}; create a new one`);
+    }
+    this.#state = 'booting';
+    this.#bootRunning = true;
+    try {
+      const ordered = sortEntries(this.#pending);
+      this.#pending = [];
+      for (const entry of ordered) this.#use(entry);
+      await this.#avvio.ready();
+    } catch (err) {
+      if (this.#state === 'booting') this.#state = 'failed';
+      throw this.#bootError(err);
+    } finally {
+      this.#bootRunning = false;
+      // Closed on failure too: a failed kernel makes nothing, so a tap could never fire.
+      this.#closeTable();
+    }
+    this.#tapped = resolveTapped(this.hooks);
+    if (this.#state === 'booting') this.#state = 'ready';
+    return this;
+  }
+
+  /** Hands one plugin to avvio, wrapped in an avvio plugin function. */
+  #use({ plugin, options }: PluginEntry): void {
+    // Options travel in the closure, not through avvio, which would call a function-valued
+    // options object and default a missing one.
+    const fn = (): Promise<void> => this.#load(plugin, options);
+    Object.defineProperty(fn, kPluginMeta, { value: Object.freeze({ name: plugin.name }) });
+    this.#avvio.use(fn, {});
+  }
+
+  /** Loads one plugin: checks, then its `register()`; errors name the plugin. */
+  async #load(plugin: AnyPlugin, options: unknown): Promise<void> {
+    const { name } = plugin;
+    if (this.#loaded.has(name)) throw duplicateError(name);
+    for (const dep of plugin.dependencies) {
+      if (!this.#loaded.has(dep)) {
+        throw new PluginError(
+          'SWY_ERR_PLUGIN_DEPENDENCY',
+          name,
+          `plugin "${name}" needs plugin "${dep}", which is not registered: register "${dep}" too (registrations before ready() are ordered by dependencies; inside a plugin's register(), register "${dep}" before "${name}")`,
+        );
+      }
+    }
+    this.#booting = name;
+    try {
+      await plugin.register(this, options);
+    } catch (err) {
+      throw new PluginError('SWY_ERR_PLUGIN_BOOT', name, `plugin "${name}" failed in register(): ${message(err)}`, { cause: err });
+    } finally {
+      this.#booting = null;
+    }
+    this.#loaded.add(name);
+    this.#order.push(name);
+  }
+
+  /** Turns whatever made boot fail into a `PluginError` naming the plugin. */
+  #bootError(err: unknown): PluginError {
+    if (err instanceof PluginError) return err;
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === 'AVV_ERR_PLUGIN_EXEC_TIMEOUT' || code === 'AVV_ERR_READY_TIMEOUT') {
+      const fn = (err as { fn?: { [kPluginMeta]?: { name?: string } } }).fn;
+      const name = fn?.[kPluginMeta]?.name ?? this.#booting ?? '(unknown)';
+      return new PluginError(
+        'SWY_ERR_PLUGIN_BOOT',
+        name,
+        `plugin "${name}" did not finish register() within ${this.#timeout} ms (pluginTimeout): a promise it returned never settled`,
+        { cause: err },
+      );
+    }
+    const name = this.#booting ?? '(kernel)';
+    return new PluginError('SWY_ERR_PLUGIN_BOOT', name, `booting the kernel failed${this.#booting ? ` in plugin "${name}"` : ''}: ${message(err)}`, {
+      cause: err,
+    });
+  }
+}
+
+/** Makes an empty kernel: register plugins, then `await kernel.ready()`. */
+export function createKernel(options?: KernelOptions): Kernel {
+  return new Kernel(options);
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

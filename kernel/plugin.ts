@@ -1,0 +1,205 @@
+/**
+ * Plugins: `definePlugin()` and the checks and ordering the loader applies to them.
+ *
+ * A plugin is a frozen object with metadata (`name`, `dependencies`) and a
+ * `register(kernel, options)` function; the kernel hands it to avvio wrapped in an avvio
+ * plugin function, so avvio's boot order, timeouts and LIFO close apply.
+ */
+import { ArgumentError, PluginError } from './errors.js';
+import type { Kernel } from './kernel.js';
+import { kPlugin } from './symbols.js';
+
+/** What a plugin's `register` may return: nothing, or a promise the kernel awaits before the next plugin. */
+export type RegisterResult = void | Promise<void>;
+
+/** The argument of {@link definePlugin}. */
+export interface PluginDefinition<Options> {
+  /** Unique name; also the name its taps use. Registering two plugins with one name fails. */
+  readonly name: string;
+  /** Names of plugins that must be loaded first; the kernel orders by them and fails when one is missing. */
+  readonly dependencies?: readonly string[];
+  /**
+   * Taps hooks, decorates the kernel, registers close handlers and nested plugins. Runs once,
+   * during `ready()`; a returned promise is awaited (within the kernel's `pluginTimeout`).
+   * There is no `done` callback: return a promise instead.
+   */
+  register(kernel: Kernel, options: Options): RegisterResult;
+}
+
+/** A plugin made by {@link definePlugin}; `Options` is what `kernel.register(plugin, options)` takes. */
+export interface Plugin<Options = Record<string, never>> {
+  /** Unique name. */
+  readonly name: string;
+  /** Names of plugins that must be loaded first. */
+  readonly dependencies: readonly string[];
+  /** The plugin's register function. */
+  readonly register: (kernel: Kernel, options: Options) => RegisterResult;
+  /** Brand: this object came from `definePlugin`. */
+  readonly [kPlugin]: true;
+}
+
+/** A plugin whose options type does not matter (lists, presets). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyPlugin = Plugin<any>;
+
+/** A preset: a list of plugins, possibly nested. The kernel orders it by `dependencies`. */
+export type PluginList = readonly (AnyPlugin | PluginList)[];
+
+/**
+ * The options arguments of `kernel.register(plugin, …)`: optional when every option is,
+ * required as soon as one is.
+ */
+export type OptionsArgs<Options> = {} extends Options ? [options?: Options] : [options: Options];
+
+/**
+ * Makes a plugin. `Options` is inferred from the type `register` gives its second parameter.
+ *
+ * ```ts
+ * export const requestId = definePlugin({
+ *   name: 'request-id',
+ *   register(kernel, options: { header?: string }) { … },
+ * });
+ * ```
+ */
+export function definePlugin<Options = Record<string, never>>(definition: PluginDefinition<Options>): Plugin<Options> {
+  if (typeof definition !== 'object' || definition === null) {
+    throw new ArgumentError(`definePlugin() takes { name, dependencies?, register }, got ${describe(definition)}`);
+  }
+  const { name, dependencies = [], register } = definition;
+  if (typeof name !== 'string' || name.trim() === '' || name.trim() !== name) {
+    throw new ArgumentError(`definePlugin(): name must be a non-empty string without surrounding spaces, got ${describe(name)}`);
+  }
+  if (!Array.isArray(dependencies) || !dependencies.every((d) => typeof d === 'string' && d !== '')) {
+    throw new ArgumentError(`definePlugin('${name}'): dependencies must be an array of plugin names`);
+  }
+  if (dependencies.includes(name)) {
+    throw new ArgumentError(`definePlugin('${name}'): a plugin cannot depend on itself`);
+  }
+  if (typeof register !== 'function') {
+    throw new ArgumentError(`definePlugin('${name}'): register must be a function (kernel, options) => void | Promise<void>, got ${describe(register)}`);
+  }
+  if (register.length > 2) {
+    // avvio would hand a third parameter a `done` callback; ours never does, so a plugin
+    // written for that style would hang until the timeout. Say so now.
+    throw new ArgumentError(`definePlugin('${name}'): register takes (kernel, options); there is no done callback, return a promise instead`);
+  }
+  return Object.freeze({
+    name,
+    dependencies: Object.freeze([...dependencies]),
+    // Bound to the definition so `this` inside a method-style register still works.
+    register: register.bind(definition) as (kernel: Kernel, options: Options) => RegisterResult,
+    [kPlugin]: true as const,
+  });
+}
+
+/** True when `value` is a plugin made by {@link definePlugin} (of any copy of switchyard). */
+export function isPlugin(value: unknown): value is AnyPlugin {
+  return typeof value === 'object' && value !== null && (value as { [kPlugin]?: unknown })[kPlugin] === true;
+}
+
+/** @internal One registration waiting for `ready()`. */
+export interface PluginEntry {
+  /** The plugin. */
+  readonly plugin: AnyPlugin;
+  /** Its options (`{}` when none were given). */
+  readonly options: unknown;
+}
+
+/**
+ * @internal Checks what `kernel.register` received and flattens lists; throws an
+ * `ArgumentError` saying what was wrong and where.
+ */
+export function toEntries(value: unknown, options: unknown, hasOptions: boolean): PluginEntry[] {
+  if (Array.isArray(value)) {
+    if (hasOptions && options !== undefined) {
+      throw new ArgumentError('kernel.register(list, options): options belong to one plugin; register it separately, or list plugins without options');
+    }
+    const out: PluginEntry[] = [];
+    flatten(value, 'plugins', out, new Set());
+    return out;
+  }
+  return [{ plugin: asPlugin(value, 'kernel.register()'), options: options === undefined ? {} : options }];
+}
+
+function flatten(list: readonly unknown[], where: string, out: PluginEntry[], seen: Set<unknown>): void {
+  if (seen.has(list)) throw new ArgumentError(`kernel.register(): ${where} contains itself`);
+  seen.add(list);
+  list.forEach((item, i) => {
+    const at = `${where}[${i}]`;
+    if (Array.isArray(item)) flatten(item, at, out, seen);
+    else out.push({ plugin: asPlugin(item, at), options: {} });
+  });
+}
+
+function asPlugin(value: unknown, where: string): AnyPlugin {
+  if (isPlugin(value)) return value;
+  // `register(await import('./my-plugin.js'))`: a module whose default export is a plugin.
+  if (typeof value === 'object' && value !== null && isPlugin((value as { default?: unknown }).default)) {
+    return (value as { default: AnyPlugin }).default;
+  }
+  let hint = '';
+  if (typeof value === 'function') {
+    hint = `; wrap it: definePlugin({ name: '${value.name || 'my-plugin'}', register: ${value.name || 'fn'} })`;
+  } else if (typeof value === 'object' && value !== null && typeof (value as { register?: unknown }).register === 'function') {
+    hint = '; make plugins with definePlugin({ name, register }), which validates and brands them';
+  }
+  throw new ArgumentError(`${where} expects a plugin made by definePlugin() or a list of them, got ${describe(value)}${hint}`);
+}
+
+/**
+ * @internal Orders entries so every plugin comes after the plugins it depends on, otherwise
+ * keeping registration order (a dependency moves up to just before its first dependent).
+ * Dependencies not in the list are left for the load-time check: a plugin registered inside
+ * another may provide them. Throws `PluginError` on duplicates and cycles.
+ */
+export function sortEntries(entries: readonly PluginEntry[]): PluginEntry[] {
+  const byName = new Map<string, number>();
+  entries.forEach((e, i) => {
+    if (byName.has(e.plugin.name)) throw duplicateError(e.plugin.name);
+    byName.set(e.plugin.name, i);
+  });
+  const state = new Uint8Array(entries.length); // 0 new, 1 on the current path, 2 placed
+  const out: PluginEntry[] = [];
+  const path: string[] = [];
+  const visit = (i: number): void => {
+    if (state[i] === 2) return;
+    const { name, dependencies } = entries[i]!.plugin;
+    if (state[i] === 1) {
+      const cycle = [...path.slice(path.indexOf(name)), name].map((n) => `"${n}"`).join(' → ');
+      throw new PluginError('SWY_ERR_PLUGIN_DEPENDENCY', name, `plugin "${name}" is part of a dependency cycle: ${cycle}`);
+    }
+    state[i] = 1;
+    path.push(name);
+    for (const dep of dependencies) {
+      const j = byName.get(dep);
+      if (j !== undefined) visit(j);
+    }
+    path.pop();
+    state[i] = 2;
+    out.push(entries[i]!);
+  };
+  for (let i = 0; i < entries.length; i++) visit(i);
+  return out;
+}
+
+/** @internal The error for a second plugin of one name. */
+export function duplicateError(name: string): PluginError {
+  return new PluginError(
+    'SWY_ERR_PLUGIN_DUPLICATE',
+    name,
+    `plugin "${name}" is registered twice; register it once (to give a preset's plugin options, build the list without it: presets.defaults.filter((p) => p.name !== '${name}'), then register it with its options)`,
+  );
+}
+
+/** @internal Short description of a value for error messages. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'function') return value.name ? `a function "${value.name}"` : 'an anonymous function';
+  if (typeof value === 'object') {
+    const ctor = (value as object).constructor?.name;
+    return ctor && ctor !== 'Object' ? `a ${ctor}` : 'a plain object';
+  }
+  if (typeof value === 'string') return `the string ${JSON.stringify(value)}`;
+  return String(value);
+}
