@@ -1,0 +1,18 @@
+/**
+ * `npm run bench`: every benchmark side by side with its peers, in one run, with ratios.
+ * Run one alone with `node --import tsx bench/<name>.ts`.
+ */
+import { runCodecBench } from './codec.js';
+import { runHooksBench } from './hooks.js';
+
+const only = process.argv[2];
+const benches: [string, () => Promise<unknown>][] = [
+  ['codec', runCodecBench],
+  ['hooks', runHooksBench],
+];
+
+for (const [name, fn] of benches) {
+  if (only && only !== name) continue;
+  console.log(`\n## ${name}\n`);
+  await fn();
+}

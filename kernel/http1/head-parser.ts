@@ -1,0 +1,976 @@
+/**
+ * Incremental, synchronous HTTP/1 head parser (request heads, response heads, and the trailer
+ * section of a chunked body).
+ *
+ * Design, because this is the hot path of every server and client connection:
+ * - push style: `execute(chunk)` consumes bytes and says how many; whatever follows a complete
+ *   head is left to the caller (body bytes, a pipelined request);
+ * - a line that lies entirely inside the chunk is parsed in place, in one pass that validates
+ *   bytes through lookup tables and finds the line end at the same time; only a line split
+ *   across chunks is copied, once, into a per-parser line buffer, and later chunks are only
+ *   searched for its LF (no rescanning of what is buffered);
+ * - field values (most of a head's bytes) are validated four bytes at a time through an
+ *   Int32Array view of the chunk; well-known field names are found by locating the colon and
+ *   comparing whole words against a table (a match also proves the name valid, so only unknown
+ *   names take the byte-wise token scan), and methods are matched by bytes: known names and
+ *   methods are interned strings, never built;
+ * - strings are cut from one latin1 decode of the head region (a "text window") as substrings,
+ *   instead of one native call per name and value;
+ * - limits are enforced while scanning: a line or head that passes `maxLineBytes` /
+ *   `maxHeaderBytes` fails as soon as the byte that breaks the limit arrives.
+ *
+ * Strictness (each is a `ParseError`): obs-fold, bare CR, bare LF (lines must end in CRLF), NUL
+ * and other CTLs (HTAB excepted) in the head, whitespace between a field name and its colon,
+ * invalid token bytes in a method or field name, empty field names, malformed request or status
+ * lines, and versions other than HTTP/1.0 and HTTP/1.1. Framing conflicts found in the fields
+ * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
+ * Transfer-Encoding whose final coding is not chunked, repeated Host) are `ProtocolError`s.
+ */
+import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
+import { eqIgnoreCase, Headers } from '../message/headers.js';
+import * as tables from './tables.js';
+
+// Module-local copies of the tables and constants. Reading an imported binding can compile to a
+// getter call under some loaders (tsx, vite-node); locals keep the hot loops free of that.
+const CR = 13;
+const LF = 10;
+const SP = 32;
+const HTAB = 9;
+const COLON = 58;
+const TOKEN: Uint8Array = tables.TOKEN;
+const VALUE: Uint8Array = tables.VALUE;
+const TARGET: Uint8Array = tables.TARGET;
+const KNOWN_BYTES: Uint8Array = tables.KNOWN_BYTES;
+const KNOWN_LENGTH: Uint8Array = tables.KNOWN_LENGTH;
+const KNOWN_OFFSET: Uint32Array = tables.KNOWN_OFFSET;
+const KNOWN_ROLE: Uint8Array = tables.KNOWN_ROLE;
+const KNOWN_SLOTS: Uint16Array = tables.KNOWN_SLOTS;
+const KNOWN_NAMES: readonly string[] = tables.KNOWN_NAMES;
+const KNOWN_WORDS: Int32Array = tables.KNOWN_WORDS;
+const KNOWN_CASE: Int32Array = tables.KNOWN_CASE;
+const KNOWN_WORD_OFFSET: Uint16Array = tables.KNOWN_WORD_OFFSET;
+const KNOWN_LAST_MASK: Int32Array = tables.KNOWN_LAST_MASK;
+const KNOWN_MASK = 1023;
+const KNOWN_MAX_LENGTH: number = tables.KNOWN_MAX_LENGTH;
+const H_CONTENT_LENGTH = 1;
+const H_TRANSFER_ENCODING = 2;
+const H_CONNECTION = 3;
+const H_HOST = 4;
+const H_UPGRADE = 5;
+const H_EXPECT = 6;
+if (tables.KNOWN_MASK !== KNOWN_MASK || tables.H_EXPECT !== H_EXPECT) throw new Error('http1 tables out of sync');
+
+/** Same as `tables.knownSlot`, local so it inlines. */
+function knownSlot(first: number, last: number, mid: number, len: number): number {
+  return (((first | 0x20) << 5) ^ ((last | 0x20) << 2) ^ (mid | 0x20) ^ (len * 37)) & KNOWN_MASK;
+}
+
+/** Default of `maxLineBytes`: 64 KiB per request, status, header or chunk-size line. */
+export const DEFAULT_MAX_LINE_BYTES = 65536;
+/** Default of `maxHeaderBytes`: 1 MiB for a whole head (and, for chunked bodies, head plus trailers). */
+export const DEFAULT_MAX_HEADER_BYTES = 1048576;
+
+/** What a {@link HeadParser} parses. */
+export type HeadKind = 'request' | 'response' | 'trailers';
+
+/** Size limits of the HTTP/1 codec. */
+export interface HeadLimits {
+  /**
+   * Longest request line, status line, header line or chunk-size line, in bytes, not counting
+   * the CRLF. Default {@link DEFAULT_MAX_LINE_BYTES}.
+   */
+  maxLineBytes?: number;
+  /**
+   * Largest head in bytes, start line and final empty line included; trailers of a chunked
+   * body count against the same budget. Default {@link DEFAULT_MAX_HEADER_BYTES}.
+   */
+  maxHeaderBytes?: number;
+}
+
+/** Connection tokens, as bit flags in {@link HeadParser.connection}. */
+export const CONN_CLOSE = 1;
+/** `Connection: keep-alive` was present. */
+export const CONN_KEEP_ALIVE = 2;
+/** `Connection: upgrade` was present. */
+export const CONN_UPGRADE = 4;
+
+/** The HTTP/2 client connection preface (RFC 9113 §3.4). */
+export const H2_PREFACE: Buffer = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/**
+ * Compares the start of `buf[start..end)` with the HTTP/2 connection preface: 1 when the whole
+ * 24-byte preface is there, 0 when the bytes so far are a prefix of it (wait for more), -1 when
+ * they are not. A plain-text server uses this on the first bytes of a connection to hand it to
+ * h2c or answer 400.
+ */
+export function matchH2Preface(buf: Uint8Array, start = 0, end: number = buf.length): -1 | 0 | 1 {
+  const n = Math.min(end - start, H2_PREFACE.length);
+  for (let i = 0; i < n; i++) if (buf[start + i] !== H2_PREFACE[i]) return -1;
+  return n === H2_PREFACE.length ? 1 : 0;
+}
+
+/** True when `buf` starts with the whole HTTP/2 connection preface. */
+export function isH2Preface(buf: Uint8Array): boolean {
+  return matchH2Preface(buf) === 1;
+}
+
+interface Latin1Buffer extends Buffer {
+  latin1Slice(start: number, end: number): string;
+}
+
+// `latin1Slice` is the undocumented fast path behind `toString('latin1', a, b)`; it skips the
+// encoding dispatch. Fall back if a runtime lacks it.
+const HAS_LATIN1_SLICE = typeof (Buffer.prototype as Partial<Latin1Buffer>).latin1Slice === 'function';
+
+/** Bytes `[start, end)` of `buf` as a latin1 string (one byte, one UTF-16 unit). */
+export function latin1(buf: Buffer, start: number, end: number): string {
+  return HAS_LATIN1_SLICE ? (buf as Latin1Buffer).latin1Slice(start, end) : buf.toString('latin1', start, end);
+}
+
+// Node's Buffers are instances of an internal FastBuffer class; comparing the constructor is a
+// cached property load, cheaper than walking the prototype chain for `instanceof Buffer`.
+const FAST_BUFFER: unknown = Buffer.allocUnsafe(0).constructor;
+
+/** `u8` as a Buffer over the same memory (no copy). */
+export function asBuffer(u8: Uint8Array): Buffer {
+  if (u8.constructor === FAST_BUFFER || u8 instanceof Buffer) return u8 as Buffer;
+  return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
+}
+
+function checkLimit(v: unknown, name: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) {
+    throw new ArgumentError(`${name} must be a positive integer, got ${String(v)}`);
+  }
+  return v;
+}
+
+/** Describes a byte for error messages: printable as itself, others in hex. */
+function showByte(b: number): string {
+  return b > 0x20 && b < 0x7f ? `'${String.fromCharCode(b)}'` : `0x${b.toString(16).padStart(2, '0')}`;
+}
+
+/** Printable excerpt of bytes for error messages (at most 40 bytes, escaped). */
+function excerpt(buf: Uint8Array, start: number, end: number): string {
+  let s = '';
+  const stop = Math.min(end, start + 40);
+  for (let i = start; i < stop; i++) {
+    const b = buf[i]!;
+    s += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+  }
+  return end > stop ? `${s}...` : s;
+}
+
+const S_START = 0;
+const S_HEADERS = 1;
+const S_DONE = 2;
+
+const METHOD_GET = 'GET';
+const METHOD_PUT = 'PUT';
+const METHOD_POST = 'POST';
+const METHOD_HEAD = 'HEAD';
+const METHOD_PATCH = 'PATCH';
+const METHOD_TRACE = 'TRACE';
+const METHOD_DELETE = 'DELETE';
+const METHOD_OPTIONS = 'OPTIONS';
+const METHOD_CONNECT = 'CONNECT';
+
+/**
+ * Parses one HTTP/1 head from chunks pushed into {@link HeadParser.execute}. Reuse one parser
+ * per connection: after a complete head, read the result fields, then {@link HeadParser.reset}.
+ *
+ * Limits throw `ProtocolError`: the bytes are valid HTTP, they only break a configured rule (and
+ * a server answers them with 431 or 414 rather than 400). The message names the limit and its
+ * value.
+ */
+export class HeadParser {
+  /** What this parser parses. */
+  readonly kind: HeadKind;
+  /** See {@link HeadLimits.maxLineBytes}. */
+  readonly maxLineBytes: number;
+  /** See {@link HeadLimits.maxHeaderBytes}. */
+  readonly maxHeaderBytes: number;
+
+  /** True once the head (or trailer section) is complete. */
+  complete = false;
+  /** Bytes of this head consumed so far in complete lines (start line through final CRLF once complete). */
+  headBytes = 0;
+
+  /** Request method (requests). */
+  method = '';
+  /** Request target as sent (requests). */
+  target = '';
+  /** HTTP major version: always 1 after a successful parse. */
+  versionMajor = 1;
+  /** HTTP minor version: 0 or 1. */
+  versionMinor = 1;
+  /** Status code (responses). */
+  status = 0;
+  /** Reason phrase as sent, possibly empty (responses). */
+  reason = '';
+  /** Fields in arrival order, names canonical, values trimmed of OWS. A new object per head. */
+  headers: Headers;
+
+  /** Content-Length value, or -1 when the header is absent. */
+  contentLength = -1;
+  /** A Transfer-Encoding header was present. */
+  hasTransferEncoding = false;
+  /** The final transfer coding is `chunked` (and chunked appears exactly once, last). */
+  chunked = false;
+  /** `chunked` appeared before another coding, or twice. */
+  chunkedNotLast = false;
+  /** `CONN_*` flags from the Connection header(s). */
+  connection = 0;
+  /** An Upgrade header was present. */
+  upgrade = false;
+  /** `Expect: 100-continue` was present. */
+  expectContinue = false;
+  /** Number of Host headers seen. */
+  hostCount = 0;
+  /**
+   * Set when the request line was `PRI * HTTP/2.0` (the HTTP/2 connection preface); the parse
+   * then fails with a `ParseError` and the server can answer 400 or hand over to h2c.
+   */
+  h2Preface = false;
+
+  private state: number;
+  private lineBuf: Buffer | null = null;
+  private lineLen = 0;
+  private error: Error | null = null;
+  // Decoded text window: one latin1 decode of `sBuf[sBase..sEnd)` serves many names and values
+  // as cheap substrings, instead of one native call per string (which dominated profiles).
+  private sBuf: Buffer | null = null;
+  private sStr = '';
+  private sBase = 0;
+  private sEnd = 0;
+  /** End of the bytes the current `execute` may look at (the text window never passes it). */
+  private cEnd = 0;
+  // Int32 view over the current chunk for word-at-a-time value scanning; `wI0` is the index in
+  // `wBuf` where word 0 starts (the first 4-byte-aligned address).
+  private wBuf: Buffer | null = null;
+  private words: Int32Array | null = null;
+  private wI0 = 0;
+
+  /** `kind` chooses the start line; `'trailers'` parses only field lines and the final CRLF. */
+  constructor(kind: HeadKind, limits: HeadLimits = {}) {
+    if (kind !== 'request' && kind !== 'response' && kind !== 'trailers') {
+      throw new ArgumentError(`HeadParser kind must be 'request', 'response' or 'trailers', got ${String(kind)}`);
+    }
+    this.kind = kind;
+    this.maxLineBytes = checkLimit(limits.maxLineBytes, 'maxLineBytes', DEFAULT_MAX_LINE_BYTES);
+    this.maxHeaderBytes = checkLimit(limits.maxHeaderBytes, 'maxHeaderBytes', DEFAULT_MAX_HEADER_BYTES);
+    this.state = kind === 'trailers' ? S_HEADERS : S_START;
+    this.headers = new Headers();
+  }
+
+  /** Prepares for the next head on the same connection (fresh `headers`, cleared results and error). */
+  reset(): void {
+    this.complete = false;
+    this.headBytes = 0;
+    this.method = '';
+    this.target = '';
+    this.versionMajor = 1;
+    this.versionMinor = 1;
+    this.status = 0;
+    this.reason = '';
+    this.headers = new Headers();
+    this.contentLength = -1;
+    this.hasTransferEncoding = false;
+    this.chunked = false;
+    this.chunkedNotLast = false;
+    this.connection = 0;
+    this.upgrade = false;
+    this.expectContinue = false;
+    this.hostCount = 0;
+    this.h2Preface = false;
+    this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
+    this.lineLen = 0;
+    this.error = null;
+    this.sBuf = null;
+    this.sStr = '';
+    this.wBuf = null;
+    this.words = null;
+    // Do not keep a large line buffer around on an idle keep-alive connection.
+    if (this.lineBuf !== null && this.lineBuf.length > 4096) this.lineBuf = null;
+  }
+
+  /** Bytes received for this head so far, including a partial line held by the parser. */
+  get bytesSeen(): number {
+    return this.headBytes + this.lineLen;
+  }
+
+  /**
+   * True when the connection may stay open after this message: HTTP/1.1 unless
+   * `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+   */
+  get keepAlive(): boolean {
+    if ((this.connection & CONN_CLOSE) !== 0) return false;
+    return this.versionMinor === 1 || (this.connection & CONN_KEEP_ALIVE) !== 0;
+  }
+
+  /**
+   * Consumes bytes of `chunk[start..end)` and returns how many. When {@link HeadParser.complete}
+   * becomes true the rest of the chunk was not consumed: it is the body or the next message.
+   * Otherwise every byte was consumed and the parser waits for more. Throws `ParseError` or
+   * `ProtocolError`; after an error the parser keeps throwing it until {@link HeadParser.reset}.
+   */
+  execute(chunk: Uint8Array, start = 0, end: number = chunk.length): number {
+    if (this.error !== null) throw this.error;
+    if (this.state === S_DONE) return 0;
+    // The caller may reuse a chunk's memory: never keep a text window across calls.
+    this.sBuf = null;
+    this.cEnd = end;
+    try {
+      return this.run(asBuffer(chunk), start, end);
+    } catch (err) {
+      this.error = err as Error;
+      throw err;
+    }
+  }
+
+  private run(buf: Buffer, start: number, end: number): number {
+    let pos = start;
+    if (this.lineLen > 0) {
+      pos = this.continueLine(buf, pos, end);
+      if (pos < 0 || this.state === S_DONE) return (pos < 0 ? end : pos) - start;
+    }
+    const maxLine = this.maxLineBytes + 2;
+    while (pos < end) {
+      const headRoom = this.maxHeaderBytes - this.headBytes;
+      let lim = pos + maxLine;
+      if (headRoom < maxLine) lim = pos + headRoom;
+      if (end < lim) lim = end;
+      if (lim <= pos) throw this.limitError(true);
+      const next = this.state === S_HEADERS ? this.headerLine(buf, pos, lim) : this.startLine(buf, pos, lim);
+      if (next < 0) {
+        if (lim < end) throw this.limitError(headRoom < maxLine);
+        this.saveLine(buf, pos, end);
+        return end - start;
+      }
+      this.headBytes += next - pos;
+      pos = next;
+      if (this.state === S_DONE) {
+        // Drop the window so an idle parser does not pin the chunk or its text.
+        this.sBuf = null;
+        this.sStr = '';
+        this.wBuf = null;
+        this.words = null;
+        break;
+      }
+    }
+    return pos - start;
+  }
+
+  /** Starts buffering a line that the chunk ends inside; fails at once when it is already too long. */
+  private saveLine(buf: Buffer, pos: number, end: number): void {
+    const n = end - pos;
+    this.append(buf, pos, end);
+    this.checkPartial(n, buf[end - 1]!);
+  }
+
+  private checkPartial(len: number, last: number): void {
+    const max = this.maxLineBytes;
+    // A partial line of max+1 bytes ending in CR may still be exactly max bytes + CRLF.
+    if (len > max + 1 || (len === max + 1 && last !== CR)) throw this.limitError(false);
+    // The line is unfinished, so the head needs at least one more byte.
+    if (this.headBytes + len >= this.maxHeaderBytes) throw this.limitError(true);
+  }
+
+  /** Makes the line buffer hold at least `need` bytes, keeping its content. */
+  private reserve(need: number): void {
+    const lb = this.lineBuf;
+    if (lb !== null && lb.length >= need) return;
+    let size = lb === null ? 256 : lb.length * 2;
+    while (size < need) size *= 2;
+    const cap = this.maxLineBytes + 2;
+    if (size > cap) size = Math.max(cap, need);
+    const nb = Buffer.allocUnsafe(size);
+    if (lb !== null && this.lineLen > 0) lb.copy(nb, 0, 0, this.lineLen);
+    this.lineBuf = nb;
+  }
+
+  private append(buf: Buffer, from: number, to: number): void {
+    const need = this.lineLen + (to - from);
+    this.reserve(need);
+    const lb = this.lineBuf!;
+    // Split lines are mostly short pieces; a JS loop beats Buffer#copy's native call for them.
+    let w = this.lineLen;
+    if (to - from <= 64) {
+      for (let i = from; i < to; i++) lb[w++] = buf[i]!;
+    } else {
+      lb.set(buf.subarray(from, to), w);
+    }
+    this.lineLen = need;
+  }
+
+  /**
+   * Continues a line held in the line buffer: finds its LF in the new bytes only, then parses
+   * the whole line. Returns the position after the line, or -1 when the chunk was all consumed.
+   */
+  private continueLine(buf: Buffer, pos: number, end: number): number {
+    const have = this.lineLen;
+    const lineRoom = this.maxLineBytes + 2 - have;
+    const headRoom = this.maxHeaderBytes - this.headBytes - have;
+    let lim = pos + (headRoom < lineRoom ? headRoom : lineRoom);
+    if (end < lim) lim = end;
+    let i = pos;
+    // Only LF is searched for here; the line is validated when complete. Bare CRs and CTLs are
+    // still caught on arrival so a split head fails as early as a whole one.
+    if (i < lim && this.lineBuf![have - 1] === CR && buf[i] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+    // Small pieces (the common split) are copied in the same pass; big ones are scanned first
+    // so the line buffer only grows to what the line needs.
+    const merged = lim - pos <= 256;
+    let w = have;
+    let lb: Buffer;
+    if (merged) {
+      this.reserve(have + (lim - pos));
+      lb = this.lineBuf!;
+    } else {
+      lb = this.lineBuf!;
+    }
+    for (; i < lim; i++) {
+      const c = buf[i]!;
+      if (merged) lb[w++] = c;
+      if (c === LF) break;
+      if (c < 0x20 || c === 0x7f) {
+        if (c === CR) {
+          if (i + 1 < end && buf[i + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+        } else if (c !== HTAB) {
+          throw new ParseError(`invalid byte ${showByte(c)} in the head`);
+        }
+      }
+    }
+    if (i >= lim) {
+      if (lim < end) throw this.limitError(headRoom < lineRoom);
+      if (end > pos) {
+        if (merged) this.lineLen = w;
+        else this.append(buf, pos, end);
+        this.checkPartial(this.lineLen, buf[end - 1]!);
+      }
+      return -1;
+    }
+    if (merged) this.lineLen = w;
+    else this.append(buf, pos, i + 1);
+    lb = this.lineBuf!;
+    const len = this.lineLen;
+    const cEnd = this.cEnd;
+    this.cEnd = len;
+    this.sBuf = null;
+    const next = this.state === S_HEADERS ? this.headerLine(lb, 0, len) : this.startLine(lb, 0, len);
+    this.sBuf = null;
+    this.cEnd = cEnd;
+    if (next !== len) throw new ParseError('malformed line in the head');
+    this.headBytes += len;
+    this.lineLen = 0;
+    return i + 1;
+  }
+
+  /** `buf[a..b)` as a string, a substring of the decoded window when possible. */
+  private text(buf: Buffer, a: number, b: number): string {
+    if (buf !== this.sBuf || a < this.sBase || b > this.sEnd) {
+      // Decode from `a` to a little past the likely end of the head: at least 1 KiB, growing
+      // with the head, never past the bytes of this call.
+      let e = a + (this.headBytes > 512 ? this.headBytes * 2 : 1024);
+      if (e > this.cEnd) e = this.cEnd;
+      if (e < b) e = b;
+      this.sStr = latin1(buf, a, e);
+      this.sBuf = buf;
+      this.sBase = a;
+      this.sEnd = e;
+    }
+    return this.sStr.slice(a - this.sBase, b - this.sBase);
+  }
+
+  private limitError(head: boolean): ProtocolError {
+    if (head) {
+      const what = this.kind === 'trailers' ? 'head plus trailers exceed' : 'head exceeds';
+      return new ProtocolError(`${what} maxHeaderBytes (${this.maxHeaderBytes} bytes)`);
+    }
+    const line = this.state === S_HEADERS
+      ? (this.kind === 'trailers' ? 'trailer line' : 'header line')
+      : this.kind === 'request' ? 'request line' : 'status line';
+    return new ProtocolError(`${line} exceeds maxLineBytes (${this.maxLineBytes} bytes)`);
+  }
+
+  private startLine(buf: Buffer, p: number, lim: number): number {
+    return this.kind === 'request' ? this.requestLine(buf, p, lim) : this.statusLine(buf, p, lim);
+  }
+
+  /** `method SP target SP HTTP/1.x CRLF`; empty lines before it are skipped (RFC 9112 §2.2). */
+  private requestLine(buf: Buffer, p: number, lim: number): number {
+    const start = p;
+    let b = buf[p]!;
+    if (b === CR) {
+      if (p + 1 >= lim) return -1;
+      if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) before the request line');
+      return p + 2;
+    }
+    while (TOKEN[b] !== 0) {
+      if (++p >= lim) return -1;
+      b = buf[p]!;
+    }
+    if (p === start) throw new ParseError(`invalid request line: starts with ${showByte(b)}, expected a method`);
+    if (b !== SP) {
+      if (b === CR || b === LF) throw new ParseError(`invalid request line "${excerpt(buf, start, p)}": missing request target and version`);
+      throw new ParseError(`invalid byte ${showByte(b)} in request method`);
+    }
+    const method = methodString(buf, start, p);
+    const tStart = ++p;
+    if (p >= lim) return -1;
+    b = buf[p]!;
+    while (TARGET[b] !== 0) {
+      if (++p >= lim) return -1;
+      b = buf[p]!;
+    }
+    if (p === tStart) throw new ParseError(`invalid request line: ${showByte(b)} where the request target should start`);
+    if (b !== SP) {
+      if (b === CR || b === LF) throw new ParseError('invalid request line: missing HTTP version (HTTP/0.9 is not supported)');
+      throw new ParseError(`invalid byte ${showByte(b)} in request target`);
+    }
+    const tEnd = p;
+    const vStart = ++p;
+    if (p >= lim) return -1;
+    b = buf[p]!;
+    while (b > 0x20 && b < 0x7f) {
+      if (++p >= lim) return -1;
+      b = buf[p]!;
+    }
+    if (b !== CR) {
+      if (b === LF) throw new ParseError('bare LF: request line must end with CRLF');
+      throw new ParseError(`invalid byte ${showByte(b)} after the HTTP version in the request line`);
+    }
+    if (p + 1 >= lim) return -1;
+    if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the request line');
+    if (
+      p - vStart !== 8 || buf[vStart] !== 0x48 || buf[vStart + 1] !== 0x54 || buf[vStart + 2] !== 0x54 ||
+      buf[vStart + 3] !== 0x50 || buf[vStart + 4] !== 0x2f || buf[vStart + 6] !== 0x2e
+    ) {
+      throw new ParseError(`invalid HTTP version "${excerpt(buf, vStart, p)}" in the request line`);
+    }
+    const major = buf[vStart + 5]!;
+    const minor = buf[vStart + 7]!;
+    if (major !== 0x31 || (minor !== 0x30 && minor !== 0x31)) {
+      if (major === 0x32 && minor === 0x30 && method === 'PRI' && tEnd - tStart === 1 && buf[tStart] === 0x2a) {
+        this.h2Preface = true;
+        throw new ParseError('HTTP/2 connection preface (PRI * HTTP/2.0) received on an HTTP/1 connection');
+      }
+      throw new ParseError(`unsupported HTTP version "${excerpt(buf, vStart, p)}": only HTTP/1.0 and HTTP/1.1 are accepted`);
+    }
+    this.method = method;
+    this.target = this.text(buf, tStart, tEnd);
+    this.versionMinor = minor - 0x30;
+    this.state = S_HEADERS;
+    return p + 2;
+  }
+
+  /** `HTTP/1.x SP 3DIGIT [SP reason] CRLF`. */
+  private statusLine(buf: Buffer, p: number, lim: number): number {
+    const start = p;
+    let b = buf[p]!;
+    while (VALUE[b] !== 0) {
+      if (++p >= lim) return -1;
+      b = buf[p]!;
+    }
+    if (b !== CR) {
+      if (b === LF) throw new ParseError('bare LF: status line must end with CRLF');
+      throw new ParseError(`invalid byte ${showByte(b)} in the status line`);
+    }
+    if (p + 1 >= lim) return -1;
+    if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the status line');
+    const len = p - start;
+    if (
+      len < 12 || buf[start] !== 0x48 || buf[start + 1] !== 0x54 || buf[start + 2] !== 0x54 ||
+      buf[start + 3] !== 0x50 || buf[start + 4] !== 0x2f || buf[start + 6] !== 0x2e || buf[start + 8] !== SP
+    ) {
+      throw new ParseError(`invalid status line "${excerpt(buf, start, p)}"`);
+    }
+    const major = buf[start + 5]!;
+    const minor = buf[start + 7]!;
+    if (major !== 0x31 || (minor !== 0x30 && minor !== 0x31)) {
+      throw new ParseError(`unsupported HTTP version "${excerpt(buf, start, start + 8)}" in the status line`);
+    }
+    const d0 = buf[start + 9]! - 0x30;
+    const d1 = buf[start + 10]! - 0x30;
+    const d2 = buf[start + 11]! - 0x30;
+    if (d0 < 1 || d0 > 9 || d1 < 0 || d1 > 9 || d2 < 0 || d2 > 9) {
+      throw new ParseError(`invalid status code in status line "${excerpt(buf, start, p)}"`);
+    }
+    if (len > 12 && buf[start + 12] !== SP) throw new ParseError(`invalid status line "${excerpt(buf, start, p)}": status code must be 3 digits`);
+    this.versionMinor = minor - 0x30;
+    this.status = d0 * 100 + d1 * 10 + d2;
+    this.reason = len > 13 ? this.text(buf, start + 13, p) : '';
+    this.state = S_HEADERS;
+    return p + 2;
+  }
+
+  /** One field line, or the empty line that ends the head. */
+  private headerLine(buf: Buffer, p: number, lim: number): number {
+    let b = buf[p]!;
+    if (b === CR) {
+      if (p + 1 >= lim) return -1;
+      if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) at the end of the head');
+      this.finish();
+      return p + 2;
+    }
+    const nameStart = p;
+    // Known names: find the colon, then match the bytes before it against the table four at a
+    // time. A match proves the name valid, so the byte-wise token scan is only for the rest.
+    let id = -1;
+    let c = p + 1;
+    const cLim = lim - p > KNOWN_MAX_LENGTH ? p + KNOWN_MAX_LENGTH + 1 : lim;
+    while (c < cLim && buf[c] !== COLON) c++;
+    if (c < cLim) id = this.knownName(buf, p, c - p);
+    if (id >= 0) {
+      p = c;
+    } else {
+      while (TOKEN[b] !== 0) {
+        if (++p >= lim) return -1;
+        b = buf[p]!;
+      }
+      if (b !== COLON || p === nameStart) throw this.nameError(buf, nameStart, p, b);
+    }
+    const nameEnd = p;
+    if (++p >= lim) return -1;
+    b = buf[p]!;
+    while (b === SP || b === HTAB) {
+      if (++p >= lim) return -1;
+      b = buf[p]!;
+    }
+    const valStart = p;
+    if (lim - p >= 24) {
+      p = this.skipValueWords(buf, p, lim);
+      b = buf[p]!;
+    }
+    while (VALUE[b] !== 0) {
+      if (++p >= lim) return -1;
+      b = buf[p]!;
+    }
+    if (b !== CR) {
+      if (b === LF) throw new ParseError('bare LF: header lines must end with CRLF');
+      throw new ParseError(`invalid byte ${showByte(b)} in the value of header ${latin1(buf, nameStart, nameEnd)}`);
+    }
+    if (p + 1 >= lim) return -1;
+    if (buf[p + 1] !== LF) throw new ParseError(`bare CR (not followed by LF) in header ${latin1(buf, nameStart, nameEnd)}`);
+    let valEnd = p;
+    // Trailing OWS is rare; trim it here instead of tracking it in the scan loop above.
+    while (valEnd > valStart && ((b = buf[valEnd - 1]!) === SP || b === HTAB)) valEnd--;
+
+    const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
+    const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
+    this.headers.push(name, value);
+    if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') this.field(KNOWN_ROLE[id]!, value);
+    return p + 2;
+  }
+
+  /** Index of the known name equal (up to letter case) to `buf[p..p+len)`, or -1. */
+  private knownName(buf: Buffer, p: number, len: number): number {
+    let slot = knownSlot(buf[p]!, buf[p + len - 1]!, buf[p + (len >> 1)]!, len);
+    let e = KNOWN_SLOTS[slot]!;
+    while (e !== 0) {
+      const k = e - 1;
+      if (KNOWN_LENGTH[k] === len && this.sameName(buf, p, len, k)) return k;
+      slot = (slot + 1) & KNOWN_MASK;
+      e = KNOWN_SLOTS[slot]!;
+    }
+    return -1;
+  }
+
+  /**
+   * The Int32 view of `buf` used by the word-at-a-time scans, or null for a small chunk, where
+   * making the view would cost more than it saves (views alias memory, so a cached one stays
+   * valid while its buffer is the same object).
+   */
+  private wordsOf(buf: Buffer): Int32Array | null {
+    if (buf !== this.wBuf) {
+      if (buf.length < 64) return null;
+      const i0 = ((buf.byteOffset + 3) & ~3) - buf.byteOffset;
+      const n = (buf.length - i0) >> 2;
+      this.words = new Int32Array(buf.buffer, buf.byteOffset + i0, n > 0 ? n : 0);
+      this.wBuf = buf;
+      this.wI0 = i0;
+    }
+    return this.words!;
+  }
+
+  /**
+   * True when `buf[p..p+len)` is known name `k` up to letter case. Compares four bytes at a
+   * time: unaligned words are assembled from two aligned ones; near the chunk edges it falls
+   * back to bytes.
+   */
+  private sameName(buf: Buffer, p: number, len: number, k: number): boolean {
+    const words = this.wordsOf(buf);
+    const a = p - this.wI0;
+    const nw = (len + 3) >> 2;
+    let w = a >> 2;
+    if (words === null || a < 0 || w + nw >= words.length) {
+      // Near the chunk edges: bytes. `| 0x20` folds case; requiring a byte above 0x20 keeps CR
+      // and other CTLs from aliasing '-' and digits, since no token check has run yet.
+      const off = KNOWN_OFFSET[k]!;
+      let i = 0;
+      for (; i < len; i++) {
+        const x = buf[p + i]!;
+        if ((x | 0x20) !== KNOWN_BYTES[off + i] || x <= 0x20) break;
+      }
+      return i === len;
+    }
+    const sh = (a & 3) << 3;
+    let o = KNOWN_WORD_OFFSET[k]!;
+    const last = o + nw - 1;
+    for (; o <= last; o++, w++) {
+      let x = sh === 0 ? words[w]! : (words[w]! >>> sh) | (words[w + 1]! << (32 - sh));
+      x |= KNOWN_CASE[o]!;
+      if (o === last) x &= KNOWN_LAST_MASK[k]!;
+      if (x !== KNOWN_WORDS[o]) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Skips the valid field-value bytes from `p`, four at a time through an Int32Array view of
+   * the chunk (SWAR): a word passes when none of its bytes is below 0x20 or equal to 0x7F. Stops
+   * at the first word that does not pass (which holds the CR, a HTAB or an invalid byte) and
+   * returns its first index; the byte loop takes it from there. Values are most of a head's
+   * bytes, so this is where the parser spends its time.
+   */
+  private skipValueWords(buf: Buffer, p: number, lim: number): number {
+    const words = this.wordsOf(buf);
+    if (words === null) return p;
+    const i0 = this.wI0;
+    const q = p + ((i0 - p) & 3);
+    for (let i = p; i < q; i++) if (VALUE[buf[i]!] === 0) return i;
+    let w = (q - i0) >> 2;
+    const wEnd = (lim - i0) >> 2;
+    while (w < wEnd) {
+      const x = words[w]!;
+      const y = x ^ 0x7f7f7f7f;
+      if ((((x - 0x20202020) & ~x) | ((y - 0x01010101) & ~y)) & 0x80808080) break;
+      w++;
+    }
+    return i0 + (w << 2);
+  }
+
+  /** Canonical name for a field not in the known table. */
+  private fieldName(buf: Buffer, s: number, e: number): string {
+    return canonicalName(buf, s, e) ?? this.text(buf, s, e);
+  }
+
+  private nameError(buf: Buffer, nameStart: number, p: number, b: number): ParseError {
+    if (p === nameStart) {
+      if (b === SP || b === HTAB) return new ParseError('obsolete line folding (header line starting with whitespace) is not allowed');
+      if (b === COLON) return new ParseError('empty header name');
+      if (b === LF) return new ParseError('bare LF: header lines must end with CRLF');
+      return new ParseError(`invalid byte ${showByte(b)} at the start of a header name`);
+    }
+    const name = latin1(buf, nameStart, p);
+    if (b === SP || b === HTAB) return new ParseError(`whitespace between header name ${name} and the colon`);
+    if (b === CR || b === LF) return new ParseError(`header line ${name} has no colon`);
+    return new ParseError(`invalid byte ${showByte(b)} in header name ${name}`);
+  }
+
+  /** Records what a framing-relevant field says. */
+  private field(role: number, value: string): void {
+    switch (role) {
+      case H_CONTENT_LENGTH: {
+        const n = parseContentLength(value);
+        if (n === -1) throw new ProtocolError(`invalid Content-Length "${value}"`);
+        if (n === -2 || (this.contentLength >= 0 && n !== this.contentLength)) {
+          throw new ProtocolError(`differing Content-Length values (${this.contentLength >= 0 ? `${this.contentLength}, ` : ''}${value})`);
+        }
+        this.contentLength = n;
+        break;
+      }
+      case H_TRANSFER_ENCODING:
+        this.transferEncoding(value);
+        break;
+      case H_CONNECTION:
+        this.connection |= connectionFlags(value);
+        break;
+      case H_HOST:
+        this.hostCount++;
+        break;
+      case H_UPGRADE:
+        this.upgrade = true;
+        break;
+      case H_EXPECT:
+        if (eqIgnoreCase(value, '100-continue')) this.expectContinue = true;
+        break;
+    }
+  }
+
+  /**
+   * Walks the coding list; only whether `chunked` is last (and once) matters for framing. An
+   * element that is not `token [OWS ";" params]` counts as an unknown coding, so a request with
+   * it fails and a response with it is read until close.
+   */
+  private transferEncoding(v: string): void {
+    this.hasTransferEncoding = true;
+    const n = v.length;
+    let i = 0;
+    while (i <= n) {
+      let j = i;
+      while (j < n && v.charCodeAt(j) !== 44) j++;
+      let a = i;
+      let z = j;
+      while (a < z && isWs(v.charCodeAt(a))) a++;
+      while (z > a && isWs(v.charCodeAt(z - 1))) z--;
+      if (z > a) {
+        let k = a;
+        while (k < z && TOKEN[v.charCodeAt(k)] === 1) k++;
+        let r = k;
+        while (r < z && isWs(v.charCodeAt(r))) r++;
+        const valid = k > a && (r === z || v.charCodeAt(r) === 59);
+        if (this.chunked) this.chunkedNotLast = true;
+        this.chunked = valid && k - a === 7 && eqAsciiAt(v, a, 'chunked');
+      }
+      i = j + 1;
+    }
+  }
+
+  /** Called at the empty line: cross-field framing checks. */
+  private finish(): void {
+    this.state = S_DONE;
+    this.complete = true;
+    if (this.kind === 'trailers') return;
+    if (this.hasTransferEncoding) {
+      if (this.contentLength >= 0) throw new ProtocolError('message has both Content-Length and Transfer-Encoding');
+      if (this.kind === 'request') {
+        if (this.versionMinor === 0) throw new ProtocolError('Transfer-Encoding in an HTTP/1.0 request');
+        if (!this.chunked || this.chunkedNotLast) {
+          throw new ProtocolError(`request Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}" does not end with a single chunked coding`);
+        }
+      }
+    }
+    if (this.hostCount > 1 && this.kind === 'request') throw new ProtocolError('request has more than one Host header');
+  }
+}
+
+/** Matches the common methods by bytes so no string is built for them. */
+function methodString(buf: Buffer, s: number, e: number): string {
+  const b0 = buf[s]!;
+  switch (e - s) {
+    case 3:
+      if (b0 === 0x47 && buf[s + 1] === 0x45 && buf[s + 2] === 0x54) return METHOD_GET;
+      if (b0 === 0x50 && buf[s + 1] === 0x55 && buf[s + 2] === 0x54) return METHOD_PUT;
+      break;
+    case 4:
+      if (b0 === 0x50 && buf[s + 1] === 0x4f && buf[s + 2] === 0x53 && buf[s + 3] === 0x54) return METHOD_POST;
+      if (b0 === 0x48 && buf[s + 1] === 0x45 && buf[s + 2] === 0x41 && buf[s + 3] === 0x44) return METHOD_HEAD;
+      break;
+    case 5:
+      if (b0 === 0x50 && matchAt(buf, s, METHOD_PATCH)) return METHOD_PATCH;
+      if (b0 === 0x54 && matchAt(buf, s, METHOD_TRACE)) return METHOD_TRACE;
+      break;
+    case 6:
+      if (b0 === 0x44 && matchAt(buf, s, METHOD_DELETE)) return METHOD_DELETE;
+      break;
+    case 7:
+      if (b0 === 0x4f && matchAt(buf, s, METHOD_OPTIONS)) return METHOD_OPTIONS;
+      if (b0 === 0x43 && matchAt(buf, s, METHOD_CONNECT)) return METHOD_CONNECT;
+      break;
+  }
+  return latin1(buf, s, e);
+}
+
+function matchAt(buf: Buffer, s: number, str: string): boolean {
+  for (let i = 1; i < str.length; i++) if (buf[s + i] !== str.charCodeAt(i)) return false;
+  return true;
+}
+
+let scratch = Buffer.allocUnsafe(256);
+
+/**
+ * Canonical spelling of a field name that is not in the known table, or `null` when the raw
+ * bytes already are canonical (the usual case; the caller then takes them as they are). A name
+ * needing case changes is rebuilt in a scratch buffer.
+ */
+function canonicalName(buf: Buffer, s: number, e: number): string | null {
+  let upper = true;
+  let i = s;
+  for (; i < e; i++) {
+    const c = buf[i]!;
+    if (upper ? c >= 0x61 && c <= 0x7a : c >= 0x41 && c <= 0x5a) break;
+    upper = c === 0x2d;
+  }
+  if (i === e) return null;
+  const n = e - s;
+  if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, scratch.length * 2));
+  const out = scratch;
+  upper = true;
+  for (let k = 0; k < n; k++) {
+    let c = buf[s + k]!;
+    if (upper) {
+      if (c >= 0x61 && c <= 0x7a) c -= 0x20;
+    } else if (c >= 0x41 && c <= 0x5a) {
+      c += 0x20;
+    }
+    out[k] = c;
+    upper = c === 0x2d;
+  }
+  return latin1(out, 0, n);
+}
+
+/**
+ * Parses a Content-Length value: one non-negative decimal, or a comma list of identical ones
+ * (RFC 9110 §8.6). Returns the length, -1 when malformed, -2 when the list values differ.
+ */
+export function parseContentLength(v: string): number {
+  let result = -1;
+  const n = v.length;
+  let i = 0;
+  for (;;) {
+    while (i < n && (v.charCodeAt(i) === SP || v.charCodeAt(i) === HTAB)) i++;
+    const digits = i;
+    let x = 0;
+    while (i < n) {
+      const c = v.charCodeAt(i) - 0x30;
+      if (c < 0 || c > 9) break;
+      x = x * 10 + c;
+      i++;
+    }
+    if (i === digits || i - digits > 15) return -1;
+    while (i < n && (v.charCodeAt(i) === SP || v.charCodeAt(i) === HTAB)) i++;
+    if (result >= 0 && x !== result) return -2;
+    result = x;
+    if (i === n) return result;
+    if (v.charCodeAt(i) !== 44) return -1;
+    i++;
+  }
+}
+
+/** `CONN_*` flags for the tokens of one Connection value. */
+export function connectionFlags(v: string): number {
+  // Fast paths for the values browsers and clients actually send.
+  if (v.length === 10 && eqIgnoreCase(v, 'keep-alive')) return CONN_KEEP_ALIVE;
+  if (v.length === 5 && eqIgnoreCase(v, 'close')) return CONN_CLOSE;
+  let flags = 0;
+  const n = v.length;
+  let i = 0;
+  while (i <= n) {
+    let j = i;
+    while (j < n && v.charCodeAt(j) !== 44) j++;
+    let a = i;
+    let z = j;
+    while (a < z && isWs(v.charCodeAt(a))) a++;
+    while (z > a && isWs(v.charCodeAt(z - 1))) z--;
+    const len = z - a;
+    if (len === 5 && eqAsciiAt(v, a, 'close')) flags |= CONN_CLOSE;
+    else if (len === 10 && eqAsciiAt(v, a, 'keep-alive')) flags |= CONN_KEEP_ALIVE;
+    else if (len === 7 && eqAsciiAt(v, a, 'upgrade')) flags |= CONN_UPGRADE;
+    i = j + 1;
+  }
+  return flags;
+}
+
+function isWs(c: number): boolean {
+  return c === SP || c === HTAB;
+}
+
+/** True when `v` at `at` equals the lowercase ASCII word `lower`, ignoring case. */
+function eqAsciiAt(v: string, at: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    const c = v.charCodeAt(at + i);
+    const l = lower.charCodeAt(i);
+    if (c !== l && (c | 0x20) !== l) return false;
+  }
+  return true;
+}

@@ -1,0 +1,38 @@
+/**
+ * The HTTP/1.1 wire codec: incremental head parser, chunked decoder, body framing, incoming
+ * bodies, `readRequest`/`readResponse`, and the serializer.
+ */
+export {
+  HeadParser,
+  type HeadKind,
+  type HeadLimits,
+  DEFAULT_MAX_LINE_BYTES,
+  DEFAULT_MAX_HEADER_BYTES,
+  CONN_CLOSE,
+  CONN_KEEP_ALIVE,
+  CONN_UPGRADE,
+  H2_PREFACE,
+  matchH2Preface,
+  isH2Preface,
+  parseContentLength,
+  connectionFlags,
+} from './head-parser.js';
+export { ChunkedDecoder, type ChunkedDecoderOptions } from './chunked.js';
+export { type BodyKind, requestBodyKind, responseBodyKind, statusHasNoBody } from './framing.js';
+export { ByteReader, type ByteSourceInit } from './byte-reader.js';
+export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
+export { readRequest, readResponse, type ReadRequestOptions, type ReadResponseOptions } from './read.js';
+export {
+  type ByteSink,
+  type OutgoingFraming,
+  writeRequest,
+  writeResponse,
+  serializeRequestHead,
+  serializeResponseHead,
+  serializeLastChunk,
+  encodeChunk,
+  encodeMessage,
+  checkFieldName,
+  checkFieldValue,
+} from './serialize.js';
+export { STATUS_TEXT, statusText } from './tables.js';
