@@ -170,7 +170,7 @@ export class ArgumentError extends Error {
 
 /** A plugin failed to load or boot: missing dependency, duplicate, or its `register` threw. */
 export class PluginError extends Error {
-  /** `SWY_ERR_PLUGIN_DEPENDENCY`, `SWY_ERR_PLUGIN_DUPLICATE`, `SWY_ERR_PLUGIN_BOOT` or `SWY_ERR_KERNEL_STARTED`. */
+  /** `SWY_ERR_PLUGIN_DEPENDENCY`, `SWY_ERR_PLUGIN_DUPLICATE`, `SWY_ERR_PLUGIN_BOOT`, `SWY_ERR_PLUGIN_TAP` (a tap threw a non-Error) or `SWY_ERR_KERNEL_STARTED`. */
   readonly code: string;
   /** Name of the plugin at fault. */
   readonly plugin: string;
