@@ -17,8 +17,8 @@ export interface RequestContextOptions {
 export class RequestContext {
   /** Absolute `performance.now()` deadline in milliseconds; 0 means none. */
   deadline: number;
-  /** Application data: `ctx.data.set(key, value)`; the router stores its match here. */
-  readonly data: Map<string | symbol, unknown> = new Map();
+  // Made on first use: most server requests never touch application data.
+  private dataMap: Map<string | symbol, unknown> | null = null;
   private cancelMessage: string | null = null;
   private controller: AbortController | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -47,9 +47,15 @@ export class RequestContext {
     return new RequestContext({ deadline, parent: this });
   }
 
+  /** Application data: `ctx.data.set(key, value)`; the router stores its match here. */
+  get data(): Map<string | symbol, unknown> {
+    return (this.dataMap ??= new Map());
+  }
+
   /** Reads an application value, or `defaultValue` when the key is absent. */
   get<T = unknown>(key: string | symbol, defaultValue?: T): T | undefined {
-    return this.data.has(key) ? (this.data.get(key) as T) : defaultValue;
+    const m = this.dataMap;
+    return m !== null && m.has(key) ? (m.get(key) as T) : defaultValue;
   }
 
   /** Stores an application value. */

@@ -94,8 +94,10 @@ export class Request {
   headers: Headers;
   /** Body: string, bytes, a streamed body, or null. On a server (`serve`) it is the buffered bytes. */
   body: Body;
-  /** Trailers. */
-  trailers: Headers;
+  // Trailers and the context are made on first use: a server request that never touches
+  // them (most) allocates neither.
+  private _trailers: Headers | null;
+  private _ctx: RequestContext | null;
   /** Authority for the Host header or `:authority`, or null. */
   host: string | null;
   /** Body length in bytes; -1 when unknown. */
@@ -106,8 +108,6 @@ export class Request {
   protoMinor: number;
   /** Close the connection after this request. */
   close: boolean;
-  /** The request context (cancellation, deadline, data); see {@link getRequestContext}. */
-  ctx: RequestContext;
   /** Full URL of a client request (set by the client), else empty. */
   url: string;
 
@@ -117,6 +117,24 @@ export class Request {
    */
   constructor(method: string, target: string, headersOrOptions?: HeadersInit | RequestOptions | null, body?: Body, options?: RequestOptions);
   constructor(method: string, target: string, a?: HeadersInit | RequestOptions | null, b?: Body, c?: RequestOptions) {
+    if (a === WIRE) {
+      // Internal fast path for the HTTP/1 server: values already parsed and validated.
+      const w = wire;
+      this.method = method;
+      this.target = target;
+      this.headers = w.headers!;
+      this.body = w.body;
+      this._trailers = null;
+      this.host = null;
+      this.contentLength = w.contentLength;
+      this.protoMajor = 1;
+      this.protoMinor = w.protoMinor;
+      this.close = false;
+      this._ctx = null;
+      this.url = '';
+      w.headers = null;
+      return;
+    }
     if (typeof method !== 'string' || method === '') throw new ArgumentError(`Request method must be a non-empty string, got ${describeType(method)}`);
     if (typeof target !== 'string') throw new ArgumentError(`Request target must be a string, got ${describeType(target)}`);
     let opts: RequestOptions;
@@ -129,7 +147,7 @@ export class Request {
     this.target = target;
     this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
     this.body = checkBody(opts.body, 'Request');
-    this.trailers = makeHeaders(opts.trailers, true);
+    this._trailers = opts.trailers == null ? null : makeHeaders(opts.trailers, true);
     if (opts.host != null && typeof opts.host !== 'string') throw new ArgumentError(`host must be a string, got ${describeType(opts.host)}`);
     this.host = opts.host ?? null;
     const cl = checkLength(opts.contentLength);
@@ -140,8 +158,26 @@ export class Request {
     if (opts.context !== undefined && !(opts.context instanceof RequestContext)) {
       throw new ArgumentError(`context must be a RequestContext, got ${describeType(opts.context)}`);
     }
-    this.ctx = opts.context ?? new RequestContext();
+    this._ctx = opts.context ?? null;
     this.url = '';
+  }
+
+  /** Trailers (sent after a chunked body; read from one). */
+  get trailers(): Headers {
+    return (this._trailers ??= new Headers());
+  }
+  set trailers(h: Headers) {
+    if (!(h instanceof Headers)) throw new ArgumentError(`trailers must be a Headers, got ${describeType(h)}`);
+    this._trailers = h;
+  }
+
+  /** The request context (cancellation, deadline, data); see {@link getRequestContext}. */
+  get ctx(): RequestContext {
+    return (this._ctx ??= new RequestContext());
+  }
+  set ctx(c: RequestContext) {
+    if (!(c instanceof RequestContext)) throw new ArgumentError(`ctx must be a RequestContext, got ${describeType(c)}`);
+    this._ctx = c;
   }
 
   /** The application data of the request's context (the reference's `req.context`). */
@@ -159,6 +195,26 @@ export class Request {
   toString(): string {
     return `${this.method} ${this.target} HTTP/${this.protoMajor}.${this.protoMinor}`;
   }
+}
+
+const WIRE: RequestOptions = Object.freeze({});
+const wire: { headers: Headers | null; body: Body; contentLength: number; protoMinor: number } = {
+  headers: null,
+  body: null,
+  contentLength: 0,
+  protoMinor: 1,
+};
+
+/**
+ * @internal Builds a server request from a parsed HTTP/1 head without re-validating it:
+ * the hot path of the server. Fields are the same as the public constructor's.
+ */
+export function requestFromWire(method: string, target: string, headers: Headers, body: Body, contentLength: number, protoMinor: number): Request {
+  wire.headers = headers;
+  wire.body = body;
+  wire.contentLength = contentLength;
+  wire.protoMinor = protoMinor;
+  return new Request(method, target, WIRE);
 }
 
 /** The {@link RequestContext} of a request. */

@@ -45,6 +45,8 @@ function checkStatus(status: unknown): number {
   return status;
 }
 
+const EMPTY_OPTIONS: ResponseOptions = Object.freeze({});
+
 /** One HTTP response. */
 export class Response {
   /** HTTP status code. */
@@ -55,8 +57,8 @@ export class Response {
   headers: Headers;
   /** Body: string, bytes, a streamed body, or null. A client response holds bytes (null with `responseStream`). */
   body: Body;
-  /** Trailers. */
-  trailers: Headers;
+  // Made on first use: most responses have no trailers.
+  private _trailers: Headers | null;
   /** Body length in bytes; -1 when unknown. */
   contentLength: number;
   /** HTTP major version. */
@@ -81,6 +83,8 @@ export class Response {
   constructor(a: number | string | Uint8Array | AbstractBody, b?: unknown, c?: unknown, d?: unknown) {
     let status: number;
     let opts: ResponseOptions;
+    // A positional body, kept apart so the common (status, body, options) form copies nothing.
+    let positional: Body | undefined;
     if (typeof a !== 'number') {
       if (!isBodyValue(a) || a == null) throw new ArgumentError(`Response takes a status number or a body, got ${describeType(a)}`);
       if (arguments.length > 1) throw new ArgumentError('new Response(body) takes one argument; use new Response(200, body, options)');
@@ -94,9 +98,10 @@ export class Response {
       } else if (arguments.length === 2 && !isBodyValue(b) && isOptionsObject(b, OPTION_KEYS)) {
         opts = b as ResponseOptions;
       } else if (isBodyValue(b)) {
-        const o = (c as ResponseOptions | undefined) ?? {};
+        const o = (c as ResponseOptions | undefined) ?? EMPTY_OPTIONS;
         if (typeof o !== 'object' || o === null) throw new ArgumentError(`Response options must be an object, got ${describeType(o)}`);
-        opts = b === undefined ? o : { ...o, body: b as Body };
+        opts = o;
+        if (b !== undefined) positional = b as Body;
       } else {
         throw new ArgumentError(`Response body must be a string, Uint8Array, AbstractBody or null, got ${describeType(b)}`);
       }
@@ -105,8 +110,8 @@ export class Response {
     if (opts.reason !== undefined && typeof opts.reason !== 'string') throw new ArgumentError(`reason must be a string, got ${describeType(opts.reason)}`);
     this.reason = opts.reason ?? '';
     this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
-    this.body = checkBody(opts.body, 'Response');
-    this.trailers = makeHeaders(opts.trailers, true);
+    this.body = checkBody(positional !== undefined ? positional : opts.body, 'Response');
+    this._trailers = opts.trailers == null ? null : makeHeaders(opts.trailers, true);
     const cl = checkLength(opts.contentLength);
     this.contentLength = cl >= 0 ? cl : bodyLength(this.body);
     this.protoMajor = checkVersion(opts.protoMajor, 'protoMajor', 1);
@@ -115,6 +120,20 @@ export class Response {
     if (opts.request != null && !(opts.request instanceof Request)) throw new ArgumentError(`request must be a Request, got ${describeType(opts.request)}`);
     this.request = opts.request ?? null;
     this.url = '';
+  }
+
+  /** Trailers (sent after a chunked body; read from one). */
+  get trailers(): Headers {
+    return (this._trailers ??= new Headers());
+  }
+  set trailers(h: Headers) {
+    if (!(h instanceof Headers)) throw new ArgumentError(`trailers must be a Headers, got ${describeType(h)}`);
+    this._trailers = h;
+  }
+
+  /** True when trailers were set (without creating an empty set). */
+  get hasTrailers(): boolean {
+    return this._trailers !== null && this._trailers.size > 0;
   }
 
   /** Alias of {@link Response.status}. */
