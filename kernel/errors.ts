@@ -20,10 +20,22 @@ export class ParseError extends HTTPError {
   readonly code = 'SWY_ERR_PARSE';
 }
 
+/** Which configured limit a {@link ProtocolError} reports. */
+export type LimitName = 'maxLineBytes' | 'maxHeaderBytes' | 'maxBodyBytes';
+
 /** Bytes that parse but break a framing rule: conflicting Content-Length, Content-Length with Transfer-Encoding, a limit exceeded. */
 export class ProtocolError extends HTTPError {
   /** Always `SWY_ERR_PROTOCOL`. */
   readonly code = 'SWY_ERR_PROTOCOL';
+  /** The limit that was exceeded, or null when a framing rule was broken. Servers map it to 414/431/413. */
+  readonly limit: LimitName | null;
+  /** For a `maxLineBytes` error, the line that was too long (`request line`, `header line`, …), else empty. */
+  readonly line: string;
+  constructor(message: string, options?: { cause?: unknown; limit?: LimitName; line?: string }) {
+    super(message, options);
+    this.limit = options?.limit ?? null;
+    this.line = options?.line ?? '';
+  }
 }
 
 /** Processing was canceled through a `RequestContext`; `message` is the one given to `cancel`. */

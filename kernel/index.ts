@@ -36,3 +36,4 @@ export {
   type ServerExchange,
 } from './hooks.js';
 export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
+export * from './server/index.js';

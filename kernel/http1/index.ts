@@ -30,6 +30,8 @@ export {
   serializeRequestHead,
   serializeResponseHead,
   serializeLastChunk,
+  serializeFields,
+  serializeStatusLine,
   encodeChunk,
   encodeMessage,
   checkFieldName,

@@ -111,7 +111,7 @@ function checkMethod(method: string): void {
  * Appends `Name: value\r\n` for every field except index `skip`, validating each; with
  * `dropFraming`, Content-Length and Transfer-Encoding fields are left out.
  */
-function fields(headers: Headers, skip: number, dropFraming: boolean): string {
+export function serializeFields(headers: Headers, skip: number, dropFraming: boolean): string {
   const names = headers._names;
   const values = headers._values;
   let s = '';
@@ -139,8 +139,8 @@ function framingField(framing: OutgoingFraming): string {
 
 const statusLines: string[] = [];
 
-/** `HTTP/1.1 <status> <reason>\r\n`, cached for the standard reason phrases. */
-function statusLine(status: number, reason: string): string {
+/** `HTTP/1.1 <status> <reason>\r\n`, cached for the standard reason phrases; validates both. */
+export function serializeStatusLine(status: number, reason: string): string {
   if (!Number.isInteger(status) || status < 100 || status > 999) fail(`status must be an integer 100..999, got ${status}`);
   if (reason === '') {
     const cached = statusLines[status];
@@ -164,8 +164,8 @@ function statusLine(status: number, reason: string): string {
  * reason or status.
  */
 export function serializeResponseHead(status: number, reason: string, headers: Headers | null, framing: OutgoingFraming, close = false): string {
-  let s = statusLine(status, reason);
-  if (headers !== null) s += fields(headers, -1, false);
+  let s = serializeStatusLine(status, reason);
+  if (headers !== null) s += serializeFields(headers, -1, false);
   s += framingField(framing);
   if (close && (headers === null || !headers.has('Connection'))) s += 'Connection: close\r\n';
   return `${s}\r\n`;
@@ -197,7 +197,7 @@ export function serializeRequestHead(method: string, target: string, headers: He
     checkFieldValue('Host', host);
     s += `Host: ${host}\r\n`;
   }
-  if (headers !== null) s += fields(headers, hostIndex, false);
+  if (headers !== null) s += serializeFields(headers, hostIndex, false);
   s += framingField(framing);
   if (close && (headers === null || !headers.has('Connection'))) s += 'Connection: close\r\n';
   return `${s}\r\n`;
@@ -209,7 +209,7 @@ export function serializeRequestHead(method: string, target: string, headers: He
  */
 export function serializeLastChunk(trailers: Headers | null): string {
   if (trailers === null || trailers.size === 0) return '0\r\n\r\n';
-  return `0\r\n${fields(trailers, -1, false)}\r\n`;
+  return `0\r\n${serializeFields(trailers, -1, false)}\r\n`;
 }
 
 /** One chunk of the chunked coding (`size CRLF data CRLF`) as a new Buffer; empty data gives an empty Buffer (an empty chunk would end the body). */
@@ -434,7 +434,7 @@ export async function writeResponse(sink: ByteSink, response: Response, request:
       if (p.mode === 'chunked' && http10) fail('cannot send a chunked body to an HTTP/1.0 client; remove Transfer-Encoding or set a length');
       if (p.mode === 'raw') close = true;
     }
-    let head = statusLine(status, response.reason) + fields(headers, -1, dropFraming) + framingField(p.framing);
+    let head = serializeStatusLine(status, response.reason) + serializeFields(headers, -1, dropFraming) + framingField(p.framing);
     if (!headers.has('Connection')) {
       if (close) head += 'Connection: close\r\n';
       else if (http10 && status >= 200) head += 'Connection: keep-alive\r\n';

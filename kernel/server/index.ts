@@ -1,0 +1,60 @@
+/**
+ * The HTTP/1.1 server: `serve` (request handlers), `listen` (stream handlers), `Server`,
+ * `Stream`, `streamHandler` and `port`.
+ */
+import { ArgumentError } from '../errors.js';
+import type { Request } from '../message/request.js';
+import type { Response } from '../message/response.js';
+import { writeResponseToStream, type RequestHandler, type StreamHandler } from './h1-connection.js';
+import type { ServerOptions } from './options.js';
+import { Server, type ServerInit } from './server.js';
+import type { Stream } from './stream.js';
+
+export { Server, type ServerInit } from './server.js';
+export { Stream, HOLD_BYTES } from './stream.js';
+export { PeerAddr } from './peer.js';
+export type { ServerOptions } from './options.js';
+export type { RequestHandler, StreamHandler } from './h1-connection.js';
+
+/** Options of {@link serve} and {@link listen}: the server options plus `kernel` and `onError`. */
+export type ServeOptions = ServerOptions & Pick<ServerInit, 'kernel' | 'onError'>;
+
+function checkHandler(handler: unknown, fn: string): void {
+  if (typeof handler !== 'function') throw new ArgumentError(`${fn}(handler, options): handler must be a function, got ${typeof handler}`);
+}
+
+/**
+ * Starts a server for a request handler (`Request` → `Response`, sync or async) and resolves
+ * once it listens. The request body is buffered (up to `maxBodyBytes`). `await server.wait()`
+ * blocks until it is closed (the reference's blocking `serve`).
+ */
+export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server> {
+  checkHandler(handler, 'serve');
+  return new Server({ ...options, handler, stream: false }).listen();
+}
+
+/** Starts a server for a stream handler (reads and writes one `Stream` per request) and resolves once it listens. */
+export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server> {
+  checkHandler(handler, 'listen');
+  return new Server({ ...options, handler, stream: true }).listen();
+}
+
+/**
+ * A stream handler that reads each request into memory, calls `handler`, and writes its
+ * response; a body that is not in memory (a file, a stream) is streamed.
+ */
+export function streamHandler(handler: RequestHandler): StreamHandler {
+  checkHandler(handler, 'streamHandler');
+  return async (stream: Stream): Promise<void> => {
+    const req: Request = await stream.startRead();
+    req.setBody(await stream.readAll());
+    const res: Response = await handler(req);
+    await writeResponseToStream(stream, res);
+  };
+}
+
+/** The bound port of a server, or its configured port when not listening yet. */
+export function port(server: Server): number {
+  if (!(server instanceof Server)) throw new ArgumentError('port(server) takes a Server');
+  return server.port;
+}

@@ -1,0 +1,147 @@
+/**
+ * Server options: their types, defaults and validation. Everything a server reads per
+ * connection is resolved here once, so the request path reads plain fields.
+ */
+import type { Server as NetServer } from 'node:net';
+import type { TlsOptions } from 'node:tls';
+import { ArgumentError } from '../errors.js';
+import { DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_LINE_BYTES } from '../http1/head-parser.js';
+
+/** Options of `serve`, `listen` and `new Server` (all optional). */
+export interface ServerOptions {
+  /** Address to bind; default `127.0.0.1`. */
+  host?: string;
+  /** Port to bind; default 8080; 0 picks a free one. */
+  port?: number;
+  /** A caller-made `net.Server` or `tls.Server` to serve on (listening or not); a TLS server serves HTTPS. */
+  listener?: NetServer;
+  /** TLS options (`key`, `cert`, `ALPNProtocols`, …): the server creates a TLS listener and serves HTTPS. */
+  tls?: TlsOptions;
+  /** Ignore `port` and listen on a free one. Default false. */
+  listenAny?: boolean;
+  /** Allow binding an address in TIME_WAIT. Default true, which is what Node always does on POSIX; false is accepted but cannot be honoured by Node. */
+  reuseAddr?: boolean;
+  /** Listen backlog of a listener the server creates. Default 128. */
+  backlog?: number;
+  /** Largest request body `serve` buffers; larger gets 413. Default 64 MiB; 0 means unlimited. Not accepted by `listen`. */
+  maxBodyBytes?: number;
+  /** Longest request or header line. Default 65536. */
+  maxLineBytes?: number;
+  /** Largest request head; larger gets 431. Default 1 MiB. */
+  maxHeaderBytes?: number;
+  /** Limit for reading a request head, ms; 0 falls back to `readTimeout`. Timing out gets 408. */
+  readHeaderTimeout?: number;
+  /** Limit for reading a request body (and the head, when `readHeaderTimeout` is 0), ms. Timing out gets 408. Default 0 (off). */
+  readTimeout?: number;
+  /** Limit for writing a response, ms; the connection is closed when it passes. Default 0 (off). */
+  writeTimeout?: number;
+  /** Limit for waiting for the next request on a kept-alive connection, ms; 0 falls back to `readTimeout`. Closes quietly. */
+  idleTimeout?: number;
+  /** Serve cleartext HTTP/2 (h2c) on a plain listener when the h2c plugin is loaded. Default true; false answers the preface with 400. A TLS listener ignores it. */
+  allowH2c?: boolean;
+  /** HTTP/2 settings (read by the h2 plugin). */
+  http2Settings?: unknown;
+  /** Open HTTP/2 streams per connection (read by the h2 plugin). Default 100; 0 = no limit. */
+  maxConcurrentStreams?: number;
+}
+
+/** @internal Options after defaults and validation. */
+export interface ResolvedServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly listener: NetServer | null;
+  readonly tls: TlsOptions | null;
+  readonly backlog: number;
+  readonly reuseAddr: boolean;
+  readonly maxBodyBytes: number;
+  readonly maxLineBytes: number;
+  readonly maxHeaderBytes: number;
+  readonly readHeaderTimeout: number;
+  readonly readTimeout: number;
+  readonly writeTimeout: number;
+  readonly idleTimeout: number;
+  readonly allowH2c: boolean;
+  /** True when any timeout is set: connections then arm timers, otherwise they never do. */
+  readonly timeouts: boolean;
+  /** The options as given, for plugins (`ServerInfo.options`). */
+  readonly raw: Readonly<Record<string, unknown>>;
+}
+
+const KNOWN = new Set([
+  'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
+  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
+  // Server constructor and entry points
+  'handler', 'stream', 'kernel',
+]);
+
+function int(o: Record<string, unknown>, key: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = o[key];
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new ArgumentError(`${key} must be an integer from ${min} to ${max}, got ${typeof v === 'number' ? v : typeof v}`);
+  }
+  return v;
+}
+
+function ms(o: Record<string, unknown>, key: string): number {
+  const v = o[key];
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    throw new ArgumentError(`${key} must be a number of milliseconds >= 0 (0 = off), got ${typeof v === 'number' ? v : typeof v}`);
+  }
+  // setTimeout cannot wait longer than 2^31-1 ms.
+  return Math.min(v, 2 ** 31 - 1);
+}
+
+function bool(o: Record<string, unknown>, key: string, dflt: boolean): boolean {
+  const v = o[key];
+  if (v === undefined) return dflt;
+  if (typeof v !== 'boolean') throw new ArgumentError(`${key} must be a boolean, got ${typeof v}`);
+  return v;
+}
+
+/** @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`. */
+export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean): ResolvedServerOptions {
+  if (options === undefined) options = {};
+  if (typeof options !== 'object' || options === null) throw new ArgumentError(`server options must be an object, got ${options === null ? 'null' : typeof options}`);
+  const o = options as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (!KNOWN.has(k)) throw new ArgumentError(`unknown server option ${JSON.stringify(k)}`);
+  }
+  if (stream && o.maxBodyBytes !== undefined) {
+    throw new ArgumentError('maxBodyBytes applies to request handlers (serve); a stream handler (listen) reads the body itself');
+  }
+  const host = o.host ?? '127.0.0.1';
+  if (typeof host !== 'string' || host === '') throw new ArgumentError(`host must be a non-empty string, got ${typeof host}`);
+  let port = int(o, 'port', 8080, 0, 65535);
+  if (bool(o, 'listenAny', false)) port = 0;
+  const listener = o.listener ?? null;
+  if (listener !== null && (typeof listener !== 'object' || typeof (listener as NetServer).listen !== 'function' || typeof (listener as NetServer).on !== 'function')) {
+    throw new ArgumentError('listener must be a net.Server or tls.Server');
+  }
+  const tls = o.tls ?? null;
+  if (tls !== null && (typeof tls !== 'object' || Array.isArray(tls))) throw new ArgumentError('tls must be an object of TLS options (key, cert, ...)');
+  if (tls !== null && listener !== null) throw new ArgumentError('pass either tls options or a listener, not both (make the tls.Server yourself)');
+  const readTimeout = ms(o, 'readTimeout');
+  const readHeaderTimeout = ms(o, 'readHeaderTimeout') || readTimeout;
+  const idleTimeout = ms(o, 'idleTimeout') || readTimeout;
+  const writeTimeout = ms(o, 'writeTimeout');
+  return Object.freeze({
+    host,
+    port,
+    listener: listener as NetServer | null,
+    tls: tls as TlsOptions | null,
+    backlog: int(o, 'backlog', 128, 1),
+    reuseAddr: bool(o, 'reuseAddr', true),
+    maxBodyBytes: int(o, 'maxBodyBytes', 64 * 1024 * 1024, 0),
+    maxLineBytes: int(o, 'maxLineBytes', DEFAULT_MAX_LINE_BYTES, 1),
+    maxHeaderBytes: int(o, 'maxHeaderBytes', DEFAULT_MAX_HEADER_BYTES, 1),
+    readHeaderTimeout,
+    readTimeout,
+    writeTimeout,
+    idleTimeout,
+    allowH2c: bool(o, 'allowH2c', true),
+    timeouts: readTimeout > 0 || readHeaderTimeout > 0 || idleTimeout > 0 || writeTimeout > 0,
+    raw: o,
+  });
+}

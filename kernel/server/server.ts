@@ -1,0 +1,333 @@
+/**
+ * Server: owns the listener, the set of open connections and their configuration; accepts
+ * connections, lets protocol plugins (h2, h2c) claim them, and runs HTTP/1.1 on the rest.
+ *
+ * States (the reference's Server rows): configured → `listen()` → listening →
+ * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
+ * once) → stopped; `forceClose()` drops every connection at once.
+ */
+import net, { type Socket } from 'node:net';
+import tls from 'node:tls';
+import { AddressInUseError, ArgumentError } from '../errors.js';
+import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
+import type { Kernel } from '../kernel.js';
+import type { Request } from '../message/request.js';
+import { matchH2Preface } from '../http1/head-parser.js';
+import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
+
+/** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
+export interface ServerInit extends ServerOptions {
+  /** A request handler (`Request` → `Response`), or a stream handler when `stream` is true. */
+  handler: RequestHandler | StreamHandler;
+  /** `handler` is a stream handler (reads and writes a `Stream`). Default false. */
+  stream?: boolean;
+  /** A booted kernel whose server hooks (plugins) this server runs; none means no plugins. */
+  kernel?: Kernel;
+  /** Called with each error a handler threw (the client got 500) or a response failed with; default: one line on stderr. */
+  onError?: (error: unknown, request: Request | null) => void;
+}
+
+type State = 'configured' | 'listening' | 'closing' | 'closed';
+
+/** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
+export class Server implements ConnectionHost {
+  /** @internal */
+  readonly opts: ResolvedServerOptions;
+  /** @internal */
+  readonly info: ServerInfo;
+  /** @internal */
+  readonly handler: RequestHandler | null;
+  /** @internal */
+  readonly streamHandler: StreamHandler | null;
+  /** @internal */
+  hooks: Tapped<ServerHooks> | null = null;
+  private readonly kernel: Kernel | null;
+  private readonly onError: (error: unknown, request: Request | null) => void;
+  private listener: net.Server | null = null;
+  private ownsListener = false;
+  private state: State = 'configured';
+  private readonly connections = new Set<H1Connection>();
+  /** Sockets accepted but not yet handed to HTTP/1 (protocol detection, TLS handshake). */
+  private readonly pending = new Set<Socket>();
+  private boundPort = 0;
+  private boundHost = '';
+  private closed: Promise<void>;
+  private resolveClosed!: () => void;
+
+  /** Configures a server; start it with {@link Server.listen}. */
+  constructor(init: ServerInit) {
+    if (typeof init !== 'object' || init === null) throw new ArgumentError('new Server(options) needs an options object with a handler');
+    const { handler, stream, kernel, onError, ...rest } = init;
+    if (typeof handler !== 'function') throw new ArgumentError(`handler must be a function, got ${typeof handler}`);
+    if (stream !== undefined && typeof stream !== 'boolean') throw new ArgumentError(`stream must be a boolean, got ${typeof stream}`);
+    if (onError !== undefined && typeof onError !== 'function') throw new ArgumentError(`onError must be a function, got ${typeof onError}`);
+    if (kernel !== undefined && (typeof kernel !== 'object' || kernel === null || !('hooks' in kernel))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
+    this.opts = resolveServerOptions(rest, stream === true);
+    this.handler = stream === true ? null : (handler as RequestHandler);
+    this.streamHandler = stream === true ? (handler as StreamHandler) : null;
+    this.kernel = kernel ?? null;
+    this.onError = onError ?? defaultOnError;
+    const isTls = this.opts.tls !== null || this.opts.listener instanceof tls.Server;
+    this.info = Object.freeze({ tls: isTls, allowH2c: !isTls && this.opts.allowH2c, options: this.opts.raw });
+    this.boundPort = this.opts.port;
+    this.boundHost = this.opts.host;
+    this.closed = new Promise((resolve) => {
+      this.resolveClosed = resolve;
+    });
+  }
+
+  /** The bound port once listening, else the configured one. */
+  get port(): number {
+    return this.boundPort;
+  }
+
+  /** The bound address once listening, else the configured host. */
+  get address(): string {
+    return this.boundHost;
+  }
+
+  /** True from `listen()` until `close()`/`forceClose()`. */
+  get listening(): boolean {
+    return this.state === 'listening';
+  }
+
+  /** True once `close()` or `forceClose()` was called. */
+  get closing(): boolean {
+    return this.state === 'closing' || this.state === 'closed';
+  }
+
+  /** Number of open HTTP/1 connections (for tests and metrics). */
+  get connectionCount(): number {
+    return this.connections.size + this.pending.size;
+  }
+
+  /** Starts listening; resolves to this server once bound. Binding an address in use throws `AddressInUseError`. */
+  async listen(): Promise<this> {
+    if (this.state !== 'configured') throw new ArgumentError(`server.listen(): the server is already ${this.state}`);
+    this.state = 'listening';
+    const k = this.kernel;
+    if (k !== null) {
+      if (k.state !== 'ready') await k.ready();
+      this.hooks = k.tapped.server;
+    }
+    const o = this.opts;
+    let listener = o.listener;
+    if (listener === null) {
+      this.ownsListener = true;
+      if (o.tls !== null) {
+        const alpn = this.alpn(o.tls.ALPNProtocols);
+        listener = tls.createServer({ ...o.tls, ALPNProtocols: alpn });
+      } else {
+        listener = net.createServer({ noDelay: true });
+      }
+    }
+    this.listener = listener;
+    if (listener instanceof tls.Server) {
+      listener.on('secureConnection', this.onSecureConnection);
+      listener.on('connection', this.onTcpForTls);
+      listener.on('tlsClientError', onTlsClientError);
+    } else {
+      listener.on('connection', this.onConnection);
+    }
+    if (!listener.listening) {
+      await new Promise<void>((resolve, reject) => {
+        const onErr = (err: NodeJS.ErrnoException): void => {
+          listener!.removeListener('listening', onOk);
+          this.state = 'closed';
+          this.resolveClosed();
+          reject(err.code === 'EADDRINUSE' ? new AddressInUseError(hostPort(o.host, o.port), err) : err);
+        };
+        const onOk = (): void => {
+          listener!.removeListener('error', onErr);
+          resolve();
+        };
+        listener!.once('error', onErr);
+        listener!.once('listening', onOk);
+        listener!.listen({ host: o.host, port: o.port, backlog: o.backlog });
+      });
+    }
+    const addr = listener.address();
+    if (addr !== null && typeof addr === 'object') {
+      this.boundPort = addr.port;
+      this.boundHost = addr.address;
+    }
+    listener.on('error', (err) => this.onError(err, null));
+    return this;
+  }
+
+  private alpn(given: unknown): string[] {
+    const base = Array.isArray(given) && given.every((p) => typeof p === 'string') ? (given as string[]) : ['http/1.1'];
+    const h = this.kernel !== null ? this.kernel.tapped.server.alpnProtocols : null;
+    return h !== null ? h.call([...base], this.info) : base;
+  }
+
+  /**
+   * Stops accepting and resolves once the requests in flight have finished; idle keep-alive
+   * connections close at once, busy ones after their current response.
+   */
+  close(): Promise<void> {
+    if (this.state === 'configured') {
+      this.state = 'closed';
+      this.resolveClosed();
+      return this.closed;
+    }
+    if (this.state === 'listening') {
+      this.state = 'closing';
+      this.stopAccepting();
+      for (const s of this.pending) s.destroy();
+      for (const c of this.connections) c.closeIfIdle();
+      this.maybeClosed();
+    }
+    return this.closed;
+  }
+
+  /** Stops accepting and closes every connection at once, including requests in progress. */
+  forceClose(): Promise<void> {
+    if (this.state === 'configured' || this.state === 'closed') {
+      this.state = 'closed';
+      this.resolveClosed();
+      return this.closed;
+    }
+    this.state = 'closing';
+    this.stopAccepting();
+    for (const s of this.pending) s.destroy();
+    for (const c of this.connections) c.destroy();
+    this.maybeClosed();
+    return this.closed;
+  }
+
+  /** Resolves when the server has stopped (after `close()` or `forceClose()` finished). */
+  wait(): Promise<void> {
+    return this.closed;
+  }
+
+  private stopAccepting(): void {
+    const l = this.listener;
+    if (l === null) return;
+    l.removeListener('connection', this.onConnection);
+    l.removeListener('connection', this.onTcpForTls);
+    l.removeListener('secureConnection', this.onSecureConnection);
+    if (this.ownsListener || l.listening) l.close(() => this.maybeClosed());
+  }
+
+  private maybeClosed(): void {
+    if (this.state !== 'closing') return;
+    if (this.connections.size > 0 || this.pending.size > 0) return;
+    if (this.listener !== null && this.listener.listening) return;
+    this.state = 'closed';
+    this.resolveClosed();
+  }
+
+  /** @internal */
+  removeConnection(conn: H1Connection): void {
+    if (this.connections.delete(conn)) this.maybeClosed();
+  }
+
+  /** @internal */
+  reportError(err: unknown, request: Request | null): void {
+    try {
+      this.onError(err, request);
+    } catch {
+      // An error reporter that throws must not take the server down.
+    }
+  }
+
+  // ---- accepting ---------------------------------------------------------------------------
+
+  private readonly onConnection = (socket: Socket): void => {
+    if (this.state !== 'listening') {
+      socket.destroy();
+      return;
+    }
+    const hooks = this.hooks;
+    if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    if (hooks !== null && hooks.protocol !== null) {
+      this.detect(socket, hooks.protocol);
+      return;
+    }
+    this.startHttp1(socket, null);
+  };
+
+  /** TCP accept on a TLS listener: the connection hook; HTTP starts after the handshake. */
+  private readonly onTcpForTls = (socket: Socket): void => {
+    if (this.state !== 'listening') {
+      socket.destroy();
+      return;
+    }
+    const hooks = this.hooks;
+    if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+  };
+
+  private readonly onSecureConnection = (socket: tls.TLSSocket): void => {
+    if (this.state !== 'listening') {
+      socket.destroy();
+      return;
+    }
+    const hooks = this.hooks;
+    if (hooks !== null && hooks.protocol !== null) {
+      const claimed = hooks.protocol.call(socket, { alpnProtocol: socket.alpnProtocol ?? null, head: EMPTY, server: this.info });
+      if (claimed === true) return;
+    }
+    this.startHttp1(socket, null);
+  };
+
+  /** Plain TCP with protocol taps: read until the bytes are, or cannot be, the HTTP/2 preface. */
+  private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>): void {
+    this.pending.add(socket);
+    let head: Buffer = EMPTY;
+    const done = (): void => {
+      socket.removeListener('data', onData);
+      socket.removeListener('end', onEnd);
+      socket.removeListener('close', onClose);
+      this.pending.delete(socket);
+    };
+    const decide = (): void => {
+      done();
+      if (this.state !== 'listening') {
+        socket.destroy();
+        this.maybeClosed();
+        return;
+      }
+      const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info });
+      if (claimed !== true) this.startHttp1(socket, head);
+    };
+    const onData = (chunk: Buffer): void => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      if (matchH2Preface(head) !== 0) decide();
+    };
+    const onEnd = (): void => decide();
+    const onClose = (): void => {
+      done();
+      this.maybeClosed();
+    };
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('close', onClose);
+    socket.on('error', noop);
+  }
+
+  private startHttp1(socket: Socket, head: Uint8Array | null): void {
+    const conn = new H1Connection(this, socket);
+    this.connections.add(conn);
+    if (head !== null) conn.start(head);
+  }
+}
+
+const EMPTY: Buffer = Buffer.alloc(0);
+
+function noop(): void {}
+
+function onTlsClientError(_err: Error, socket: tls.TLSSocket): void {
+  socket.destroy();
+}
+
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function defaultOnError(error: unknown, request: Request | null): void {
+  const where = request !== null ? ` (${request.method} ${request.target})` : '';
+  const what = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`switchyard server error${where}: ${what}\n`);
+}

@@ -1,0 +1,417 @@
+/**
+ * Stream: one HTTP exchange on a server connection, read and written by a stream handler.
+ *
+ * Response states (the reference's "Server response (stream)" rows):
+ * - head not started: `setStatus`/`setHeader` allowed;
+ * - head started (`startWrite` or the first write): they throw `ArgumentError`;
+ * - a fixed-length (Content-Length) HTTP/1 response holds head and body until `closeWrite`,
+ *   or until the body passes 4 KiB, so a handler that throws or writes the wrong number of
+ *   bytes still gets a clean 500 instead of a malformed body; once streaming, a failure
+ *   closes the connection;
+ * - chunked responses send the head at once and carry trailers; a response with
+ *   Content-Length drops them.
+ */
+import { ArgumentError, ProtocolError } from '../errors.js';
+import { Headers, type HeaderPair, type HeadersInit } from '../message/headers.js';
+import type { Request } from '../message/request.js';
+import { Response } from '../message/response.js';
+import type { PeerAddress, ServerExchange, ServerInfo } from '../hooks.js';
+import { encodeChunk, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { parseContentLength } from '../http1/head-parser.js';
+import { statusHasNoBody } from '../http1/framing.js';
+import type { PeerAddr } from './peer.js';
+
+/** A fixed-length body is held (not sent) until it grows past this many bytes. */
+export const HOLD_BYTES = 4096;
+
+/** @internal What a {@link Stream} needs from the connection it runs on. */
+export interface StreamConnection {
+  /** The listener, as hooks see it. */
+  readonly info: ServerInfo;
+  /** The client's address. */
+  peerAddr(): PeerAddr;
+  /** Next chunk of the request body, or null at its end. */
+  readBody(): Promise<Uint8Array | null>;
+  /** Stops delivering the request body (the rest is discarded) and closes after this exchange. */
+  discardBody(): void;
+  /** Sends `100 Continue` if the request asked for it and it was not sent yet. */
+  sendContinue(): void;
+  /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
+  send(data: Uint8Array | string): Promise<void> | undefined;
+  /** Adds `Date` and the Connection field for this exchange and returns whether the connection closes after it. */
+  connectionFields(close: boolean): { fields: string; close: boolean };
+  /** Runs the `onResponseHead` taps, if any. */
+  responseHead(response: Response, request: Request): void;
+  /** True while the socket can still be written. */
+  readonly writable: boolean;
+}
+
+const enum Mode {
+  Undecided,
+  /** Content-Length, head and body held in memory. */
+  Held,
+  /** Content-Length, head sent, streaming. */
+  Fixed,
+  Chunked,
+  /** HTTP/1.0 peer, unknown length: bytes until close. */
+  Raw,
+  /** No body allowed (HEAD, 1xx, 204, 304): writes are dropped. */
+  None,
+}
+
+/** One server exchange as a stream handler sees it. */
+export class Stream implements ServerExchange {
+  /** The request head; its body stays on the stream. The reference's `stream.message`. */
+  readonly request: Request;
+  /** `http/1.1`. */
+  readonly protocol: string = 'http/1.1';
+  private readonly conn: StreamConnection;
+  private status = 200;
+  private reason = '';
+  private readonly headers = new Headers();
+  private trailerFields: Headers | null = null;
+  private headStarted = false;
+  private mode = Mode.Undecided;
+  private declared = -1;
+  private sent = 0;
+  private held: Uint8Array[] | null = null;
+  private heldBytes = 0;
+  private writeClosed = false;
+  private readClosed = false;
+  private readEnded = false;
+  private closeAfter = false;
+  private committed = false;
+  private readonly isHead: boolean;
+
+  /** @internal Made by the server for each request. */
+  constructor(request: Request, conn: StreamConnection) {
+    this.request = request;
+    this.conn = conn;
+    this.isHead = request.method === 'HEAD';
+  }
+
+  /** The request message (the reference's `stream.message`). */
+  get message(): Request {
+    return this.request;
+  }
+
+  /** The listener. */
+  get server(): ServerInfo {
+    return this.conn.info;
+  }
+
+  /** The request head; the body stays on the stream (read it with {@link Stream.read}). */
+  startRead(): Promise<Request> {
+    return Promise.resolve(this.request);
+  }
+
+  /** The client's address: `String(addr)` is `ip:port`, `addr.ip` the bytes, `addr.port` the port. */
+  peerAddr(): PeerAddr & PeerAddress {
+    return this.conn.peerAddr();
+  }
+
+  // ---- reading -------------------------------------------------------------------------
+
+  /** The next chunk of the request body, or null at its end. */
+  async read(): Promise<Uint8Array | null> {
+    if (this.readClosed || this.readEnded) return null;
+    if (!this.headStarted) this.conn.sendContinue();
+    const chunk = await this.conn.readBody();
+    if (chunk === null) this.readEnded = true;
+    return chunk;
+  }
+
+  /** Reads up to `dst.length` body bytes into `dst`; resolves to the count, 0 at the end. */
+  async readBytes(dst: Uint8Array): Promise<number> {
+    if (!(dst instanceof Uint8Array)) throw new ArgumentError(`readBytes takes a Uint8Array, got ${typeof dst}`);
+    if (dst.length === 0) return 0;
+    let pending = this.leftover;
+    if (pending === null) {
+      pending = await this.read();
+      if (pending === null) return 0;
+    }
+    const n = Math.min(dst.length, pending.length);
+    dst.set(pending.subarray(0, n), 0);
+    this.leftover = n < pending.length ? pending.subarray(n) : null;
+    return n;
+  }
+
+  private leftover: Uint8Array | null = null;
+
+  /** Reads the rest of the body into one buffer; `limit` bounds it (ProtocolError past it). */
+  async readAll(limit = Infinity): Promise<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    if (this.leftover !== null) {
+      chunks.push(this.leftover);
+      total = this.leftover.length;
+      this.leftover = null;
+    }
+    for (;;) {
+      const c = await this.read();
+      if (c === null) break;
+      total += c.length;
+      if (total > limit) throw new ProtocolError(`request body exceeds ${limit} bytes`, { limit: 'maxBodyBytes' });
+      chunks.push(c);
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  }
+
+  /** Iterates the request body chunk by chunk. */
+  async *[Symbol.asyncIterator](): AsyncGenerator<Uint8Array> {
+    if (this.leftover !== null) {
+      const l = this.leftover;
+      this.leftover = null;
+      yield l;
+    }
+    for (;;) {
+      const c = await this.read();
+      if (c === null) return;
+      yield c;
+    }
+  }
+
+  /**
+   * Closes the read side: unread body bytes are discarded and the connection is closed after
+   * this exchange instead of reused. Returns the response being built.
+   */
+  closeRead(): Response {
+    if (!this.readClosed) {
+      this.readClosed = true;
+      if (!this.readEnded) {
+        this.closeAfter = true;
+        this.conn.discardBody();
+      }
+    }
+    return this.response();
+  }
+
+  // ---- the response head ---------------------------------------------------------------
+
+  /** Sets the response status; before the head starts, else `ArgumentError`. */
+  setStatus(status: number, reason = ''): void {
+    this.checkHeadOpen('setStatus');
+    if (!Number.isInteger(status) || status < 100 || status > 999) throw new ArgumentError(`status must be an integer 100..999, got ${String(status)}`);
+    if (status < 200) throw new ArgumentError(`setStatus(${status}): interim 1xx responses are sent by the server itself`);
+    this.status = status;
+    this.reason = reason;
+  }
+
+  /** Sets a response header, replacing earlier values; before the head starts, else `ArgumentError`. */
+  setHeader(name: string | HeaderPair, value?: string): void {
+    this.checkHeadOpen('setHeader');
+    if (Array.isArray(name)) {
+      value = name[1];
+      name = name[0];
+    }
+    if (typeof name !== 'string' || typeof value !== 'string') throw new ArgumentError('setHeader takes (name, value) strings or a [name, value] pair');
+    this.headers.set(name as string, value);
+  }
+
+  /** Adds a response header value (Set-Cookie stays separate); before the head starts. */
+  appendHeader(name: string, value: string): void {
+    this.checkHeadOpen('appendHeader');
+    this.headers.append(name, value);
+  }
+
+  /** Adds trailers, sent after a chunked body (dropped for a response with Content-Length). */
+  addTrailer(nameOrHeaders: string | HeaderPair | HeadersInit, value?: string): void {
+    if (this.writeClosed) throw new ArgumentError('addTrailer after closeWrite');
+    const t = (this.trailerFields ??= new Headers());
+    if (typeof nameOrHeaders === 'string') {
+      if (typeof value !== 'string') throw new ArgumentError(`addTrailer(${JSON.stringify(nameOrHeaders)}, value) needs a string value`);
+      t.append(nameOrHeaders, value);
+    } else if (Array.isArray(nameOrHeaders) && nameOrHeaders.length === 2 && typeof nameOrHeaders[0] === 'string') {
+      t.append(nameOrHeaders[0], String(nameOrHeaders[1]));
+    } else {
+      for (const [k, v] of new Headers(nameOrHeaders as HeadersInit)) t.push(k, v);
+    }
+  }
+
+  /** True once the head has started (after `startWrite` or the first write). */
+  get headersSent(): boolean {
+    return this.headStarted;
+  }
+
+  private checkHeadOpen(what: string): void {
+    if (this.headStarted) throw new ArgumentError(`${what}: the response head has already started (after startWrite or the first write)`);
+  }
+
+  /** The response as built so far (status, headers, trailers). */
+  response(): Response {
+    const r = new Response(this.status, null, { headers: this.headers, copyHeaders: false, reason: this.reason, request: this.request });
+    if (this.trailerFields !== null) r.trailers = this.trailerFields;
+    return r;
+  }
+
+  /**
+   * Starts the response: after this, status and headers are fixed. A chunked response sends
+   * its head now; a fixed-length one holds it with the body (see the module notes).
+   */
+  startWrite(): Response {
+    if (!this.headStarted) this.decide();
+    return this.response();
+  }
+
+  private decide(): void {
+    this.headStarted = true;
+    this.conn.responseHead(this.response(), this.request);
+    const h = this.headers;
+    if (statusHasNoBody(this.status) || this.isHead) {
+      this.mode = Mode.None;
+      if (this.status === 204 || this.status < 200) {
+        h.delete('Content-Length');
+        h.delete('Transfer-Encoding');
+      }
+      return;
+    }
+    const cl = h.indexOf('Content-Length');
+    if (cl >= 0) {
+      const n = parseContentLength(h.getAll('Content-Length').join(', '));
+      if (n < 0) throw new ArgumentError(`invalid Content-Length header "${h.valueAt(cl)}"`);
+      h.delete('Transfer-Encoding');
+      this.declared = n;
+      this.mode = Mode.Held;
+      this.held = [];
+      return;
+    }
+    h.delete('Transfer-Encoding');
+    if (this.request.protoMinor === 0) {
+      this.mode = Mode.Raw;
+      this.closeAfter = true;
+    } else {
+      this.mode = Mode.Chunked;
+      h.push('Transfer-Encoding', 'chunked');
+    }
+    this.sendHead(null);
+  }
+
+  /** Serializes and sends the head, with `body` (already framed) behind it in one write. */
+  private sendHead(body: Uint8Array | null): Promise<void> | undefined {
+    const { fields, close } = this.conn.connectionFields(this.closeAfter);
+    this.closeAfter = close;
+    const head = serializeStatusLine(this.status, this.reason) + serializeFields(this.headers, -1, false) + fields + '\r\n';
+    this.committed = true;
+    if (body === null || body.length === 0) return this.conn.send(head);
+    const out = Buffer.allocUnsafe(head.length + body.length);
+    out.write(head, 0, 'latin1');
+    out.set(body, head.length);
+    return this.conn.send(out);
+  }
+
+  // ---- writing -------------------------------------------------------------------------
+
+  /** Writes body bytes (a string is UTF-8); starts the head when needed. */
+  async write(data: Uint8Array | string): Promise<void> {
+    if (this.writeClosed) throw new ArgumentError('write after closeWrite');
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`write takes a Uint8Array or string, got ${typeof data}`);
+    if (!this.headStarted) this.decide();
+    if (!this.conn.writable) throw new ProtocolError('cannot write: the client closed the connection');
+    if (bytes.length === 0) return;
+    switch (this.mode) {
+      case Mode.None:
+        return;
+      case Mode.Held: {
+        if (this.heldBytes + bytes.length > this.declared) {
+          throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
+        }
+        if (this.heldBytes + bytes.length <= HOLD_BYTES) {
+          // Copy: the caller may reuse its buffer once write resolves.
+          this.held!.push(Buffer.from(bytes));
+          this.heldBytes += bytes.length;
+          return;
+        }
+        // Past 4 KiB: send head and what was held, then stream.
+        const all = Buffer.concat([...this.held!, bytes]);
+        this.held = null;
+        this.mode = Mode.Fixed;
+        this.sent = all.length;
+        await this.sendHead(all);
+        return;
+      }
+      case Mode.Fixed: {
+        if (this.sent + bytes.length > this.declared) {
+          throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
+        }
+        this.sent += bytes.length;
+        await this.conn.send(bytes);
+        return;
+      }
+      case Mode.Chunked:
+        await this.conn.send(encodeChunk(bytes));
+        return;
+      case Mode.Raw:
+        await this.conn.send(bytes);
+        return;
+    }
+  }
+
+  /**
+   * Ends the response body: a held fixed-length response goes out now (or, when its length
+   * is wrong, fails with ProtocolError so the server can still answer 500); a chunked one
+   * sends the last chunk and its trailers.
+   */
+  async closeWrite(): Promise<void> {
+    if (this.writeClosed) return;
+    if (!this.headStarted) {
+      // Nothing written: an empty body. Without a declared length, say 0 rather than chunked.
+      if (!this.isHead && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding') && !statusHasNoBody(this.status)) {
+        this.headers.set('Content-Length', '0');
+      }
+      this.decide();
+    }
+    switch (this.mode) {
+      case Mode.None:
+        this.writeClosed = true;
+        await this.sendHead(null);
+        return;
+      case Mode.Held: {
+        if (this.heldBytes !== this.declared) {
+          throw new ProtocolError(`response body has ${this.heldBytes} bytes but Content-Length says ${this.declared}`);
+        }
+        this.writeClosed = true;
+        const body = this.held!.length === 1 ? this.held![0]! : Buffer.concat(this.held!, this.heldBytes);
+        this.held = null;
+        await this.sendHead(body);
+        return;
+      }
+      case Mode.Fixed:
+        if (this.sent !== this.declared) {
+          this.writeClosed = true;
+          throw new ProtocolError(`response body has ${this.sent} bytes but Content-Length says ${this.declared}; the connection is closed`);
+        }
+        this.writeClosed = true;
+        return;
+      case Mode.Chunked:
+        this.writeClosed = true;
+        await this.conn.send(serializeLastChunk(this.trailerFields));
+        return;
+      case Mode.Raw:
+        this.writeClosed = true;
+        return;
+      default:
+        this.writeClosed = true;
+    }
+  }
+
+  /** @internal True once any byte of the response went out (a failure then closes the connection). */
+  get isCommitted(): boolean {
+    return this.committed;
+  }
+
+  /** @internal True when the response was ended cleanly. */
+  get isWriteClosed(): boolean {
+    return this.writeClosed;
+  }
+
+  /** @internal True when the connection must close after this exchange. */
+  get mustClose(): boolean {
+    return this.closeAfter;
+  }
+
+  /** @internal True when the body was read to its end (or discarded). */
+  get bodyDone(): boolean {
+    return this.readEnded || this.readClosed;
+  }
+}
