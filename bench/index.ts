@@ -4,11 +4,13 @@
  */
 import { runCodecBench } from './codec.js';
 import { runHooksBench } from './hooks.js';
+import { runServerBench } from './server.js';
 
 const only = process.argv[2];
 const benches: [string, () => Promise<unknown>][] = [
   ['codec', runCodecBench],
   ['hooks', runHooksBench],
+  ['server', () => runServerBench()],
 ];
 
 for (const [name, fn] of benches) {

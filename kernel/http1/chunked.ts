@@ -211,7 +211,7 @@ export class ChunkedDecoder {
   }
 
   private line(): void {
-    if (++this.lineBytes > this.maxLineBytes) throw new ProtocolError(`chunk-size line exceeds maxLineBytes (${this.maxLineBytes} bytes)`);
+    if (++this.lineBytes > this.maxLineBytes) throw new ProtocolError(`chunk-size line exceeds maxLineBytes (${this.maxLineBytes} bytes)`, { limit: 'maxLineBytes', line: 'chunk-size line' });
   }
 
   private finish(): void {

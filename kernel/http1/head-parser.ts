@@ -234,9 +234,23 @@ export class HeadParser {
   h2Preface = false;
 
   private state: number;
-  private lineBuf: Buffer | null = null;
-  private lineLen = 0;
   private error: Error | null = null;
+  // Split heads. Once a line is cut by the end of a chunk, the rest of the head (until it is
+  // complete, or until a chunk big enough to parse in place arrives) is copied into `acc`, one
+  // growing per-parser buffer, and each line is parsed there when its LF arrives. Strings of
+  // those lines are not built per line: names and values are recorded as offsets in `pend`
+  // and cut from one latin1 decode of `acc` at the end (`flush`). `acc[lineStart..accLen)` is
+  // the partial line; `accLen > 0` means the head is in split mode.
+  private acc: Buffer | null = null;
+  private accWords: Int32Array | null = null;
+  private accLen = 0;
+  private lineStart = 0;
+  /** Deferred fields: [known id or -1, nameStart, nameEnd, valueStart, valueEnd] each, in `acc`. */
+  private pend: Int32Array = new Int32Array(160);
+  private pendN = 0;
+  /** Deferred request target (requests) or reason phrase (responses) in `acc`, when `pendTextEnd > 0`. */
+  private pendTextStart = 0;
+  private pendTextEnd = 0;
   // Decoded text window: one latin1 decode of `sBuf[sBase..sEnd)` serves many names and values
   // as cheap substrings, instead of one native call per string (which dominated profiles).
   private sBuf: Buffer | null = null;
@@ -284,19 +298,25 @@ export class HeadParser {
     this.hostCount = 0;
     this.h2Preface = false;
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
-    this.lineLen = 0;
+    this.accLen = 0;
+    this.lineStart = 0;
+    this.pendN = 0;
+    this.pendTextEnd = 0;
     this.error = null;
     this.sBuf = null;
     this.sStr = '';
     this.wBuf = null;
     this.words = null;
-    // Do not keep a large line buffer around on an idle keep-alive connection.
-    if (this.lineBuf !== null && this.lineBuf.length > 4096) this.lineBuf = null;
+    // Do not keep a large head buffer around on an idle keep-alive connection.
+    if (this.acc !== null && this.acc.length > 8192) {
+      this.acc = null;
+      this.accWords = null;
+    }
   }
 
   /** Bytes received for this head so far, including a partial line held by the parser. */
   get bytesSeen(): number {
-    return this.headBytes + this.lineLen;
+    return this.headBytes + this.accLen - this.lineStart;
   }
 
   /**
@@ -324,14 +344,16 @@ export class HeadParser {
       return this.run(asBuffer(chunk), start, end);
     } catch (err) {
       this.error = err as Error;
+      // Fields parsed before the error stay visible, as for a head in one chunk.
+      if (this.accLen > 0) this.flush();
       throw err;
     }
   }
 
   private run(buf: Buffer, start: number, end: number): number {
     let pos = start;
-    if (this.lineLen > 0) {
-      pos = this.continueLine(buf, pos, end);
+    if (this.accLen > 0) {
+      pos = this.continueSplit(buf, pos, end);
       if (pos < 0 || this.state === S_DONE) return (pos < 0 ? end : pos) - start;
     }
     const maxLine = this.maxLineBytes + 2;
@@ -361,11 +383,15 @@ export class HeadParser {
     return pos - start;
   }
 
-  /** Starts buffering a line that the chunk ends inside; fails at once when it is already too long. */
+  /**
+   * Starts split mode with a line that the chunk ends inside (already validated as far as it
+   * goes by the in-place parse); fails at once when it is already too long.
+   */
   private saveLine(buf: Buffer, pos: number, end: number): void {
-    const n = end - pos;
+    this.lineStart = 0;
+    this.accLen = 0;
     this.append(buf, pos, end);
-    this.checkPartial(n, buf[end - 1]!);
+    this.checkPartial(end - pos, buf[end - 1]!);
   }
 
   private checkPartial(len: number, last: number): void {
@@ -376,63 +402,147 @@ export class HeadParser {
     if (this.headBytes + len >= this.maxHeaderBytes) throw this.limitError(true);
   }
 
-  /** Makes the line buffer hold at least `need` bytes, keeping its content. */
-  private reserve(need: number): void {
-    const lb = this.lineBuf;
-    if (lb !== null && lb.length >= need) return;
-    let size = lb === null ? 256 : lb.length * 2;
+  /** Makes `acc` hold at least `need` bytes, keeping its content. */
+  private reserve(need: number): Buffer {
+    const old = this.acc;
+    if (old !== null && old.length >= need) return old;
+    let size = old === null ? 512 : old.length * 2;
     while (size < need) size *= 2;
-    const cap = this.maxLineBytes + 2;
+    // `acc` never holds more than one head (the limits stop it first).
+    const cap = this.maxHeaderBytes + 4;
     if (size > cap) size = Math.max(cap, need);
-    const nb = Buffer.allocUnsafe(size);
-    if (lb !== null && this.lineLen > 0) lb.copy(nb, 0, 0, this.lineLen);
-    this.lineBuf = nb;
+    // Its own ArrayBuffer, so the Int32 view for word scans starts aligned at byte 0.
+    const nb = Buffer.allocUnsafeSlow(size);
+    if (old !== null && this.accLen > 0) old.copy(nb, 0, 0, this.accLen);
+    if (this.wBuf === old) this.wBuf = null;
+    this.acc = nb;
+    this.accWords = new Int32Array(nb.buffer, nb.byteOffset, size >> 2);
+    return nb;
   }
 
   private append(buf: Buffer, from: number, to: number): void {
-    const need = this.lineLen + (to - from);
-    this.reserve(need);
-    const lb = this.lineBuf!;
+    const w = this.accLen;
+    const acc = this.reserve(w + (to - from));
     // Split lines are mostly short pieces; a JS loop beats Buffer#copy's native call for them.
-    let w = this.lineLen;
     if (to - from <= 64) {
-      for (let i = from; i < to; i++) lb[w++] = buf[i]!;
+      let o = w;
+      for (let i = from; i < to; i++) acc[o++] = buf[i]!;
     } else {
-      lb.set(buf.subarray(from, to), w);
+      acc.set(buf.subarray(from, to), w);
     }
-    this.lineLen = need;
+    this.accLen = w + (to - from);
   }
 
   /**
-   * Continues a line held in the line buffer: finds its LF in the new bytes only, then parses
-   * the whole line. Returns the position after the line, or -1 when the chunk was all consumed.
+   * Continues a split head. Only LF is searched for; a line is parsed (in `acc`, strings
+   * deferred to `flush`) when its LF arrives, but bare CRs and CTLs are caught on arrival so a
+   * split head fails as early as a whole one, and the limits are checked against every byte.
+   * Returns the position after the head when it completes, the position after a line when the
+   * rest of the chunk is big enough to be parsed in place (split mode then ends, pending fields
+   * flushed), or -1 when the whole chunk was consumed.
    */
-  private continueLine(buf: Buffer, pos: number, end: number): number {
-    const have = this.lineLen;
+  private continueSplit(buf: Buffer, pos: number, end: number): number {
+    if (pos >= end) return -1;
+    const w0 = this.accLen;
+    if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+    if (end - pos > 256) return this.finishSplitLine(buf, pos, end);
+    // Small pieces (the common split): copy what the head may still hold once, then find the
+    // line ends in `acc`, four bytes at a time through its aligned Int32 view.
+    const maxLine = this.maxLineBytes + 2;
+    // Where the head would pass maxHeaderBytes, in `acc` coordinates (fixed for this head).
+    const headEnd = this.lineStart + this.maxHeaderBytes - this.headBytes;
+    let n = end - pos;
+    if (w0 + n > headEnd) n = headEnd - w0;
+    const dEnd = w0 + n;
+    let acc = this.acc!;
+    if (acc.length < dEnd) acc = this.reserve(dEnd);
+    if (n <= 32) {
+      for (let i = pos, o = w0; o < dEnd; i++, o++) acc[o] = buf[i]!;
+    } else {
+      acc.set(pos === 0 && n === buf.length ? buf : buf.subarray(pos, pos + n), w0);
+    }
+    const delta = pos - w0; // chunk index = acc index + delta
+    let q = w0;
+    for (;;) {
+      const ls = this.lineStart;
+      let lim = ls + maxLine;
+      if (lim > dEnd) lim = dEnd;
+      let c = 0;
+      for (;;) {
+        if (lim - q < 8) {
+          while (q < lim && VALUE[acc[q]!] !== 0) q++;
+        } else {
+          q = this.findCtl(acc, q, lim);
+        }
+        if (q >= lim) break;
+        c = acc[q]!;
+        if (c === LF) break;
+        if (c === CR) {
+          if (q + delta + 1 < end && buf[q + delta + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+        } else if (c !== HTAB) {
+          throw new ParseError(`invalid byte ${showByte(c)} in the head`);
+        }
+        q++;
+      }
+      if (q >= lim) {
+        // No line end: more bytes than a limit allows fail now, else wait for more.
+        const lineEnd = ls + maxLine;
+        if ((lineEnd < headEnd ? lineEnd : headEnd) < end - delta) throw this.limitError(headEnd < lineEnd);
+        this.accLen = dEnd;
+        if (dEnd > ls) this.checkPartial(dEnd - ls, buf[end - 1]!);
+        return -1;
+      }
+      const le = q + 1;
+      this.accLen = le;
+      const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
+      if (next !== le) throw new ParseError('malformed line in the head');
+      this.headBytes += le - ls;
+      // The final empty line flushed the pending fields and ended split mode.
+      if (this.state === S_DONE) return le + delta;
+      this.lineStart = le;
+      q = le;
+    }
+  }
+
+  /**
+   * Index of the first byte of `acc[q..lim)` that is not a field-value byte (a CTL, including
+   * HTAB, CR and LF, or DEL), or `lim`. Whole words are tested as in `skipValueWords`.
+   */
+  private findCtl(acc: Buffer, q: number, lim: number): number {
+    while ((q & 3) !== 0) {
+      if (q >= lim || VALUE[acc[q]!] === 0) return q;
+      q++;
+    }
+    const words = this.accWords!;
+    let w = q >> 2;
+    const wEnd = lim >> 2;
+    while (w < wEnd) {
+      const x = words[w]!;
+      const y = x ^ 0x7f7f7f7f;
+      if ((((x - 0x20202020) & ~x) | ((y - 0x01010101) & ~y)) & 0x80808080) break;
+      w++;
+    }
+    q = w << 2;
+    while (q < lim && VALUE[acc[q]!] !== 0) q++;
+    return q;
+  }
+
+  /**
+   * Split mode with a big chunk: finds the LF of the partial line in the chunk (scanning before
+   * copying, so `acc` only grows to what the line needs), parses the line, and unless the head
+   * is complete flushes the pending fields so the caller parses the rest in place.
+   */
+  private finishSplitLine(buf: Buffer, pos: number, end: number): number {
+    const have = this.accLen - this.lineStart;
     const lineRoom = this.maxLineBytes + 2 - have;
     const headRoom = this.maxHeaderBytes - this.headBytes - have;
     let lim = pos + (headRoom < lineRoom ? headRoom : lineRoom);
     if (end < lim) lim = end;
     let i = pos;
-    // Only LF is searched for here; the line is validated when complete. Bare CRs and CTLs are
-    // still caught on arrival so a split head fails as early as a whole one.
-    if (i < lim && this.lineBuf![have - 1] === CR && buf[i] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
-    // Small pieces (the common split) are copied in the same pass; big ones are scanned first
-    // so the line buffer only grows to what the line needs.
-    const merged = lim - pos <= 256;
-    let w = have;
-    let lb: Buffer;
-    if (merged) {
-      this.reserve(have + (lim - pos));
-      lb = this.lineBuf!;
-    } else {
-      lb = this.lineBuf!;
-    }
     for (; i < lim; i++) {
       const c = buf[i]!;
-      if (merged) lb[w++] = c;
-      if (c === LF) break;
-      if (c < 0x20 || c === 0x7f) {
+      if (VALUE[c] === 0) {
+        if (c === LF) break;
         if (c === CR) {
           if (i + 1 < end && buf[i + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
         } else if (c !== HTAB) {
@@ -442,27 +552,73 @@ export class HeadParser {
     }
     if (i >= lim) {
       if (lim < end) throw this.limitError(headRoom < lineRoom);
-      if (end > pos) {
-        if (merged) this.lineLen = w;
-        else this.append(buf, pos, end);
-        this.checkPartial(this.lineLen, buf[end - 1]!);
-      }
+      this.append(buf, pos, end);
+      this.checkPartial(this.accLen - this.lineStart, buf[end - 1]!);
       return -1;
     }
-    if (merged) this.lineLen = w;
-    else this.append(buf, pos, i + 1);
-    lb = this.lineBuf!;
-    const len = this.lineLen;
-    const cEnd = this.cEnd;
-    this.cEnd = len;
-    this.sBuf = null;
-    const next = this.state === S_HEADERS ? this.headerLine(lb, 0, len) : this.startLine(lb, 0, len);
-    this.sBuf = null;
-    this.cEnd = cEnd;
-    if (next !== len) throw new ParseError('malformed line in the head');
-    this.headBytes += len;
-    this.lineLen = 0;
+    this.append(buf, pos, i + 1);
+    const acc = this.acc!;
+    const ls = this.lineStart;
+    const le = this.accLen;
+    const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
+    if (next !== le) throw new ParseError('malformed line in the head');
+    this.headBytes += le - ls;
+    if (this.state !== S_DONE) this.flush();
     return i + 1;
+  }
+
+  /** Records a field line parsed in `acc`; its strings are built by `flush`. */
+  private defer(id: number, nameStart: number, nameEnd: number, valStart: number, valEnd: number): void {
+    let pend = this.pend;
+    const k = this.pendN * 5;
+    if (k + 5 > pend.length) {
+      const np = new Int32Array(pend.length * 2);
+      np.set(pend);
+      this.pend = pend = np;
+    }
+    pend[k] = id;
+    pend[k + 1] = nameStart;
+    pend[k + 2] = nameEnd;
+    pend[k + 3] = valStart;
+    pend[k + 4] = valEnd;
+    this.pendN++;
+  }
+
+  /**
+   * Builds the strings of the lines parsed in `acc` from one latin1 decode of it, pushes the
+   * deferred fields in order, and ends split mode.
+   */
+  private flush(): void {
+    const acc = this.acc!;
+    const n = this.pendN * 5;
+    if (n > 0 || this.pendTextEnd > 0) {
+      const s = latin1(acc, 0, this.accLen);
+      const pend = this.pend;
+      const headers = this.headers;
+      for (let k = 0; k < n; k += 5) {
+        const id = pend[k]!;
+        const vs = pend[k + 3]!;
+        const ve = pend[k + 4]!;
+        let name: string;
+        if (id >= 0) {
+          name = KNOWN_NAMES[id]!;
+        } else {
+          const ns = pend[k + 1]!;
+          const ne = pend[k + 2]!;
+          name = canonicalName(acc, ns, ne) ?? s.slice(ns, ne);
+        }
+        headers.push(name, ve > vs ? s.slice(vs, ve) : '');
+      }
+      if (this.pendTextEnd > 0) {
+        const t = s.slice(this.pendTextStart, this.pendTextEnd);
+        if (this.kind === 'request') this.target = t;
+        else this.reason = t;
+        this.pendTextEnd = 0;
+      }
+      this.pendN = 0;
+    }
+    this.accLen = 0;
+    this.lineStart = 0;
   }
 
   /** `buf[a..b)` as a string, a substring of the decoded window when possible. */
@@ -484,12 +640,12 @@ export class HeadParser {
   private limitError(head: boolean): ProtocolError {
     if (head) {
       const what = this.kind === 'trailers' ? 'head plus trailers exceed' : 'head exceeds';
-      return new ProtocolError(`${what} maxHeaderBytes (${this.maxHeaderBytes} bytes)`);
+      return new ProtocolError(`${what} maxHeaderBytes (${this.maxHeaderBytes} bytes)`, { limit: 'maxHeaderBytes' });
     }
     const line = this.state === S_HEADERS
       ? (this.kind === 'trailers' ? 'trailer line' : 'header line')
       : this.kind === 'request' ? 'request line' : 'status line';
-    return new ProtocolError(`${line} exceeds maxLineBytes (${this.maxLineBytes} bytes)`);
+    return new ProtocolError(`${line} exceeds maxLineBytes (${this.maxLineBytes} bytes)`, { limit: 'maxLineBytes', line });
   }
 
   private startLine(buf: Buffer, p: number, lim: number): number {
@@ -557,7 +713,12 @@ export class HeadParser {
       throw new ParseError(`unsupported HTTP version "${excerpt(buf, vStart, p)}": only HTTP/1.0 and HTTP/1.1 are accepted`);
     }
     this.method = method;
-    this.target = this.text(buf, tStart, tEnd);
+    if (buf === this.acc) {
+      this.pendTextStart = tStart;
+      this.pendTextEnd = tEnd;
+    } else {
+      this.target = this.text(buf, tStart, tEnd);
+    }
     this.versionMinor = minor - 0x30;
     this.state = S_HEADERS;
     return p + 2;
@@ -598,7 +759,14 @@ export class HeadParser {
     if (len > 12 && buf[start + 12] !== SP) throw new ParseError(`invalid status line "${excerpt(buf, start, p)}": status code must be 3 digits`);
     this.versionMinor = minor - 0x30;
     this.status = d0 * 100 + d1 * 10 + d2;
-    this.reason = len > 13 ? this.text(buf, start + 13, p) : '';
+    if (len <= 13) {
+      this.reason = '';
+    } else if (buf === this.acc) {
+      this.pendTextStart = start + 13;
+      this.pendTextEnd = p;
+    } else {
+      this.reason = this.text(buf, start + 13, p);
+    }
     this.state = S_HEADERS;
     return p + 2;
   }
@@ -609,6 +777,7 @@ export class HeadParser {
     if (b === CR) {
       if (p + 1 >= lim) return -1;
       if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) at the end of the head');
+      if (buf === this.acc) this.flush();
       this.finish();
       return p + 2;
     }
@@ -655,6 +824,16 @@ export class HeadParser {
     // Trailing OWS is rare; trim it here instead of tracking it in the scan loop above.
     while (valEnd > valStart && ((b = buf[valEnd - 1]!) === SP || b === HTAB)) valEnd--;
 
+    if (buf === this.acc) {
+      // Split head: strings come from one decode at the end. Framing fields are still acted on
+      // now (so errors come in the same order as for a whole head); Host and Upgrade only count.
+      this.defer(id, nameStart, nameEnd, valStart, valEnd);
+      if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') {
+        const role = KNOWN_ROLE[id]!;
+        this.field(role, role === H_HOST || role === H_UPGRADE || valEnd <= valStart ? '' : latin1(buf, valStart, valEnd));
+      }
+      return p + 2;
+    }
     const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
     const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
     this.headers.push(name, value);
@@ -682,6 +861,12 @@ export class HeadParser {
    */
   private wordsOf(buf: Buffer): Int32Array | null {
     if (buf !== this.wBuf) {
+      if (buf === this.acc) {
+        // Our own buffer: its view is made once, with the buffer (aligned at byte 0).
+        this.wBuf = buf;
+        this.wI0 = 0;
+        return (this.words = this.accWords);
+      }
       if (buf.length < 64) return null;
       const i0 = ((buf.byteOffset + 3) & ~3) - buf.byteOffset;
       const n = (buf.length - i0) >> 2;

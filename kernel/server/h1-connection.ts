@@ -60,12 +60,13 @@ const T_NONE = 0;
 const T_HEADER = 1;
 const T_BODY = 2;
 const T_IDLE = 3;
-const T_WRITE = 4;
 
 /** Queued request-body bytes above which a stream handler's socket is paused. */
 const BODY_HIGH_WATER = 65536;
 /** Stashed pipelined bytes above which the socket is paused until the exchange ends. */
 const STASH_HIGH_WATER = 65536;
+/** Unread request-body bytes the server drops to keep a connection reusable after a stream handler. */
+const DRAIN_LIMIT = 256 * 1024;
 /** How long a closing connection keeps draining what the peer still sends. */
 const LINGER_MS = 2000;
 
@@ -93,6 +94,8 @@ export class H1Connection implements StreamConnection {
   // Timers exist only when the server has timeouts.
   private timer: NodeJS.Timeout | null = null;
   private timerKind = T_NONE;
+  /** Runs while written bytes wait for the peer to read them (writeTimeout). */
+  private writeTimer: NodeJS.Timeout | null = null;
   private peer: PeerAddr | null = null;
 
   // The exchange in flight.
@@ -114,6 +117,9 @@ export class H1Connection implements StreamConnection {
   private bodyError: Error | null = null;
   private waiter: { resolve(v: Uint8Array | null): void; reject(e: Error): void } | null = null;
   private discarding = false;
+  /** A stream handler finished without reading the whole body: drain it (bounded), then reuse the connection. */
+  private drainAfter = false;
+  private discarded = 0;
   /** Headers set through `ServerExchange.setHeader` by `onRequest` taps in request-handler mode. */
   private extra: Headers | null = null;
 
@@ -184,7 +190,8 @@ export class H1Connection implements StreamConnection {
       if (phase === P_HEAD) {
         if (this.idle) {
           this.idle = false;
-          if (this.timerKind === T_IDLE) this.arm(this.host.opts.readHeaderTimeout, T_HEADER);
+          // The first byte of a request: the idle wait is over, the head's own limit starts.
+          if (this.host.opts.timeouts) this.arm(this.host.opts.readHeaderTimeout, T_HEADER);
         }
         let n: number;
         try {
@@ -236,6 +243,12 @@ export class H1Connection implements StreamConnection {
     const req = requestFromWire(p.method, p.target, p.headers, null, kind === B_LENGTH ? length : kind === B_NONE ? 0 : -1, p.versionMinor);
     this.req = req;
 
+    if (p.versionMinor === 1 && p.hostCount === 0) {
+      // RFC 9112 §3.2: a server must answer an HTTP/1.1 request without Host with 400.
+      this.keepAlive = false;
+      this.errorResponse(400, 'missing Host header', true);
+      return;
+    }
     if (!p.expectContinue && p.headers.has('Expect')) {
       // RFC 9110 §10.1.1: an expectation the server cannot meet gets 417.
       this.errorResponse(417, 'unsupported Expect', true);
@@ -320,7 +333,11 @@ export class H1Connection implements StreamConnection {
   private bodyData(data: Buffer): void {
     if (data.length === 0) return;
     if (this.host.streamHandler !== null) {
-      if (this.discarding) return;
+      if (this.discarding) {
+        this.discarded += data.length;
+        if (this.drainAfter && this.discarded > DRAIN_LIMIT) this.closeSocket();
+        return;
+      }
       this.queue.push(data);
       this.queued += data.length;
       const w = this.waiter;
@@ -354,6 +371,10 @@ export class H1Connection implements StreamConnection {
       if (w !== null) {
         this.waiter = null;
         w.resolve(this.takeQueued());
+      }
+      if (this.drainAfter) {
+        this.drainAfter = false;
+        this.finishExchange(false);
       }
       return;
     }
@@ -427,26 +448,36 @@ export class H1Connection implements StreamConnection {
 
   // ---- dispatch ----------------------------------------------------------------------------
 
+  /**
+   * Offers an Upgrade request to the `onUpgrade` taps. The socket is handed over paused and
+   * without our listeners, so no byte is read by anyone in between; `head` holds the bytes
+   * already read past the request head. A claiming tap resumes the socket itself.
+   */
   private offerUpgrade(req: Request): void {
     const hook = this.host.hooks!.onUpgrade!;
+    const socket = this.socket;
+    socket.pause();
+    socket.removeListener('data', this.onData);
     const head = this.stash ?? EMPTY;
-    hook.promise(req, this.socket, head).then(
+    this.stash = null;
+    hook.promise(req, socket, head).then(
       (claimed) => {
         if (claimed === true) {
           this.phase = P_UPGRADED;
-          this.stash = null;
           this.detach();
           return;
         }
         // Unclaimed: an ordinary request (RFC 9110 §7.8 lets a server ignore Upgrade).
+        socket.on('data', this.onData);
         this.phase = P_HEAD;
-        const s = this.stash;
-        this.stash = null;
         this.beginExchange(req, this.host.opts);
-        if (s !== null) this.onData(s);
+        if (head.length > 0) this.onData(Buffer.from(head.buffer, head.byteOffset, head.length));
+        if (!this.paused) socket.resume();
       },
       (err: unknown) => {
         this.host.reportError(err, req);
+        socket.on('data', this.onData);
+        socket.resume();
         this.errorResponse(500, 'upgrade failed', true);
       },
     );
@@ -497,25 +528,29 @@ export class H1Connection implements StreamConnection {
   }
 
   /** Writes a request handler's response. */
-  private respond(req: Request, res: unknown): void {
-    if (!(res instanceof Response)) {
-      this.handlerFailed(req, new TypeError(`request handler returned ${res === null ? 'null' : typeof res}, not a Response`));
+  private respond(req: Request, res0: unknown): void {
+    if (!(res0 instanceof Response)) {
+      this.handlerFailed(req, new TypeError(`request handler returned ${res0 === null ? 'null' : typeof res0}, not a Response`));
       return;
     }
+    let res: Response = res0;
     const hooks = this.host.hooks;
+    let headers = res.headers;
+    if (this.extra !== null) {
+      headers = headers.clone();
+      for (const [k, v] of this.extra) headers.set(k, v);
+      this.extra = null;
+    }
     if (hooks !== null && hooks.onResponseHead !== null) {
+      // Taps see (and may change) a copy: a handler may return one Response for many requests.
+      res = copyResponse(res, headers === res.headers ? res.headers.clone() : headers);
       try {
         hooks.onResponseHead.call(res, req);
       } catch (err) {
         this.handlerFailed(req, err);
         return;
       }
-    }
-    let headers = res.headers;
-    if (this.extra !== null) {
-      headers = headers.clone();
-      for (const [k, v] of this.extra) headers.set(k, v);
-      this.extra = null;
+      headers = res.headers;
     }
     const body = res.body;
     if (body instanceof AbstractBody) {
@@ -645,19 +680,64 @@ export class H1Connection implements StreamConnection {
         this.socket.destroy();
         return;
       }
-      this.errorResponse(500, '', !stream.bodyDone);
+      // A malformed request body the handler tripped over is the client's fault: 400 (or 413/431).
+      const bodyErr = this.bodyError !== null && err === this.bodyError;
+      this.errorResponse(bodyErr ? statusFor(err) : 500, bodyErr ? (err as Error).message : '', bodyErr || (!this.bodyEnded && !stream.bodyDone));
       return;
     }
-    // A body left unread cannot be skipped safely: close instead of reusing.
-    this.finishExchange(stream.mustClose || !stream.bodyDone || !this.keepAlive);
+    const close = stream.mustClose || !this.keepAlive;
+    if (close || this.bodyEnded || this.phase === P_CLOSED) {
+      this.finishExchange(close);
+      return;
+    }
+    // The handler left body bytes unread. Like Go's net/http, read and drop a bounded amount
+    // to keep the connection reusable; past the bound, close instead.
+    const remaining = this.bodyKind === B_LENGTH ? this.bodyRemaining : -1;
+    if (remaining > DRAIN_LIMIT) {
+      this.finishExchange(true);
+      return;
+    }
+    this.discarding = true;
+    this.discarded = 0;
+    this.drainAfter = true;
+    this.queue.length = 0;
+    this.queued = 0;
+    if (this.paused && this.stash === null) {
+      this.paused = false;
+      this.socket.resume();
+    }
   }
 
   /** Answers with a short server-generated response; `close` ends the connection after it. */
   private errorResponse(status: number, message: string, close: boolean): void {
     if (this.phase === P_CLOSED) return;
-    close = close || !this.keepAlive || this.host.closing || this.bodyKind !== B_NONE && this.phase === P_BODY;
+    close = close || !this.keepAlive || this.host.closing || (this.bodyKind !== B_NONE && this.phase === P_BODY);
     const body = message === '' ? '' : `${message}\n`;
-    let head = serializeStatusLine(status, '') + 'Content-Type: text/plain; charset=utf-8\r\n' + `Content-Length: ${Buffer.byteLength(body)}\r\n` + dateField();
+    const headers = new Headers(4);
+    headers.push('Content-Type', 'text/plain; charset=utf-8');
+    if (this.extra !== null) {
+      for (const [k, v] of this.extra) headers.set(k, v);
+      this.extra = null;
+    }
+    const req = this.req;
+    const hooks = this.host.hooks;
+    let st = status;
+    if (req !== null && hooks !== null && hooks.onResponseHead !== null) {
+      const res = new Response(status, body, { headers, copyHeaders: false, request: req });
+      try {
+        hooks.onResponseHead.call(res, req);
+        st = res.status;
+      } catch (err) {
+        this.host.reportError(err, req);
+      }
+    }
+    let head: string;
+    try {
+      head = serializeStatusLine(st, '') + serializeFields(headers, -1, true);
+    } catch {
+      head = serializeStatusLine(status, '');
+    }
+    head += `Content-Length: ${Buffer.byteLength(body)}\r\n` + dateField();
     head += close ? 'Connection: close\r\n\r\n' : '\r\n';
     this.send(encodeMessage(head, body));
     this.finishExchange(close);
@@ -673,6 +753,9 @@ export class H1Connection implements StreamConnection {
   /** The exchange is over: reset for the next request, or close. */
   private finishExchange(close: boolean): void {
     this.req = null;
+    this.extra = null;
+    this.discarding = false;
+    this.drainAfter = false;
     this.bodyKind = B_NONE;
     this.collected = null;
     this.decoder = null;
@@ -685,7 +768,8 @@ export class H1Connection implements StreamConnection {
     this.phase = P_HEAD;
     this.idle = true;
     const opts = this.host.opts;
-    if (opts.timeouts && opts.idleTimeout > 0) this.arm(opts.idleTimeout, T_IDLE);
+    // The idle wait starts once the response has left; until then writeTimeout guards it.
+    if (opts.idleTimeout > 0 && !this.socket.writableNeedDrain) this.arm(opts.idleTimeout, T_IDLE);
     const s = this.stash;
     if (s !== null) {
       this.stash = null;
@@ -716,13 +800,32 @@ export class H1Connection implements StreamConnection {
   private drainWaiters: (() => void)[] = [];
 
   private waitDrain(): Promise<void> {
-    const opts = this.host.opts;
-    if (opts.writeTimeout > 0 && this.timerKind !== T_WRITE) this.arm(opts.writeTimeout, T_WRITE);
+    this.armWrite();
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
+  private armWrite(): void {
+    const ms = this.host.opts.writeTimeout;
+    if (ms > 0 && this.writeTimer === null) {
+      this.writeTimer = setTimeout(this.onWriteTimeout, ms);
+      this.writeTimer.unref();
+    }
+  }
+
+  private readonly onWriteTimeout = (): void => {
+    // The peer stopped reading: nothing more can be said to it.
+    this.writeTimer = null;
+    this.phase = P_CLOSED;
+    this.socket.destroy();
+  };
+
   private readonly onDrain = (): void => {
-    if (this.timerKind === T_WRITE) this.disarm();
+    if (this.writeTimer !== null) {
+      clearTimeout(this.writeTimer);
+      this.writeTimer = null;
+    }
+    const opts = this.host.opts;
+    if (this.phase === P_HEAD && this.idle && opts.idleTimeout > 0 && this.timerKind === T_NONE) this.arm(opts.idleTimeout, T_IDLE);
     const w = this.drainWaiters;
     if (w.length === 0) return;
     this.drainWaiters = [];
@@ -735,15 +838,21 @@ export class H1Connection implements StreamConnection {
     const data = out.length === 1 ? out[0]! : Buffer.concat(out as Buffer[]);
     out.length = 0;
     if (this.socket.destroyed) return;
-    if (!this.socket.write(data) && this.host.opts.writeTimeout > 0) this.arm(this.host.opts.writeTimeout, T_WRITE);
+    if (!this.socket.write(data)) this.armWrite();
     if (this.phase === P_CLOSED) this.endSocket();
   }
 
-  /** Adds `Date` and the Connection field; decides whether the connection closes after this exchange. */
-  connectionFields(close: boolean): { fields: string; close: boolean } {
-    const c = close || !this.keepAlive || this.host.closing;
+  /** `Date` and Connection fields `headers` lacks; decides whether the connection closes after this exchange. */
+  connectionFields(close: boolean, headers: Headers): { fields: string; close: boolean } {
+    const flags = scanHeaders(headers);
+    let c = close || !this.keepAlive || this.host.closing || (flags & H_CONN_CLOSE) !== 0;
+    if (!this.bodyEnded && !c) {
+      // The head goes out before the body was read: if the client was told to wait (Expect)
+      // it will never send the body, and a large or unsized rest may be too much to drain.
+      if ((this.expectContinue && !this.continueSent) || this.bodyKind === B_CHUNKED || this.bodyRemaining > DRAIN_LIMIT) c = true;
+    }
     const minor = this.req?.protoMinor ?? 1;
-    return { fields: dateField() + connectionField(c, 0, minor), close: c };
+    return { fields: ((flags & H_DATE) === 0 ? dateField() : '') + connectionField(c, flags, minor), close: c };
   }
 
   /** Runs the `onResponseHead` taps for a stream's response. */
@@ -780,6 +889,10 @@ export class H1Connection implements StreamConnection {
     const wasClosed = this.phase === P_CLOSED;
     this.phase = P_CLOSED;
     if (this.timer !== null) this.disarm();
+    if (this.writeTimer !== null) {
+      clearTimeout(this.writeTimer);
+      this.writeTimer = null;
+    }
     const w = this.waiter;
     if (w !== null) {
       this.waiter = null;
@@ -844,10 +957,7 @@ export class H1Connection implements StreamConnection {
         w?.reject(this.bodyError);
       }
       this.errorResponse(408, 'request timed out', true);
-      return;
     }
-    // Write timeout: the peer is not reading.
-    this.socket.destroy();
   };
 }
 
@@ -901,6 +1011,22 @@ function connectionField(close: boolean, flags: number, minor: number): string {
   return minor === 0 ? 'Connection: keep-alive\r\n' : '';
 }
 
+/** A shallow copy of `res` with its own `headers`, for taps that must not touch the original. */
+function copyResponse(res: Response, headers: Headers): Response {
+  const c = new Response(res.status, res.body, {
+    headers,
+    copyHeaders: false,
+    reason: res.reason,
+    contentLength: res.contentLength,
+    protoMajor: res.protoMajor,
+    protoMinor: res.protoMinor,
+    close: res.close,
+    request: res.request,
+  });
+  if (res.hasTrailers) c.trailers = res.trailers.clone();
+  return c;
+}
+
 /** The exchange `server.onRequest` taps see in request-handler mode. */
 class RequestExchange implements ServerExchange {
   readonly request: Request;
@@ -924,6 +1050,7 @@ class RequestExchange implements ServerExchange {
 /** Writes a whole Response through a stream (a hook's answer in stream-handler mode; `streamHandler`). */
 export async function writeResponseToStream(stream: Stream, res: Response): Promise<void> {
   stream.setStatus(res.status, res.reason);
+  if (res.close) stream.setHeader('Connection', 'close');
   for (const [k, v] of res.headers) {
     if (eqIgnoreCase(k, 'content-length') || eqIgnoreCase(k, 'transfer-encoding')) continue;
     stream.appendHeader(k, v);

@@ -249,7 +249,7 @@ export class Server implements ConnectionHost {
     this.startHttp1(socket, null);
   };
 
-  /** TCP accept on a TLS listener: the connection hook; HTTP starts after the handshake. */
+  /** TCP accept on a TLS listener: the connection hook; HTTP starts after the handshake, until which the raw socket is `pending`. */
   private readonly onTcpForTls = (socket: Socket): void => {
     if (this.state !== 'listening') {
       socket.destroy();
@@ -257,9 +257,16 @@ export class Server implements ConnectionHost {
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    this.pending.add(socket);
+    socket.once('close', () => {
+      if (this.pending.delete(socket)) this.maybeClosed();
+    });
   };
 
   private readonly onSecureConnection = (socket: tls.TLSSocket): void => {
+    // The handshake is over: the raw socket now lives on as this TLS connection.
+    const raw = (socket as tls.TLSSocket & { _parent?: Socket })._parent;
+    if (raw !== undefined) this.pending.delete(raw);
     if (this.state !== 'listening') {
       socket.destroy();
       return;
@@ -284,13 +291,17 @@ export class Server implements ConnectionHost {
     };
     const decide = (): void => {
       done();
+      // Paused, so no byte flows past between our listener and a claiming tap's.
+      socket.pause();
       if (this.state !== 'listening') {
         socket.destroy();
         this.maybeClosed();
         return;
       }
       const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info });
-      if (claimed !== true) this.startHttp1(socket, head);
+      if (claimed === true) return;
+      this.startHttp1(socket, head);
+      socket.resume();
     };
     const onData = (chunk: Buffer): void => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);

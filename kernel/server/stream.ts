@@ -38,8 +38,8 @@ export interface StreamConnection {
   sendContinue(): void;
   /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
   send(data: Uint8Array | string): Promise<void> | undefined;
-  /** Adds `Date` and the Connection field for this exchange and returns whether the connection closes after it. */
-  connectionFields(close: boolean): { fields: string; close: boolean };
+  /** `Date` and Connection fields `headers` lacks for this exchange, and whether the connection closes after it. */
+  connectionFields(close: boolean, headers: Headers): { fields: string; close: boolean };
   /** Runs the `onResponseHead` taps, if any. */
   responseHead(response: Response, request: Request): void;
   /** True while the socket can still be written. */
@@ -255,7 +255,11 @@ export class Stream implements ServerExchange {
 
   private decide(): void {
     this.headStarted = true;
-    this.conn.responseHead(this.response(), this.request);
+    const r = this.response();
+    this.conn.responseHead(r, this.request);
+    // A tap may have changed the status (headers are shared with `r`).
+    this.status = r.status;
+    this.reason = r.reason;
     const h = this.headers;
     if (statusHasNoBody(this.status) || this.isHead) {
       this.mode = Mode.None;
@@ -288,7 +292,7 @@ export class Stream implements ServerExchange {
 
   /** Serializes and sends the head, with `body` (already framed) behind it in one write. */
   private sendHead(body: Uint8Array | null): Promise<void> | undefined {
-    const { fields, close } = this.conn.connectionFields(this.closeAfter);
+    const { fields, close } = this.conn.connectionFields(this.closeAfter, this.headers);
     this.closeAfter = close;
     const head = serializeStatusLine(this.status, this.reason) + serializeFields(this.headers, -1, false) + fields + '\r\n';
     this.committed = true;

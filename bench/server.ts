@@ -1,0 +1,705 @@
+/**
+ * HTTP/1.1 server benchmark: switchyard's server side by side with bare `node:http`, fastify
+ * and a bare `node:net` responder (the ceiling), in one run.
+ *
+ * Run directly with `node --import tsx bench/server.ts`, or call {@link runServerBench} from the
+ * bench runner. Needs `wrk` (Debian package `wrk`) and, for pinning, `taskset` (util-linux).
+ *
+ * Scenarios (keep-alive, `wrk -t1 -c50`):
+ *   hello     11-byte `hello world` text/plain body
+ *   pipeline  the same, 16 requests pipelined per write (wrk Lua script)
+ *   big       a 64 KiB preallocated body; body MiB/s and req/s
+ *   idle      resident memory of 1,000 idle keep-alive connections (each served one request)
+ *
+ * Method: each server (bench/servers/*.ts) is a child process pinned to one core
+ * (`taskset -c 1`), wrk is pinned to another (`taskset -c 0`). All servers of a scenario run
+ * at once (idle while not under load) and are measured in alternating rounds (A B C D, B C D
+ * A, ...) so machine drift hits all alike; each gets one warm-up run first, and the median of
+ * the rounds is reported. Ratios are the median of per-round ratios (runs of the same round
+ * are seconds apart), which holds up better than a ratio of medians on a drifting machine.
+ * The `pipeline` scenario reuses the `hello` processes, already warm. `idle` uses fresh
+ * processes per round: RSS (VmRSS from /proc/<pid>/status) after opening the connections
+ * minus RSS before, median of the rounds.
+ *
+ * The server programs are TypeScript, precompiled with esbuild into plain ESM (bundling the
+ * project's own sources, leaving npm packages external, as tsup builds dist/) and run with
+ * plain `node`: no loader-hook thread, no source-map support switched on, nothing but the
+ * server in the process, so throughput and RSS compare like for like. `BENCH_RUNNER=tsx` runs
+ * them with `node --import tsx` instead (also the fallback when esbuild is unavailable).
+ *
+ * Environment: BENCH_DURATION (s per run, default 3), BENCH_WARMUP (s, default 1),
+ * BENCH_RUNS (default 3), BENCH_CONNECTIONS (default 50), BENCH_PIPELINE (depth, default 16),
+ * BENCH_IDLE_CONNECTIONS (default 1000), BENCH_SERVERS (comma list of switchyard, node-http,
+ * fastify, net-raw), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
+ * BENCH_SERVER_CPU / BENCH_LOAD_CPU (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp } from 'node:fs/promises';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  median,
+  openIdleConnections,
+  pinned,
+  readRss,
+  runWrk,
+  sequentialRequests,
+  tasksetUsable,
+  wrkArgv,
+  wrkVersion,
+  writePipelineScript,
+  type WrkResult,
+} from './load.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HOST = '127.0.0.1';
+const BIG_SIZE = 64 * 1024;
+
+/** A server program under bench/servers/. */
+interface ServerSpec {
+  /** Id used in BENCH_SERVERS and file name (bench/servers/<id>.ts). */
+  id: string;
+  /** Name in the tables. */
+  label: string;
+}
+
+const SERVERS: ServerSpec[] = [
+  { id: 'switchyard', label: 'switchyard' },
+  { id: 'node-http', label: 'node:http' },
+  { id: 'fastify', label: 'fastify' },
+  { id: 'net-raw', label: 'net (ceiling)' },
+];
+const SCENARIOS = ['hello', 'pipeline', 'big', 'idle'] as const;
+type ScenarioName = (typeof SCENARIOS)[number];
+
+/** Settings of one run of the server bench (defaults from the environment). */
+export interface ServerBenchOptions {
+  duration: number;
+  warmup: number;
+  runs: number;
+  connections: number;
+  pipeline: number;
+  idleConnections: number;
+  servers: string[];
+  scenarios: ScenarioName[];
+  serverCpu: number;
+  loadCpu: number;
+  runner: 'esbuild' | 'tsx';
+  print: boolean;
+}
+
+/** One server's figures in one throughput scenario. */
+export interface ThroughputRow {
+  server: string;
+  /** Median req/s, NaN when it did not run. */
+  reqPerSec: number;
+  /** Median body MiB/s (req/s x body size). */
+  mibPerSec: number;
+  runs: number[];
+  /** Median over rounds of this server's req/s over node:http's in the same round. */
+  vsNodeHttp: number;
+  /** Likewise against fastify. */
+  vsFastify: number;
+  /** Largest VmRSS seen right after a run, bytes. */
+  rss: number;
+  errors: number;
+  note?: string;
+}
+
+/** One server's figures in the idle-connections scenario. */
+export interface IdleRow {
+  server: string;
+  rssBefore: number;
+  rssAfter: number;
+  /** Median RSS growth, bytes. */
+  delta: number;
+  deltas: number[];
+  perConnection: number;
+  /** Connections still open when RSS was read (lowest over rounds). */
+  open: number;
+  vsNodeHttp: number;
+  vsFastify: number;
+  note?: string;
+}
+
+/** What {@link runServerBench} returns. */
+export interface ServerBenchResult {
+  machine: { cores: number; cpu: string; node: string; wrk: string | null; pinned: boolean };
+  options: ServerBenchOptions;
+  scenarios: { name: ScenarioName; title: string; command: string; rows: ThroughputRow[] }[];
+  idle: IdleRow[] | null;
+  skipped: { server: string; reason: string }[];
+}
+
+function envNumber(name: string, fallback: number): number {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+function envList(name: string): string[] | null {
+  const v = process.env[name]?.trim();
+  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : null;
+}
+
+function defaultOptions(): ServerBenchOptions {
+  const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName =>
+    (SCENARIOS as readonly string[]).includes(s),
+  );
+  return {
+    duration: Math.round(envNumber('BENCH_DURATION', 3)),
+    warmup: Math.round(envNumber('BENCH_WARMUP', 1)),
+    runs: Math.round(envNumber('BENCH_RUNS', 3)),
+    connections: Math.round(envNumber('BENCH_CONNECTIONS', 50)),
+    pipeline: Math.round(envNumber('BENCH_PIPELINE', 16)),
+    idleConnections: Math.round(envNumber('BENCH_IDLE_CONNECTIONS', 1000)),
+    servers: envList('BENCH_SERVERS') ?? SERVERS.map((s) => s.id),
+    scenarios,
+    serverCpu: Number(process.env.BENCH_SERVER_CPU ?? 1),
+    loadCpu: Number(process.env.BENCH_LOAD_CPU ?? 0),
+    runner: process.env.BENCH_RUNNER === 'tsx' ? 'tsx' : 'esbuild',
+    print: true,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Child processes
+
+/** Every child still alive, so an error or an interrupt can end them all. */
+const live = new Set<ChildProcess>();
+
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
+function killAllNow(): void {
+  for (const child of live) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** A running server child. */
+interface ServerProc {
+  spec: ServerSpec;
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  stderr: () => string;
+  exited: () => boolean;
+}
+
+/** How each server program is launched: argv after `node`, or why it cannot be. */
+type Launch = { argv: string[] } | { error: string };
+
+function firstLines(text: string, n = 3): string {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(0, n)
+    .join(' | ')
+    .slice(0, 300);
+}
+
+/** Minimal view of esbuild's JS API (loaded dynamically: it is a dependency of tsup/tsx). */
+interface Esbuild {
+  build(options: Record<string, unknown>): Promise<unknown>;
+  stop?(): void | Promise<void>;
+}
+
+/**
+ * Precompiles each server with esbuild into `dir` (inside node_modules/.cache so the output
+ * resolves the project's npm packages). A server that fails to build gets an error instead.
+ */
+async function prepareLaunches(specs: ServerSpec[], runner: 'esbuild' | 'tsx', dir: string | null): Promise<{ launches: Map<string, Launch>; runner: 'esbuild' | 'tsx'; note?: string }> {
+  const launches = new Map<string, Launch>();
+  const source = (spec: ServerSpec): string => join(ROOT, 'bench', 'servers', `${spec.id}.ts`);
+  let esbuild: Esbuild | null = null;
+  let note: string | undefined;
+  if (runner === 'esbuild' && dir) {
+    try {
+      const name = 'esbuild';
+      esbuild = (await import(name)) as Esbuild;
+    } catch (e) {
+      note = `esbuild unavailable (${(e as Error).message.split('\n')[0]}); running the servers with node --import tsx`;
+    }
+  }
+  if (!esbuild || !dir) {
+    for (const spec of specs) launches.set(spec.id, { argv: ['--import', 'tsx', source(spec)] });
+    return { launches, runner: 'tsx', ...(note ? { note } : {}) };
+  }
+  await Promise.all(
+    specs.map(async (spec) => {
+      const outfile = join(dir, `${spec.id}.mjs`);
+      try {
+        await esbuild.build({
+          entryPoints: [source(spec)],
+          outfile,
+          bundle: true,
+          packages: 'external',
+          platform: 'node',
+          format: 'esm',
+          target: 'node20',
+          sourcemap: false,
+          logLevel: 'silent',
+        });
+        launches.set(spec.id, { argv: [outfile] });
+      } catch (e) {
+        const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
+        const why = errors?.length
+          ? errors.slice(0, 2).map((x) => `${x.location ? `${x.location.file}:${x.location.line}: ` : ''}${x.text}`).join(' | ')
+          : (e as Error).message;
+        launches.set(spec.id, { error: `does not build: ${why}` });
+      }
+    }),
+  );
+  await esbuild.stop?.(); // ends its service process
+  return { launches, runner: 'esbuild' };
+}
+
+/** Starts one server; rejects with a one-line reason when it does not come up. */
+function startServer(spec: ServerSpec, launch: Launch, scenario: 'hello' | 'big', cpu: number | null): Promise<ServerProc> {
+  if ('error' in launch) return Promise.reject(new Error(launch.error));
+  const [cmd, ...args] = pinned(cpu, [process.execPath, ...launch.argv]);
+  const child = spawn(cmd as string, args, {
+    cwd: ROOT,
+    env: { ...process.env, SCENARIO: scenario, PORT: '0', BENCH_CHILD: '1', NODE_ENV: 'production' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  track(child);
+  let err = '';
+  let exited = false;
+  child.stderr?.setEncoding('utf8').on('data', (s: string) => {
+    err = (err + s).slice(-4000);
+  });
+  child.stdin?.on('error', () => {});
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`did not print "PORT <n>" within 20 s${err ? `: ${firstLines(err)}` : ''}`));
+    }, 20_000);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once('exit', (code, signal) => {
+      exited = true;
+      clearTimeout(timer);
+      reject(new Error(`exited (${signal ?? `status ${code}`}) before listening${err ? `: ${firstLines(err)}` : ''}`));
+    });
+    child.stdout?.setEncoding('utf8').on('data', (s: string) => {
+      out += s;
+      const m = /^PORT (\d+)$/m.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      resolve({
+        spec,
+        child,
+        pid: child.pid as number,
+        port: Number(m[1]),
+        stderr: () => err,
+        exited: () => exited,
+      });
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL after 2 s; resolves when the child is gone. */
+async function stopServer(proc: ServerProc): Promise<void> {
+  const { child } = proc;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+  await gone;
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------------------------------
+// Formatting
+
+function fmtInt(n: number): string {
+  return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-';
+}
+
+function fmtK(n: number): string {
+  if (!Number.isFinite(n)) return '-';
+  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0);
+}
+
+function fmtRatio(r: number): string {
+  return Number.isFinite(r) ? `${r.toFixed(2)}x` : 'n/a';
+}
+
+function fmtMB(bytes: number, digits = 1): string {
+  return Number.isFinite(bytes) ? (bytes / 1024 / 1024).toFixed(digits) : '-';
+}
+
+/** Prints rows as an aligned table; the first column is left-aligned, the rest right. */
+function printTable(head: string[], rows: string[][]): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  console.log(line(head));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+}
+
+// ---------------------------------------------------------------------------------------
+// The bench
+
+/**
+ * Runs the server benchmark and prints its tables. Every child process is ended before it
+ * returns or throws, and on SIGINT/SIGTERM.
+ */
+export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}): Promise<ServerBenchResult> {
+  const t0 = performance.now();
+  const opts: ServerBenchOptions = { ...defaultOptions(), ...overrides };
+  const log = (s = ''): void => {
+    if (opts.print) console.log(s);
+  };
+  const specs = SERVERS.filter((s) => opts.servers.includes(s.id));
+  const cores = availableParallelism();
+  const wrk = wrkVersion();
+  const canPin = tasksetUsable(opts.serverCpu) && tasksetUsable(opts.loadCpu) && opts.serverCpu !== opts.loadCpu;
+  const serverCpu = canPin ? opts.serverCpu : null;
+  const loadCpu = canPin ? opts.loadCpu : null;
+
+  const result: ServerBenchResult = {
+    machine: { cores, cpu: cpus()[0]?.model ?? 'unknown', node: process.version, wrk, pinned: canPin },
+    options: opts,
+    scenarios: [],
+    idle: null,
+    skipped: [],
+  };
+
+  log(`HTTP/1.1 server: ${cores} cores (${result.machine.cpu}), node ${process.version}, ${wrk ?? 'wrk NOT FOUND'}`);
+  if (canPin) {
+    log(`pinning: servers on core ${opts.serverCpu} (taskset -c ${opts.serverCpu}), wrk on core ${opts.loadCpu} (taskset -c ${opts.loadCpu})`);
+  } else {
+    log(
+      `WARNING: not pinning (${cores < 2 ? `only ${cores} core` : 'taskset missing or unusable; Debian package util-linux'}): ` +
+        'servers and wrk share the cores, figures are noisier',
+    );
+  }
+  if (!wrk) log('WARNING: wrk not found (Debian package "wrk"): throughput scenarios skipped');
+
+  let buildDir: string | null = null;
+  let scriptDir: string | null = null;
+  const removeDirs = (): void => {
+    for (const dir of [buildDir, scriptDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  };
+
+  // Interrupts and errors end every child.
+  // The children are reaped (waited for, up to 1 s) before the signal is re-raised.
+  let aborted = false;
+  const checkAborted = (): void => {
+    if (aborted) throw new Error('interrupted');
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    aborted = true;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.on(signal, () => {}); // a second ^C while reaping is ignored
+    killAllNow();
+    removeDirs();
+    const children = [...live];
+    const reap = Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : null)));
+    void Promise.race([reap, sleep(1000)]).then(() => {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('exit', killAllNow);
+
+  const running: ServerProc[] = [];
+  const skippedReasons = new Map<string, string>();
+  const skip = (spec: ServerSpec, reason: string): void => {
+    if (skippedReasons.has(spec.id)) return;
+    skippedReasons.set(spec.id, reason);
+    result.skipped.push({ server: spec.label, reason });
+    log(`  skipping ${spec.label}: ${reason}`);
+  };
+
+  const startAll = async (scenario: 'hello' | 'big', launches: Map<string, Launch>): Promise<ServerProc[]> => {
+    checkAborted();
+    // Started together (they share the server core but are idle once listening).
+    const started = await Promise.all(
+      specs.map((spec) =>
+        startServer(spec, launches.get(spec.id) ?? { error: 'no launcher' }, scenario, serverCpu).then(
+          (proc) => {
+            running.push(proc);
+            return proc;
+          },
+          (e: Error) => {
+            skip(spec, e.message);
+            return null;
+          },
+        ),
+      ),
+    );
+    checkAborted();
+    return started.filter((p): p is ServerProc => p !== null);
+  };
+  const stopAll = async (procs: ServerProc[]): Promise<void> => {
+    await Promise.all(procs.map(stopServer));
+    for (const p of procs) running.splice(running.indexOf(p), 1);
+  };
+
+  try {
+    let launches: Map<string, Launch>;
+    {
+      if (opts.runner === 'esbuild') {
+        const cache = join(ROOT, 'node_modules', '.cache');
+        await mkdir(cache, { recursive: true });
+        buildDir = await mkdtemp(join(cache, 'switchyard-bench-'));
+      }
+      const prepared = await prepareLaunches(specs, opts.runner, buildDir);
+      launches = prepared.launches;
+      if (prepared.note) log(`WARNING: ${prepared.note}`);
+      log(
+        prepared.runner === 'esbuild'
+          ? 'servers: precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node'
+          : 'servers: run with node --import tsx',
+      );
+    }
+    log(
+      `runs: ${opts.runs} x ${opts.duration} s per scenario and server (median), ${opts.warmup} s warm-up, ` +
+        'servers alternate in rotating order; ratios = median of per-round ratios',
+    );
+
+    const urlOf = (p: ServerProc): string => `http://${HOST}:${p.port}/`;
+    const printTableIf = (head: string[], rows: string[][]): void => {
+      if (opts.print) printTable(head, rows);
+    };
+
+    /** One throughput scenario over already-running servers. */
+    const throughput = async (name: ScenarioName, title: string, procs: ServerProc[], script: string | undefined, warm: boolean): Promise<void> => {
+      const base = { connections: opts.connections, threads: 1, cpu: loadCpu, ...(script ? { script } : {}) };
+      const command = wrkArgv({ ...base, duration: opts.duration, url: `http://${HOST}:<port>/` }).join(' ');
+      log();
+      log(`### ${title}`);
+      log(`$ ${command}`);
+      const runs = new Map<ServerProc, WrkResult[]>(procs.map((p) => [p, []]));
+      const rss = new Map<ServerProc, number>(procs.map((p) => [p, NaN]));
+      const notes = new Map<ServerProc, string>();
+      const alive = (p: ServerProc): boolean => {
+        if (!p.exited()) return true;
+        if (!notes.has(p)) notes.set(p, `died: ${firstLines(p.stderr()) || 'no stderr'}`);
+        return false;
+      };
+      if (warm && opts.warmup > 0) {
+        for (const p of procs) {
+          checkAborted();
+          if (!alive(p)) continue;
+          await runWrk({ ...base, duration: opts.warmup, url: urlOf(p) }, (c) => c && track(c)).catch((e: Error) => notes.set(p, e.message));
+        }
+      }
+      for (let round = 0; round < opts.runs; round++) {
+        // The order rotates each round, so no server always goes first.
+        for (let k = 0; k < procs.length; k++) {
+          const p = procs[(k + round) % procs.length] as ServerProc;
+          checkAborted();
+          if (!alive(p) || notes.has(p)) continue;
+          try {
+            const r = await runWrk({ ...base, duration: opts.duration, url: urlOf(p) }, (c) => c && track(c));
+            runs.get(p)?.push(r);
+            const now = readRss(p.pid).rss;
+            const prev = rss.get(p) ?? NaN;
+            rss.set(p, Number.isFinite(prev) ? Math.max(prev, now) : now);
+          } catch (e) {
+            notes.set(p, (e as Error).message);
+          }
+        }
+      }
+      checkAborted();
+      const rows: ThroughputRow[] = procs.map((p) => {
+        const rs = runs.get(p) ?? [];
+        alive(p);
+        const reqs = rs.map((r) => r.requestsPerSec);
+        const m = median(reqs);
+        const note = notes.get(p);
+        return {
+          server: p.spec.label,
+          reqPerSec: m,
+          mibPerSec: (m * BIG_SIZE) / 1024 / 1024,
+          runs: reqs,
+          vsNodeHttp: NaN,
+          vsFastify: NaN,
+          rss: rss.get(p) ?? NaN,
+          errors: rs.reduce((a, r) => a + r.errors, 0),
+          ...(note ? { note } : {}),
+        };
+      });
+      // Ratios pair the runs of one round (measured seconds apart), then take the median, so
+      // a machine whose speed drifts between rounds moves both sides of each ratio alike.
+      const ratio = (r: ThroughputRow, label: string): number => {
+        const base = rows.find((x) => x.server === label);
+        if (!base) return NaN;
+        if (r.runs.length === opts.runs && base.runs.length === opts.runs) {
+          return median(r.runs.map((v, i) => v / (base.runs[i] as number)));
+        }
+        return r.reqPerSec / base.reqPerSec;
+      };
+      for (const r of rows) {
+        r.vsNodeHttp = ratio(r, 'node:http');
+        r.vsFastify = ratio(r, 'fastify');
+      }
+      result.scenarios.push({ name, title, command, rows });
+      const spread = Math.max(
+        ...rows.map((r) => (r.runs.length > 1 ? Math.max(...r.runs) / Math.min(...r.runs) : 1)),
+      );
+      const big = name === 'big';
+      printTableIf(
+        ['server', ...(big ? ['MiB/s'] : []), 'req/s', 'vs node:http', 'vs fastify', 'RSS MB', 'runs (req/s)', 'errors'],
+        rows.map((r) => [
+          r.server,
+          ...(big ? [Number.isFinite(r.mibPerSec) ? r.mibPerSec.toFixed(0) : '-'] : []),
+          fmtInt(r.reqPerSec),
+          fmtRatio(r.vsNodeHttp),
+          fmtRatio(r.vsFastify),
+          fmtMB(r.rss),
+          r.runs.map(fmtK).join(' ') || '-',
+          r.note ? r.note.slice(0, 120) : r.errors ? String(r.errors) : '0',
+        ]),
+      );
+      if (spread > 1.25) {
+        log(`note: noisy machine, runs of one server differ by up to ${spread.toFixed(1)}x; raise BENCH_RUNS / BENCH_DURATION for firmer medians`);
+      }
+    };
+    const want = (s: ScenarioName): boolean => opts.scenarios.includes(s);
+
+    if (wrk && (want('hello') || want('pipeline'))) {
+      const procs = await startAll('hello', launches);
+      if (want('hello')) {
+        await throughput('hello', `hello world, keep-alive, ${opts.connections} connections (req/s)`, procs, undefined, true);
+      }
+      if (want('pipeline')) {
+        scriptDir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
+        const script = await writePipelineScript(scriptDir, opts.pipeline);
+        await throughput(
+          'pipeline',
+          `hello world, pipelining depth ${opts.pipeline}, ${opts.connections} connections (req/s)`,
+          procs,
+          script,
+          !want('hello'),
+        );
+      }
+      await stopAll(procs);
+    }
+
+    if (wrk && want('big')) {
+      const procs = await startAll('big', launches);
+      await throughput('big', `64 KiB body, keep-alive, ${opts.connections} connections (body MiB/s, req/s)`, procs, undefined, true);
+      await stopAll(procs);
+    }
+
+    if (want('idle')) {
+      log();
+      log(`### resident memory, ${opts.idleConnections.toLocaleString('en-US')} idle keep-alive connections (one request each)`);
+      log(`fresh servers per round; RSS = VmRSS of the server from /proc/<pid>/status, after minus before; median of ${opts.runs} rounds`);
+      const samples = new Map<string, { before: number[]; after: number[]; delta: number[]; open: number[]; note?: string }>();
+      for (let round = 0; round < opts.runs; round++) {
+        const procs = await startAll('hello', launches);
+        try {
+          for (const p of procs) {
+            checkAborted();
+            const s = samples.get(p.spec.id) ?? { before: [], after: [], delta: [], open: [] };
+            samples.set(p.spec.id, s);
+            try {
+              await sequentialRequests(HOST, p.port, 20); // first-request paths, before the baseline
+              await sleep(100);
+              const before = readRss(p.pid).rss;
+              const conns = await openIdleConnections(HOST, p.port, opts.idleConnections);
+              await sleep(300);
+              const after = readRss(p.pid).rss;
+              s.open.push(conns.open());
+              conns.close();
+              s.before.push(before);
+              s.after.push(after);
+              s.delta.push(after - before);
+            } catch (e) {
+              s.note = (e as Error).message;
+            }
+          }
+        } finally {
+          await stopAll(procs);
+        }
+      }
+      checkAborted();
+      const rows: IdleRow[] = [];
+      for (const spec of specs) {
+        const s = samples.get(spec.id);
+        if (!s) continue;
+        const delta = median(s.delta);
+        rows.push({
+          server: spec.label,
+          rssBefore: median(s.before),
+          rssAfter: median(s.after),
+          delta,
+          deltas: s.delta,
+          perConnection: delta / opts.idleConnections,
+          open: s.open.length ? Math.min(...s.open) : NaN,
+          vsNodeHttp: NaN,
+          vsFastify: NaN,
+          ...(s.note ? { note: s.note } : {}),
+        });
+      }
+      const by = (label: string): number => rows.find((r) => r.server === label)?.delta ?? NaN;
+      for (const r of rows) {
+        r.vsNodeHttp = r.delta / by('node:http');
+        r.vsFastify = r.delta / by('fastify');
+      }
+      result.idle = rows;
+      printTableIf(
+        ['server', 'RSS before MB', 'RSS after MB', 'delta MB', 'per conn KiB', 'vs node:http', 'vs fastify', 'open', 'deltas MB', 'note'],
+        rows.map((r) => [
+          r.server,
+          fmtMB(r.rssBefore),
+          fmtMB(r.rssAfter),
+          fmtMB(r.delta),
+          Number.isFinite(r.perConnection) ? (r.perConnection / 1024).toFixed(1) : '-',
+          fmtRatio(r.vsNodeHttp),
+          fmtRatio(r.vsFastify),
+          fmtInt(r.open),
+          r.deltas.map((d) => fmtMB(d)).join(' ') || '-',
+          r.note ?? '',
+        ]),
+      );
+    }
+    log();
+    log(`server bench took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    if (result.skipped.length) {
+      for (const s of result.skipped) log(`skipped ${s.server}: ${s.reason}`);
+    }
+    return result;
+  } finally {
+    await Promise.all(running.map(stopServer)).catch(() => {});
+    killAllNow();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.off('exit', killAllNow);
+    removeDirs();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  runServerBench().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
