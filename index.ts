@@ -3,11 +3,19 @@
  *
  * Everything of the kernel is re-exported; the entry points that take a `kernel` option
  * (`serve`, `listen`) run on a default kernel booted lazily with `presets.defaults` when the
- * caller passes none. Plugin namespaces (`Handlers`, `Cookies`, `WebSockets`) and the client
- * join as their issues land.
+ * caller passes none; the request helpers (`request`, `get`, …, `dispatch`) use a default
+ * `Client` on that kernel unless given `client`. Plugin namespaces (`Handlers`, `Cookies`,
+ * `WebSockets`) join as their issues land.
  */
 import {
+  ArgumentError,
+  Client,
   createKernel,
+  type CallOptions,
+  type HeadersInit,
+  type Request,
+  type RequestBody,
+  type Response,
   listen as kernelListen,
   serve as kernelServe,
   type Kernel,
@@ -39,4 +47,79 @@ export function serve(handler: RequestHandler, options: ServeOptions = {}): Prom
 /** Starts a server for a stream handler on the default kernel (or `options.kernel`). */
 export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server> {
   return kernelListen(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
+}
+
+let defaultClient: Client | null = null;
+
+/** The client the request helpers use when given none (on the default kernel), made on first use. */
+export function getDefaultClient(): Client {
+  if (defaultClient === null || !defaultClient.isOpen) defaultClient = new Client({ kernel: getDefaultKernel() });
+  return defaultClient;
+}
+
+function pick(options: CallOptions | undefined): Client {
+  const c = options?.client;
+  if (c === undefined || c === null) return getDefaultClient();
+  if (!(c instanceof Client)) throw new ArgumentError('the client option must be a Client');
+  return c;
+}
+
+/** Sends `method url`; resolves to the response with its body buffered. See `CallOptions`. */
+export function request(method: string, url: string | URL, options?: CallOptions): Promise<Response> {
+  return pick(options).request(method, url, options);
+}
+
+/** The reference's `do!`: sends a prepared Request (with `url` set); the body of the result is streamed. */
+export function dispatch(req: Request, options?: CallOptions): Promise<Response> {
+  return pick(options).dispatch(req, options);
+}
+
+type Verb = {
+  (url: string | URL, options?: CallOptions): Promise<Response>;
+  (url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+};
+
+function verb(method: string): Verb {
+  return ((url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> => {
+    const o: CallOptions = c !== undefined || b !== undefined || (a !== undefined && !isOptions(a))
+      ? { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody }
+      : ((a as CallOptions | undefined) ?? {});
+    return pick(o).request(method, url, o);
+  }) as Verb;
+}
+
+function isOptions(a: unknown): boolean {
+  // (url, options): a plain object; (url, headers, …): headers may be a plain object too, but
+  // then a body or options follow, which the caller of the 2-argument form does not pass.
+  return typeof a === 'object' && a !== null && !Array.isArray(a) && !(a instanceof Map);
+}
+
+/** GET `url`. */
+export const get: Verb = verb('GET');
+/** HEAD `url`. */
+export const head: Verb = verb('HEAD');
+/** QUERY `url` (RFC 10008). */
+export const query: Verb = verb('QUERY');
+/** POST `url`. */
+export const post: Verb = verb('POST');
+/** PUT `url`. */
+export const put: Verb = verb('PUT');
+/** PATCH `url`. */
+export const patch: Verb = verb('PATCH');
+/** DELETE `url` (exported as `delete`). */
+export const del: Verb = verb('DELETE');
+/** OPTIONS `url`. */
+export const options: Verb = verb('OPTIONS');
+export { del as delete };
+
+/** Closes a client: later calls through it throw `ArgumentError`. */
+export function close(client: Client): void {
+  if (!(client instanceof Client)) throw new ArgumentError('close(client) takes a Client');
+  client.close();
+}
+
+/** True until `close(client)`. */
+export function isOpen(client: Client): boolean {
+  if (!(client instanceof Client)) throw new ArgumentError('isOpen(client) takes a Client');
+  return client.isOpen;
 }

@@ -34,6 +34,8 @@ export {
   type ProtocolInfo,
   type PeerAddress,
   type ServerExchange,
+  type ExchangeTimeouts,
 } from './hooks.js';
 export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 export * from './server/index.js';
+export * from './client/index.js';

@@ -171,6 +171,11 @@ export class Request {
     this._trailers = h;
   }
 
+  /** True when trailers were set (without creating an empty set). */
+  get hasTrailers(): boolean {
+    return this._trailers !== null && this._trailers.size > 0;
+  }
+
   /** The request context (cancellation, deadline, data); see {@link getRequestContext}. */
   get ctx(): RequestContext {
     return (this._ctx ??= new RequestContext());

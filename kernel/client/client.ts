@@ -1,0 +1,412 @@
+/**
+ * Client: a reusable bundle of transport, defaults and a kernel's client hooks. Runs one call
+ * as a loop of attempts: `onRequest` taps, a pooled connection, the exchange, `onResponseHead`
+ * taps (which may send a redirect hop instead), `onRetry` taps; then buffers the body.
+ */
+import type { Writable } from 'node:stream';
+import { ArgumentError, StatusError } from '../errors.js';
+import type { ClientHooks, Tapped } from '../hooks.js';
+import type { Kernel } from '../kernel.js';
+import { AbstractBody, readAll, type Body } from '../message/body.js';
+import { RequestContext } from '../message/context.js';
+import { Headers, type HeadersInit } from '../message/headers.js';
+import { Request } from '../message/request.js';
+import type { Response } from '../message/response.js';
+import { kStale, ResponseBody, type ExchangeTimeouts } from './h1-session.js';
+import { checkCallOptions, type CallOptions, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import { appendQuery, isReplayable, queryPairs, toMessageBody } from './request-body.js';
+import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
+import { Transport, type Origin, type TransportOptions } from './transport.js';
+
+/** Options of {@link Client}. Plugin keys (`cookiejar`, `retryBucket`, …) are defaults for every call. */
+export interface ClientOptions extends TimeoutOptions, Omit<TransportOptions, 'idleTimeout'> {
+  /** A booted (or bootable) kernel whose client hooks this client runs; none means no plugins. */
+  kernel?: Kernel;
+  /** The connection pool; a new one by default (made from the transport options here). */
+  transport?: Transport;
+  /** Headers added to every call unless the call sets them. */
+  defaultHeaders?: HeadersInit;
+  /** Query parameters added to every call; a call's keys override matching ones. */
+  defaultQuery?: QueryInit;
+  /** Basic auth for calls that pass neither `basicauth` nor an Authorization header. */
+  defaultBasicauth?: readonly [string, string];
+  /** Plugins' options, defaults for every call. */
+  [plugin: string]: unknown;
+}
+
+const kCallOptions = Symbol.for('switchyard.callOptions');
+const kAttempt = Symbol.for('switchyard.attempt');
+
+/** The merged options of the call a context belongs to (client defaults under per-call options). Plugins read their keys here. */
+export function getCallOptions(ctx: RequestContext): Readonly<CallOptions> {
+  return (ctx.get<CallOptions>(kCallOptions) ?? EMPTY_OPTIONS) as Readonly<CallOptions>;
+}
+
+/** The attempt number (1, 2, …) of the exchange in flight on `ctx`. */
+export function getAttempt(ctx: RequestContext): number {
+  return ctx.get<number>(kAttempt) ?? 1;
+}
+
+const EMPTY_OPTIONS: CallOptions = Object.freeze({});
+const USER_AGENT = 'switchyard/0.1';
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']);
+const REDIRECT = new Set([301, 302, 303, 307, 308]);
+
+/** A reusable HTTP client. */
+export class Client {
+  /** The connection pool. */
+  readonly transport: Transport;
+  private readonly kernel: Kernel | null;
+  private hooks: Tapped<ClientHooks> | null = null;
+  private readonly defaults: CallOptions;
+  private readonly defaultHeaders: Headers | null;
+  private readonly defaultQuery: [string, string][];
+  private readonly defaultBasicauth: readonly [string, string] | null;
+  private readonly ownsTransport: boolean;
+  private open = true;
+
+  /** A client; with `kernel`, the kernel's plugins run on every call. */
+  constructor(options: ClientOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new ArgumentError('Client options must be an object');
+    const { kernel, transport, defaultHeaders, defaultQuery, defaultBasicauth, maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2, ...rest } = options;
+    if (kernel !== undefined && (typeof kernel !== 'object' || kernel === null || !('hooks' in kernel))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
+    if (transport !== undefined && !(transport instanceof Transport)) throw new ArgumentError('transport must be a Transport');
+    this.kernel = kernel ?? null;
+    this.ownsTransport = transport === undefined;
+    this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2 });
+    this.defaultHeaders = defaultHeaders === undefined ? null : new Headers(defaultHeaders);
+    this.defaultQuery = queryPairs(defaultQuery);
+    if (defaultBasicauth !== undefined && (!Array.isArray(defaultBasicauth) || defaultBasicauth.length !== 2)) throw new ArgumentError('defaultBasicauth must be [user, password]');
+    this.defaultBasicauth = defaultBasicauth ?? null;
+    checkCallOptions(rest as CallOptions, 'new Client()');
+    this.defaults = Object.freeze({ connectTimeout: 30_000, proxy, ...rest }) as CallOptions;
+  }
+
+  /** False after {@link Client.close}. */
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  /** Closes the client (and its own transport's idle connections); later calls throw `ArgumentError`. */
+  close(): void {
+    this.open = false;
+    if (this.ownsTransport) this.transport.close();
+  }
+
+  private check(): void {
+    if (!this.open) throw new ArgumentError('this client is closed: make a new Client');
+  }
+
+  /** Sends `method url` and resolves to the response with its body buffered (see {@link CallOptions}). */
+  async request(method: string, url: string | URL, options: CallOptions = {}): Promise<Response> {
+    this.check();
+    checkCallOptions(options, `request(${JSON.stringify(method)}, …)`);
+    const o = this.merge(options);
+    const req = this.buildRequest(method, url, o);
+    const ctx = this.contextFor(o);
+    req.ctx = ctx;
+    const started = performance.now();
+    const trace = traceOf(o);
+    let final: Response | null = null;
+    let failure: unknown = null;
+    let attempts = 1;
+    try {
+      const res = await this.run(req, o, ctx, trace);
+      attempts = ctx.get<number>(kAttempt) ?? 1;
+      await bufferBody(res, o.responseStream);
+      final = res;
+      if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
+      return res;
+    } catch (err) {
+      failure = err;
+      throw err;
+    } finally {
+      if (trace !== null) trace(new DoneEvent(final?.url ?? req.url, final, failure, attempts, performance.now() - started));
+    }
+  }
+
+  /**
+   * The reference's `do!`: sends a prepared `Request` (its `url` must be absolute) and resolves
+   * to the response with its body streamed (`response.body` is an AbstractBody to read or close).
+   */
+  async dispatch(request: Request, options: CallOptions = {}): Promise<Response> {
+    this.check();
+    if (!(request instanceof Request)) throw new ArgumentError('dispatch(request, options) takes a Request');
+    checkCallOptions(options, 'dispatch()');
+    const o = this.merge(options);
+    if (request.url === '') throw new ArgumentError('dispatch(): request.url must be the absolute URL to send it to');
+    if (request.host === null) request.host = new URL(request.url).host;
+    const ctx = options.context ?? request.ctx;
+    if (o.requestTimeout !== undefined && o.requestTimeout > 0 && ctx.deadline === 0) ctx.setDeadline(performance.now() + o.requestTimeout);
+    ctx.set(kCallOptions, o);
+    request.ctx = ctx;
+    return this.run(request, o, ctx, traceOf(o));
+  }
+
+  /** GET. */
+  get(url: string | URL, options?: CallOptions): Promise<Response>;
+  get(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  get(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('GET', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** HEAD. */
+  head(url: string | URL, options?: CallOptions): Promise<Response>;
+  head(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  head(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('HEAD', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** QUERY (RFC 10008: a safe, idempotent request with content). */
+  query(url: string | URL, options?: CallOptions): Promise<Response>;
+  query(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  query(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('QUERY', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** POST. */
+  post(url: string | URL, options?: CallOptions): Promise<Response>;
+  post(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  post(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('POST', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** PUT. */
+  put(url: string | URL, options?: CallOptions): Promise<Response>;
+  put(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  put(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('PUT', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** PATCH. */
+  patch(url: string | URL, options?: CallOptions): Promise<Response>;
+  patch(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  patch(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('PATCH', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** DELETE. */
+  delete(url: string | URL, options?: CallOptions): Promise<Response>;
+  delete(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  delete(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('DELETE', url, verbArgs(arguments.length, a, b, c));
+  }
+  /** OPTIONS. */
+  options(url: string | URL, options?: CallOptions): Promise<Response>;
+  options(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  options(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
+    return this.request('OPTIONS', url, verbArgs(arguments.length, a, b, c));
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  private merge(call: CallOptions): CallOptions {
+    const d = this.defaults;
+    const o: CallOptions = { ...d, ...call };
+    return o;
+  }
+
+  private contextFor(o: CallOptions): RequestContext {
+    let ctx = o.context;
+    const timeout = o.requestTimeout ?? 0;
+    if (ctx === undefined) ctx = new RequestContext({ deadline: timeout > 0 ? performance.now() + timeout : 0 });
+    else if (timeout > 0) ctx = ctx.child(performance.now() + timeout);
+    const signal = o.signal;
+    if (signal !== undefined) {
+      const c = ctx;
+      const onAbort = (): void => {
+        const r: unknown = signal.reason;
+        c.cancel(r instanceof Error ? r.message : typeof r === 'string' ? r : 'request aborted by its AbortSignal');
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+    ctx.set(kCallOptions, o);
+    return ctx;
+  }
+
+  private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
+    if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
+    let u: URL;
+    try {
+      u = url instanceof URL ? url : new URL(url);
+    } catch {
+      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}`);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
+    const headers = new Headers(o.headers ?? undefined);
+    const d = this.defaultHeaders;
+    if (d !== null) for (const [k, v] of d) if (!headers.has(k)) headers.push(k, v);
+    if (!headers.has('User-Agent')) headers.push('User-Agent', USER_AGENT);
+    const auth = o.basicauth ?? (headers.has('Authorization') ? null : this.defaultBasicauth);
+    if (auth !== null && auth !== undefined) headers.set('Authorization', `Basic ${Buffer.from(`${auth[0]}:${auth[1]}`).toString('base64')}`);
+    else if (u.username !== '' && !headers.has('Authorization')) {
+      headers.set('Authorization', `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`);
+    }
+    let pairs = queryPairs(o.query);
+    if (this.defaultQuery.length > 0) {
+      const own = new Set(pairs.map((p) => p[0]));
+      pairs = [...this.defaultQuery.filter((p) => !own.has(p[0])), ...pairs];
+    }
+    const target = appendQuery((u.pathname || '/') + u.search, pairs);
+    const body = toMessageBody(o.body, headers);
+    const req = new Request(method.toUpperCase() === method ? method : method, target, { headers, copyHeaders: false, body, host: u.host });
+    u.search = target.includes('?') ? target.slice(target.indexOf('?')) : '';
+    u.hash = '';
+    u.username = '';
+    u.password = '';
+    req.url = u.href;
+    return req;
+  }
+
+  /** The attempt loop shared by `request` and `dispatch`: resolves with the final response head. */
+  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null): Promise<Response> {
+    const k = this.kernel;
+    if (k !== null && this.hooks === null) {
+      if (k.state !== 'ready') await k.ready();
+      this.hooks = k.tapped.client;
+    }
+    const hooks = this.hooks;
+    const timeouts: ExchangeTimeouts = {
+      responseHeaderTimeout: o.responseHeaderTimeout ?? 0,
+      readIdleTimeout: o.readIdleTimeout ?? 0,
+      writeIdleTimeout: o.writeIdleTimeout ?? 0,
+      expectContinueTimeout: o.expectContinueTimeout ?? 1000,
+    };
+    const acquire = { connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? 'auto', hooks, proxy: o.proxy } as const;
+    let req = first;
+    let attempt = 1;
+    let redirects = 0;
+    let staleRetried = false;
+    for (;;) {
+      ctx.set(kAttempt, attempt);
+      let res: Response | null = null;
+      let error: unknown = null;
+      try {
+        if (hooks !== null && hooks.onRequest !== null) {
+          const r = await hooks.onRequest.promise(req, ctx);
+          if (r != null) {
+            res = r;
+            if (res.request === null) res.request = req;
+          }
+        }
+        if (trace !== null) trace(new RequestEvent(attempt, req, req.url));
+        const sent = performance.now();
+        if (res === null) {
+          const err0 = ctx.error();
+          if (err0 !== null) throw err0;
+          const session = await this.transport.acquire(originOf(req.url), ctx, acquire);
+          res = await session.dispatch(req, ctx, timeouts);
+        }
+        res.url = req.url;
+        if (trace !== null) trace(new ResponseHeadEvent(attempt, res, req.url, res.status, performance.now() - sent));
+        if (hooks !== null && hooks.onResponseHead !== null) {
+          const next = await hooks.onResponseHead.promise(res, ctx);
+          if (next != null) {
+            redirects++;
+            if (trace !== null) trace(new RedirectEvent(res.status, req.url, next.url, redirects));
+            discard(res.body);
+            next.ctx = ctx;
+            req = next;
+            continue;
+          }
+        }
+      } catch (err) {
+        if (res !== null) discard(res.body);
+        res = null;
+        const stale = typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[kStale] === true;
+        if (stale && !staleRetried && IDEMPOTENT.has(req.method) && isReplayable(req.body)) {
+          // The server closed a pooled connection just as we used it: once more on a fresh one.
+          staleRetried = true;
+          continue;
+        }
+        error = err;
+      }
+      if (hooks !== null && hooks.onRetry !== null) {
+        const decision = await hooks.onRetry.promise({ attempt, error, request: req, response: res }, ctx);
+        if (decision != null) {
+          const status = res?.status ?? 0;
+          if (decision.retry) {
+            const delay = Math.max(0, decision.delayMs ?? 0);
+            if (trace !== null) trace(new RetryEvent(attempt, delay, decision.reason ?? '', error, status));
+            if (res !== null) discard(res.body);
+            if (delay > 0) await sleep(delay, ctx);
+            attempt++;
+            continue;
+          }
+          if (trace !== null) trace(new RetrySkippedEvent(attempt, decision.reason ?? '', error, status));
+        }
+      }
+      if (error !== null) throw error;
+      return res!;
+    }
+  }
+}
+
+function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
+  const t = o.trace ?? null;
+  const v = o.verbose ?? 0;
+  if (v === 0) return t;
+  const p = verbosePrinter(v);
+  return t === null ? p : (e) => {
+    p(e);
+    t(e);
+  };
+}
+
+/** `(url, options)` or `(url, headers, body, options)`. */
+function verbArgs(n: number, a: unknown, b: unknown, c: unknown): CallOptions {
+  if (n <= 2) return (a as CallOptions | undefined) ?? {};
+  return { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody };
+}
+
+function originOf(url: string): Origin {
+  const u = new URL(url);
+  const protocol = u.protocol === 'https:' ? 'https:' : 'http:';
+  const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
+  return { protocol, host, port: u.port !== '' ? Number(u.port) : protocol === 'https:' ? 443 : 80 };
+}
+
+/** Drops a response body we will not read (redirect hops, retried attempts). */
+function discard(body: Body): void {
+  if (body instanceof AbstractBody) body.close();
+}
+
+/** Reads the final body into memory, or into `sink`. */
+async function bufferBody(res: Response, sink: Writable | undefined): Promise<void> {
+  const body = res.body;
+  if (sink !== undefined) {
+    if (body instanceof AbstractBody) {
+      try {
+        for await (const chunk of body) {
+          if (!sink.write(chunk)) await new Promise<void>((resolve, reject) => {
+            sink.once('drain', resolve);
+            sink.once('error', reject);
+          });
+        }
+      } finally {
+        body.close();
+      }
+    } else if (body !== null && body.length > 0) {
+      sink.write(body);
+    }
+    res.body = null;
+    return;
+  }
+  if (body instanceof ResponseBody) res.body = await body.readRest();
+  else if (body instanceof AbstractBody) {
+    try {
+      res.body = await readAll(body);
+    } finally {
+      body.close();
+    }
+  } else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
+  else if (body === null) res.body = new Uint8Array(0);
+}
+
+function sleep(ms: number, ctx: RequestContext): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      remove();
+      resolve();
+    }, ms);
+    const remove = ctx.onCancel((err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+  });
+}

@@ -1,0 +1,134 @@
+/**
+ * Opening client connections: the kernel's own TCP and TLS connect, with `connectTimeout`
+ * covering DNS, TCP and the TLS handshake, and the errors the reference names for each
+ * step (`DNSError`, `ConnectError`, `TLSHandshakeError`, `TimeoutError`).
+ */
+import net from 'node:net';
+import { networkInterfaces } from 'node:os';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import { ArgumentError, ConnectError, DNSError, TimeoutError, TLSHandshakeError } from '../errors.js';
+import type { ConnectOptions } from '../hooks.js';
+import type { RequestContext } from '../message/context.js';
+
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'ESERVFAIL']);
+
+/** `host:port`, with brackets for IPv6. */
+export function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Checks that `addr` is an IP literal assigned to a local interface (the reference's `local_addr` rule). */
+export function checkLocalAddr(addr: unknown): string | undefined {
+  if (addr === undefined || addr === null) return undefined;
+  if (typeof addr !== 'string' || net.isIP(addr) === 0) {
+    throw new ArgumentError(`localAddr must be an IP address string (interface names are not accepted), got ${typeof addr === 'string' ? JSON.stringify(addr) : typeof addr}`);
+  }
+  const wanted = addr.toLowerCase();
+  for (const list of Object.values(networkInterfaces())) {
+    for (const i of list ?? []) if (i.address.toLowerCase() === wanted) return addr;
+  }
+  throw new ArgumentError(`localAddr ${addr} is not assigned to any local interface`);
+}
+
+/** Runs `step` under the connect deadline and cancellation; `onAbort` destroys what the step made. */
+function bounded<T>(
+  ctx: RequestContext,
+  deadlineAt: number,
+  timeoutMs: number,
+  op: 'connect' | 'tls_handshake',
+  started: number,
+  step: (resolve: (v: T) => void, reject: (e: unknown) => void) => () => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | null = null;
+    let removeCancel: () => void = noop;
+    const finish = (): void => {
+      settled = true;
+      if (timer !== null) clearTimeout(timer);
+      removeCancel();
+    };
+    const abort = step(
+      (v) => {
+        if (settled) return;
+        finish();
+        resolve(v);
+      },
+      (e) => {
+        if (settled) return;
+        finish();
+        reject(e);
+      },
+    );
+    if (deadlineAt > 0) {
+      timer = setTimeout(() => {
+        if (settled) return;
+        finish();
+        abort();
+        reject(new TimeoutError(op, timeoutMs, Math.round(performance.now() - started)));
+      }, Math.max(0, deadlineAt - performance.now()));
+      timer.unref();
+    }
+    removeCancel = ctx.onCancel((err) => {
+      if (settled) return;
+      finish();
+      abort();
+      reject(err);
+    });
+  });
+}
+
+function noop(): void {}
+
+/**
+ * Connects to `o.host:o.port` (TCP, then TLS for `https:`), or wraps `given` (a socket a
+ * `client.connect` tap supplied) in TLS when needed. Resolves to the connected stream.
+ */
+export async function openConnection(o: ConnectOptions, ctx: RequestContext, given: Duplex | null, started = performance.now()): Promise<Duplex> {
+  const deadlineAt = o.timeoutMs > 0 ? started + o.timeoutMs : 0;
+  let socket: Duplex;
+  if (given !== null) {
+    socket = given;
+  } else {
+    const address = hostPort(o.host, o.port);
+    socket = await bounded<net.Socket>(ctx, deadlineAt, o.timeoutMs, 'connect', started, (resolve, reject) => {
+      const s = net.connect({ host: o.host, port: o.port, localAddress: o.localAddress, noDelay: true });
+      const onErr = (err: NodeJS.ErrnoException): void => {
+        s.destroy();
+        if (err.code !== undefined && DNS_CODES.has(err.code)) reject(new DNSError(o.host, err));
+        else reject(new ConnectError(address, err));
+      };
+      s.once('connect', () => {
+        // Until the session attaches its own, a late error must not crash the process.
+        s.removeListener('error', onErr);
+        s.on('error', noop);
+        resolve(s);
+      });
+      s.once('error', onErr);
+      return () => s.destroy();
+    });
+  }
+  if (o.protocol !== 'https:' || socket instanceof tls.TLSSocket) return socket;
+  const raw = socket;
+  return bounded<tls.TLSSocket>(ctx, deadlineAt, o.timeoutMs, 'tls_handshake', started, (resolve, reject) => {
+    const servername = o.servername ?? (net.isIP(o.host) === 0 ? o.host : undefined);
+    const t = tls.connect({
+      ...(o.tls ?? {}),
+      socket: raw,
+      servername,
+      ALPNProtocols: o.alpnProtocols,
+    });
+    const onErr = (err: Error): void => {
+      t.destroy();
+      reject(new TLSHandshakeError(err));
+    };
+    t.once('secureConnect', () => {
+      t.removeListener('error', onErr);
+      t.on('error', noop);
+      resolve(t);
+    });
+    t.once('error', onErr);
+    return () => t.destroy();
+  });
+}

@@ -1,0 +1,707 @@
+/**
+ * The kernel's HTTP/1.1 client driver: one exchange at a time on one connection. Writes the
+ * request, parses the response head from socket chunks with the kernel's push parser, and
+ * hands the body out as a streamed {@link ResponseBody} that returns the connection to its
+ * pool once read to the end.
+ */
+import type { Duplex } from 'node:stream';
+import { ParseError, ProtocolError, TimeoutError } from '../errors.js';
+import type { ClientSession, ExchangeTimeouts } from '../hooks.js';
+
+export type { ExchangeTimeouts } from '../hooks.js';
+import { AbstractBody, nobody, type Body } from '../message/body.js';
+import type { RequestContext } from '../message/context.js';
+import { Headers } from '../message/headers.js';
+import type { Request } from '../message/request.js';
+import { Response } from '../message/response.js';
+import { ChunkedDecoder } from '../http1/chunked.js';
+import { responseBodyKind } from '../http1/framing.js';
+import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
+import { encodeChunk, encodeMessage, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
+
+/** @internal Called when a session can take another exchange, or is gone. */
+export interface SessionOwner {
+  release(session: H1ClientSession): void;
+  discard(session: H1ClientSession): void;
+}
+
+const B_NONE = 0;
+const B_LENGTH = 1;
+const B_CHUNKED = 2;
+const B_CLOSE = 3;
+
+/** Queued body bytes above which the socket is paused until the reader catches up. */
+const HIGH_WATER = 262144;
+
+/** Marks an error that happened before any response byte on a reused connection: safe to retry once. */
+export const kStale = Symbol.for('switchyard.staleConnection');
+
+/** @internal */
+export class H1ClientSession implements ClientSession {
+  readonly protocol = 'http/1.1';
+  readonly socket: Duplex;
+  private readonly owner: SessionOwner;
+  private readonly parser: HeadParser;
+  private readonly limits: HeadLimits;
+  private busy = false;
+  private dead = false;
+  /** Exchanges completed on this connection (0: a fresh connection). */
+  uses = 0;
+  /** When this session last became idle (`performance.now()`), for the pool's idle timeout. */
+  idleSince = 0;
+  private exchange: Exchange | null = null;
+
+  constructor(socket: Duplex, owner: SessionOwner, limits: HeadLimits) {
+    this.socket = socket;
+    this.owner = owner;
+    this.limits = limits;
+    this.parser = new HeadParser('response', limits);
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('close', this.onClose);
+    socket.on('error', this.onError);
+    socket.on('drain', this.onDrain);
+  }
+
+  get closed(): boolean {
+    return this.dead;
+  }
+
+  capacity(): number {
+    return this.dead || this.busy ? 0 : 1;
+  }
+
+  isIdle(): boolean {
+    return !this.busy;
+  }
+
+  close(): Promise<void> {
+    if (!this.busy) this.destroy();
+    return Promise.resolve();
+  }
+
+  destroy(error?: Error): void {
+    if (this.dead) return;
+    this.dead = true;
+    const ex = this.exchange;
+    if (ex !== null) ex.fail(error ?? new ProtocolError('connection closed'));
+    this.socket.destroy();
+  }
+
+  /** Sends one exchange; resolves with the response head and a streamed body. */
+  dispatch(request: Request, ctx: RequestContext, timeouts?: ExchangeTimeouts): Promise<Response> {
+    if (this.busy || this.dead) return Promise.reject(new ProtocolError('HTTP/1 session is busy or closed'));
+    this.busy = true;
+    const ex = new Exchange(this, request, ctx, timeouts ?? NO_TIMEOUTS, this.limits);
+    this.exchange = ex;
+    this.parser.reset();
+    ex.start();
+    return ex.promise;
+  }
+
+  // ---- socket events -------------------------------------------------------------------------
+
+  private readonly onData = (chunk: Buffer): void => {
+    const ex = this.exchange;
+    if (ex === null) {
+      // Bytes while idle: the server broke framing or is closing; the connection is unusable.
+      this.destroy();
+      return;
+    }
+    ex.onData(chunk, this.parser);
+  };
+
+  private readonly onEnd = (): void => {
+    const ex = this.exchange;
+    if (ex !== null) ex.onEnd();
+    this.dead = true;
+    if (ex === null) this.owner.discard(this);
+  };
+
+  private readonly onClose = (): void => {
+    const wasDead = this.dead;
+    this.dead = true;
+    const ex = this.exchange;
+    if (ex !== null) ex.onEnd();
+    if (!wasDead || ex === null) this.owner.discard(this);
+  };
+
+  private readonly onError = (err: Error): void => {
+    const ex = this.exchange;
+    if (ex !== null) ex.fail(err);
+  };
+
+  private readonly onDrain = (): void => {
+    this.exchange?.onDrain();
+  };
+
+  /** @internal The exchange finished cleanly: reuse or close. */
+  done(ex: Exchange, reusable: boolean): void {
+    if (this.exchange !== ex) return;
+    this.exchange = null;
+    this.busy = false;
+    this.uses++;
+    if (!reusable || this.dead) {
+      this.dead = true;
+      this.socket.destroy();
+      this.owner.discard(this);
+      return;
+    }
+    this.idleSince = performance.now();
+    this.owner.release(this);
+  }
+
+  /** @internal The exchange failed: the connection cannot be trusted any more. */
+  failed(ex: Exchange): void {
+    if (this.exchange !== ex) return;
+    this.exchange = null;
+    this.busy = false;
+    this.dead = true;
+    this.socket.destroy();
+    this.owner.discard(this);
+  }
+}
+
+const NO_TIMEOUTS: ExchangeTimeouts = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
+
+/** One request/response on an {@link H1ClientSession}. */
+class Exchange {
+  readonly promise: Promise<Response>;
+  private resolveHead!: (r: Response) => void;
+  private rejectHead!: (e: unknown) => void;
+  private readonly session: H1ClientSession;
+  private readonly req: Request;
+  private readonly ctx: RequestContext;
+  private readonly t: ExchangeTimeouts;
+  private readonly limits: HeadLimits;
+  private headDone = false;
+  private finished = false;
+  private gotBytes = false;
+  private body: ResponseBody | null = null;
+  private bodyKind = B_NONE;
+  private remaining = 0;
+  private decoder: ChunkedDecoder | null = null;
+  private keepAlive = false;
+  private timer: NodeJS.Timeout | null = null;
+  private timerOp = '';
+  private timerMs = 0;
+  private readonly started = performance.now();
+  private removeCancel: (() => void) | null = null;
+  private drainWait: (() => void) | null = null;
+  private continueWait: ((go: boolean) => void) | null = null;
+
+  constructor(session: H1ClientSession, req: Request, ctx: RequestContext, t: ExchangeTimeouts, limits: HeadLimits) {
+    this.session = session;
+    this.req = req;
+    this.ctx = ctx;
+    this.t = t;
+    this.limits = limits;
+    this.promise = new Promise<Response>((resolve, reject) => {
+      this.resolveHead = resolve;
+      this.rejectHead = reject;
+    });
+  }
+
+  start(): void {
+    if (this.ctx.canceled || this.ctx.expired()) {
+      this.fail(this.ctx.error()!);
+      return;
+    }
+    this.removeCancel = this.ctx.onCancel((err) => this.fail(err));
+    if (this.ctx.deadline > 0) this.armDeadline();
+    this.write().catch((err: unknown) => this.fail(err));
+  }
+
+  // ---- writing ---------------------------------------------------------------------------
+
+  private async write(): Promise<void> {
+    const req = this.req;
+    const sock = this.session.socket;
+    const body: Body = req.body;
+    const len = req.contentLength >= 0 ? req.contentLength : body instanceof AbstractBody ? body.length : -1;
+    const streamed = body instanceof AbstractBody;
+    const hasBody = body !== null && (streamed || body.length > 0);
+    const expect = hasBody && req.headers.has('Expect');
+    let framing: number | 'chunked' | 'none';
+    if (!hasBody) framing = len > 0 ? len : expectsBody(req.method) ? 0 : 'none';
+    else framing = len >= 0 ? len : 'chunked';
+    const head = serializeRequestHead(req.method, req.target, req.headers, req.host, framing, req.close);
+    if (!streamed) {
+      if (expect) {
+        sock.write(Buffer.from(head, 'latin1'));
+        this.afterWrite();
+        if (!(await this.waitContinue())) return;
+        this.sent(sock.write(typeof body === 'string' ? Buffer.from(body, 'utf8') : (body as Uint8Array)));
+      } else {
+        this.sent(sock.write(encodeMessage(head, body as string | Uint8Array | null)));
+      }
+      this.afterWrite();
+      return;
+    }
+    const b = body as AbstractBody;
+    try {
+      await this.flushed(sock.write(Buffer.from(head, 'latin1')));
+      if (expect && !(await this.waitContinue())) return;
+      const chunked = framing === 'chunked';
+      const buf = Buffer.allocUnsafe(65536);
+      let total = 0;
+      for (;;) {
+        const n = await b.read(buf);
+        if (n === 0) break;
+        if (this.finished) return;
+        total += n;
+        if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
+        const piece = Buffer.from(buf.subarray(0, n));
+        await this.flushed(sock.write(chunked ? encodeChunk(piece) : piece));
+      }
+      if (chunked) await this.flushed(sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1')));
+      else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
+    } finally {
+      b.close();
+    }
+    this.afterWrite();
+  }
+
+  private sent(ok: boolean): void {
+    if (!ok && this.t.writeIdleTimeout > 0) this.arm(this.t.writeIdleTimeout, 'write');
+  }
+
+  /** Waits for 'drain' when the socket asked for it, bounded by writeIdleTimeout. */
+  private flushed(ok: boolean): Promise<void> | undefined {
+    if (ok) return undefined;
+    if (this.t.writeIdleTimeout > 0) this.arm(this.t.writeIdleTimeout, 'write');
+    return new Promise((resolve) => {
+      this.drainWait = resolve;
+    });
+  }
+
+  onDrain(): void {
+    const w = this.drainWait;
+    if (w !== null) {
+      this.drainWait = null;
+      if (this.timerOp === 'write') this.disarm();
+      w();
+    }
+  }
+
+  private waitContinue(): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.continueWait = resolve;
+      const ms = this.t.expectContinueTimeout > 0 ? this.t.expectContinueTimeout : 1000;
+      const t = setTimeout(() => {
+        if (this.continueWait === resolve) {
+          this.continueWait = null;
+          resolve(true);
+        }
+      }, ms);
+      t.unref();
+    });
+  }
+
+  /** The request is out: wait for the head under responseHeaderTimeout (or readIdleTimeout). */
+  private afterWrite(): void {
+    if (this.headDone || this.finished) return;
+    const ms = this.t.responseHeaderTimeout > 0 ? this.t.responseHeaderTimeout : this.t.readIdleTimeout;
+    if (ms > 0) this.arm(ms, 'head');
+  }
+
+  // ---- reading ---------------------------------------------------------------------------
+
+  onData(chunk: Buffer, parser: HeadParser): void {
+    if (this.finished) return;
+    this.gotBytes = true;
+    let off = 0;
+    const end = chunk.length;
+    if (!this.headDone) {
+      for (;;) {
+        let n: number;
+        try {
+          n = parser.execute(chunk, off, end);
+        } catch (err) {
+          this.fail(err);
+          return;
+        }
+        off += n;
+        if (!parser.complete) {
+          if (this.timerOp === 'idle' || (this.timerOp === 'head' && this.t.responseHeaderTimeout === 0)) this.rearm();
+          return;
+        }
+        if (parser.status >= 100 && parser.status < 200 && parser.status !== 101) {
+          // Interim response: 100 Continue releases an upload that waits for it.
+          if (parser.status === 100 && this.continueWait !== null) {
+            const w = this.continueWait;
+            this.continueWait = null;
+            w(true);
+          }
+          parser.reset();
+          if (off >= end) return;
+          continue;
+        }
+        break;
+      }
+      this.onHead(parser);
+      if (this.finished || off >= end) return;
+    }
+    this.feed(chunk, off, end);
+  }
+
+  private onHead(p: HeadParser): void {
+    this.headDone = true;
+    if (this.timerOp === 'head') this.disarm();
+    const req = this.req;
+    // A final answer while an upload waits for 100: the server does not want the body.
+    if (this.continueWait !== null) {
+      const w = this.continueWait;
+      this.continueWait = null;
+      w(false);
+      this.keepAliveOverride = false;
+    }
+    const kind = responseBodyKind(p, req.method);
+    this.keepAlive = this.keepAliveOverride && p.keepAlive && !req.close && kind !== 'close' && p.status !== 101;
+    let body: Body;
+    if (kind === 'none' || (kind === 'length' && p.contentLength === 0)) {
+      this.bodyKind = B_NONE;
+      body = nobody;
+    } else {
+      this.bodyKind = kind === 'length' ? B_LENGTH : kind === 'chunked' ? B_CHUNKED : B_CLOSE;
+      this.remaining = p.contentLength;
+      if (kind === 'chunked') this.decoder = new ChunkedDecoder({ ...this.limits, headBytes: p.headBytes });
+      this.body = new ResponseBody(this, kind === 'length' ? p.contentLength : -1);
+      body = this.body;
+    }
+    const res = new Response(p.status, body, {
+      headers: p.headers,
+      copyHeaders: false,
+      reason: p.reason,
+      contentLength: kind === 'length' ? p.contentLength : kind === 'none' ? 0 : -1,
+      protoMinor: p.versionMinor,
+      request: req,
+    });
+    if (!this.keepAlive) res.close = true;
+    if (p.status === 101) {
+      // The socket now speaks another protocol; the caller that asked for it takes it.
+      this.finished = true;
+      this.cleanup();
+      this.resolveHead(res);
+      return;
+    }
+    if (this.bodyKind === B_NONE) this.complete();
+    else if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'idle');
+    this.resolveHead(res);
+  }
+
+  private keepAliveOverride = true;
+
+  private feed(chunk: Buffer, off: number, end: number): void {
+    if (this.timerOp === 'idle') this.rearm();
+    const body = this.body!;
+    switch (this.bodyKind) {
+      case B_LENGTH: {
+        const n = Math.min(end - off, this.remaining);
+        this.remaining -= n;
+        body.push(chunk.subarray(off, off + n));
+        if (off + n < end) this.keepAlive = false; // bytes after the body: the server broke framing
+        if (this.remaining === 0) this.complete();
+        return;
+      }
+      case B_CHUNKED: {
+        const d = this.decoder!;
+        while (off < end) {
+          let n: number;
+          try {
+            n = d.execute(chunk, off, end);
+          } catch (err) {
+            this.fail(err);
+            return;
+          }
+          if (d.dataEnd > d.dataStart) body.push(chunk.subarray(d.dataStart, d.dataEnd));
+          off += n;
+          if (d.done) {
+            body.trailerFields = d.trailers;
+            if (off < end) this.keepAlive = false;
+            this.complete();
+            return;
+          }
+        }
+        return;
+      }
+      case B_CLOSE:
+        body.push(off === 0 ? chunk : chunk.subarray(off));
+        return;
+      default:
+        // Bytes after a body-less response on an exchange that is over.
+        this.keepAlive = false;
+    }
+  }
+
+  onEnd(): void {
+    if (this.finished) return;
+    if (this.headDone && this.bodyKind === B_CLOSE) {
+      this.keepAlive = false;
+      this.complete();
+      return;
+    }
+    const err = this.headDone
+      ? new ParseError('connection closed before the response body ended (truncated body)')
+      : new ParseError(this.gotBytes ? 'connection closed inside the response head' : 'connection closed before any response byte arrived');
+    if (!this.headDone && !this.gotBytes && this.session.uses > 0) (err as unknown as Record<symbol, boolean>)[kStale] = true;
+    this.fail(err);
+  }
+
+  /** The whole response was read: the connection may carry the next exchange. */
+  private complete(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    this.body?.end();
+    // A body-less response may complete before anyone holds a body: the session is free now.
+    this.session.done(this, this.keepAlive && this.writeDone());
+  }
+
+  private writeDone(): boolean {
+    // An upload still in progress (a server answered early) cannot be cut short on HTTP/1.
+    return this.drainWait === null;
+  }
+
+  fail(err: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    const e = err instanceof Error ? err : new ProtocolError(String(err));
+    if (!this.headDone) this.rejectHead(e);
+    else this.body?.error(e);
+    this.session.failed(this);
+  }
+
+  /** The body reader closed the body before its end: the connection cannot be reused. */
+  abandon(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    this.session.failed(this);
+  }
+
+  /** The body reader caught up: let the socket flow again. */
+  resume(): void {
+    this.session.socket.resume();
+  }
+
+  /** The body reader is behind: stop reading the socket. */
+  pause(): void {
+    this.session.socket.pause();
+  }
+
+  private cleanup(): void {
+    this.disarm();
+    if (this.deadlineTimer !== null) {
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = null;
+    }
+    if (this.removeCancel !== null) {
+      this.removeCancel();
+      this.removeCancel = null;
+    }
+    const w = this.drainWait;
+    this.drainWait = null;
+    if (w !== null) w();
+  }
+
+  // ---- timers ----------------------------------------------------------------------------
+
+  private deadlineTimer: NodeJS.Timeout | null = null;
+
+  private armDeadline(): void {
+    const ms = Math.max(0, this.ctx.deadline - performance.now());
+    this.deadlineTimer = setTimeout(() => {
+      this.deadlineTimer = null;
+      const ms = Math.round(performance.now() - this.started);
+      this.fail(new TimeoutError('request', 0, ms, 'request deadline expired'));
+    }, ms);
+    this.deadlineTimer.unref();
+  }
+
+  private arm(ms: number, op: string): void {
+    this.disarm();
+    this.timerOp = op;
+    this.timerMs = ms;
+    this.timer = setTimeout(this.onTimer, ms);
+    this.timer.unref();
+  }
+
+  private rearm(): void {
+    this.timer?.refresh();
+  }
+
+  private disarm(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerOp = '';
+  }
+
+  private readonly onTimer = (): void => {
+    const op = this.timerOp;
+    const ms = this.timerMs;
+    this.timer = null;
+    this.timerOp = '';
+    const elapsed = Math.round(performance.now() - this.started);
+    const what =
+      op === 'head' ? (this.t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout') : op === 'idle' ? 'readIdleTimeout' : 'writeIdleTimeout';
+    this.fail(new TimeoutError('request', ms, elapsed, `${what} of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
+  };
+}
+
+function expectsBody(method: string): boolean {
+  return method === 'POST' || method === 'PUT' || method === 'PATCH';
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A response body read from an HTTP/1 connection as it arrives. Single-use; reading it to
+ * the end returns the connection to its pool, closing it early closes the connection.
+ */
+export class ResponseBody extends AbstractBody {
+  private readonly exchange: Exchange;
+  private readonly declared: number;
+  private queue: Buffer[] = [];
+  private queued = 0;
+  private ended = false;
+  private failure: Error | null = null;
+  private isClosed = false;
+  private paused = false;
+  private collecting = false;
+  private waiter: { resolve(): void; reject(e: Error): void } | null = null;
+  /** @internal Trailers of a chunked body. */
+  trailerFields: Headers | null = null;
+
+  /** @internal */
+  constructor(exchange: Exchange, declared: number) {
+    super();
+    this.exchange = exchange;
+    this.declared = declared;
+  }
+
+  /** Content-Length of the response, or -1. */
+  override get length(): number {
+    return this.declared;
+  }
+
+  /** @internal */
+  push(data: Buffer): void {
+    if (data.length === 0 || this.isClosed) return;
+    this.queue.push(data);
+    this.queued += data.length;
+    if (this.queued > HIGH_WATER && !this.paused && !this.collecting) {
+      this.paused = true;
+      this.exchange.pause();
+    }
+    this.wake();
+  }
+
+  /** @internal */
+  end(): void {
+    this.ended = true;
+    this.wake();
+  }
+
+  /** @internal */
+  error(err: Error): void {
+    this.failure = err;
+    const w = this.waiter;
+    this.waiter = null;
+    w?.reject(err);
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    if (w !== null) {
+      this.waiter = null;
+      w.resolve();
+    }
+  }
+
+  private wait(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  /** See {@link AbstractBody.read}. */
+  async read(dst: Uint8Array): Promise<number> {
+    for (;;) {
+      if (this.isClosed) return 0;
+      if (this.queue.length > 0) {
+        let n = 0;
+        while (n < dst.length && this.queue.length > 0) {
+          const head = this.queue[0]!;
+          const take = Math.min(head.length, dst.length - n);
+          dst.set(take === head.length ? head : head.subarray(0, take), n);
+          n += take;
+          if (take === head.length) this.queue.shift();
+          else this.queue[0] = head.subarray(take);
+        }
+        this.queued -= n;
+        this.maybeResume();
+        return n;
+      }
+      if (this.failure !== null) throw this.failure;
+      if (this.ended) return 0;
+      await this.wait();
+    }
+  }
+
+  /** @internal Reads the rest at once: one buffer, no per-chunk promises. */
+  async readRest(limit = Infinity): Promise<Uint8Array> {
+    // Everything is kept anyway: never pause the socket while collecting.
+    this.collecting = true;
+    if (this.paused) {
+      this.paused = false;
+      this.exchange.resume();
+    }
+    while (!this.ended) {
+      if (this.failure !== null) throw this.failure;
+      if (this.queued > limit) break;
+      this.maybeResume();
+      await this.wait();
+    }
+    if (this.failure !== null) throw this.failure;
+    if (this.queued > limit) throw new ProtocolError(`response body exceeds ${limit} bytes`);
+    const q = this.queue;
+    const out = q.length === 0 ? EMPTY : q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
+    this.queue = [];
+    this.queued = 0;
+    return out;
+  }
+
+  private maybeResume(): void {
+    if (this.paused && this.queued < HIGH_WATER / 2) {
+      this.paused = false;
+      this.exchange.resume();
+    }
+  }
+
+  /** Closes the body; before its end this also closes the connection. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.queue = [];
+    this.queued = 0;
+    if (!this.ended) this.exchange.abandon();
+    this.wake();
+  }
+
+  /** See {@link AbstractBody.closed}. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** True once the whole body arrived. */
+  get complete(): boolean {
+    return this.ended;
+  }
+
+  /** See {@link AbstractBody.trailers}. */
+  override trailers(): Headers {
+    return this.trailerFields ?? new Headers();
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Client and per-call options: their types, and how a call's options are merged over its
+ * client's defaults (per-call options always win).
+ */
+import type { Writable } from 'node:stream';
+import { ArgumentError } from '../errors.js';
+import type { Body } from '../message/body.js';
+import type { RequestContext } from '../message/context.js';
+import type { HeadersInit } from '../message/headers.js';
+import type { ClientEvent } from './trace.js';
+
+/** A request body as the client accepts it. */
+export type RequestBody =
+  | Body
+  | Iterable<Uint8Array>
+  | AsyncIterable<Uint8Array | string>
+  | URLSearchParams
+  | Record<string, string | number | boolean | readonly (string | number | boolean)[]>;
+
+/** Query parameters: an object, pairs (repeated keys kept), or URLSearchParams. */
+export type QueryInit = Record<string, string | number | boolean | readonly (string | number | boolean)[]> | readonly (readonly [string, string | number | boolean])[] | URLSearchParams;
+
+/** Timeouts a client applies when a call does not pass its own (ms; 0 = off). */
+export interface TimeoutOptions {
+  /** DNS, TCP, proxy handshakes and TLS. Default 30 000. */
+  connectTimeout?: number;
+  /** The whole exchange (a deadline on the request's context). Default 0. */
+  requestTimeout?: number;
+  /** From the request sent to the response head. Default 0. */
+  responseHeaderTimeout?: number;
+  /** Longest gap between inbound read progress. Default 0. */
+  readIdleTimeout?: number;
+  /** Longest gap between outbound write progress. Default 0. */
+  writeIdleTimeout?: number;
+  /** How long an upload with `Expect: 100-continue` waits for 100 before sending anyway. Default 1000. */
+  expectContinueTimeout?: number;
+}
+
+/**
+ * Options of one call (`request`, `get`, …, `open`, `dispatch`). Plugins read their own keys
+ * from the merged options through `getCallOptions(ctx)`; their types are added by
+ * declaration merging (`declare module 'switchyard/kernel' { interface CallOptions { … } }`).
+ */
+export interface CallOptions extends TimeoutOptions {
+  /** Request headers. */
+  headers?: HeadersInit | null;
+  /** Request body. */
+  body?: RequestBody;
+  /** Query parameters appended to the URL's own (never replacing it). */
+  query?: QueryInit;
+  /** Writes the response body into this stream; `response.body` is then null. */
+  responseStream?: Writable;
+  /** The client to use (top-level helpers). */
+  client?: unknown;
+  /** External cancellation and deadline. */
+  context?: RequestContext;
+  /** An AbortSignal that cancels the call. */
+  signal?: AbortSignal;
+  /** Proxy policy for this call (proxy plugin). */
+  proxy?: unknown;
+  /** Throw `StatusError` for a status of 300 or above that is not a redirect. Default true. */
+  statusException?: boolean;
+  /** Basic authentication `[user, password]`. */
+  basicauth?: readonly [string, string];
+  /** `auto` (default), `h1`, or `h2` (HTTP/2; on http:// h2c prior knowledge, with the h2 plugin). */
+  httpVersion?: 'auto' | 'h1' | 'h2';
+  /** 1: one-line summaries on stderr; 2: also the heads. */
+  verbose?: 0 | 1 | 2;
+  /** Receives each {@link ClientEvent} of the call. */
+  trace?: (event: ClientEvent) => void;
+  /** Longest status or header line of the response. */
+  maxLineBytes?: number;
+  /** Largest response head. */
+  maxHeaderBytes?: number;
+  /** Plugins' options (see their docs). */
+  [plugin: string]: unknown;
+}
+
+/** @internal Checks the types of the options the kernel itself reads. */
+export function checkCallOptions(o: CallOptions, where: string): void {
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object, got ${o === null ? 'null' : typeof o}`);
+  for (const k of ['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout'] as const) {
+    const v = o[k];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
+      throw new ArgumentError(`${where}: ${k} must be a number of milliseconds >= 0, got ${String(v)}`);
+    }
+  }
+  if (o.statusException !== undefined && typeof o.statusException !== 'boolean') throw new ArgumentError(`${where}: statusException must be a boolean`);
+  if (o.basicauth !== undefined && (!Array.isArray(o.basicauth) || o.basicauth.length !== 2 || typeof o.basicauth[0] !== 'string' || typeof o.basicauth[1] !== 'string')) {
+    throw new ArgumentError(`${where}: basicauth must be [user, password] strings`);
+  }
+  if (o.responseStream !== undefined && (typeof o.responseStream !== 'object' || o.responseStream === null || typeof (o.responseStream as Writable).write !== 'function')) {
+    throw new ArgumentError(`${where}: responseStream must be a Writable stream`);
+  }
+  if (o.trace !== undefined && typeof o.trace !== 'function') throw new ArgumentError(`${where}: trace must be a function`);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new ArgumentError(`${where}: signal must be an AbortSignal`);
+  if (o.httpVersion !== undefined && o.httpVersion !== 'auto' && o.httpVersion !== 'h1' && o.httpVersion !== 'h2') {
+    throw new ArgumentError(`${where}: httpVersion must be 'auto', 'h1' or 'h2'`);
+  }
+  if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
+}

@@ -1,0 +1,124 @@
+/**
+ * Turning what a caller passes as a request body into a message body, and the URL and
+ * query into a request target.
+ */
+import { ArgumentError } from '../errors.js';
+import { AbstractBody, type Body } from '../message/body.js';
+import type { Headers } from '../message/headers.js';
+import { encodeQuery } from '../message/uri.js';
+import type { QueryInit, RequestBody } from './options.js';
+
+/** A streamed request body over an iterable or async iterable (a Node Readable is one); sent chunked. */
+export class IterableBody extends AbstractBody {
+  private iterator: AsyncIterator<Uint8Array | string> | Iterator<Uint8Array> | null;
+  private pending: Uint8Array | null = null;
+  private isClosed = false;
+  private readonly source: unknown;
+
+  /** Wraps `source`; it is read once. */
+  constructor(source: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array>) {
+    super();
+    this.source = source;
+    this.iterator =
+      Symbol.asyncIterator in source
+        ? (source as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]()
+        : (source as Iterable<Uint8Array>)[Symbol.iterator]();
+  }
+
+  /** See {@link AbstractBody.read}. */
+  async read(dst: Uint8Array): Promise<number> {
+    if (this.isClosed || this.iterator === null) return 0;
+    let chunk = this.pending;
+    this.pending = null;
+    while (chunk === null || chunk.length === 0) {
+      const r = await this.iterator.next();
+      if (r.done === true) {
+        this.iterator = null;
+        return 0;
+      }
+      const v: unknown = r.value;
+      if (typeof v === 'string') chunk = Buffer.from(v, 'utf8');
+      else if (v instanceof Uint8Array) chunk = v;
+      else throw new ArgumentError(`request body stream produced ${typeof v}, expected Uint8Array or string chunks`);
+    }
+    const n = Math.min(dst.length, chunk.length);
+    dst.set(chunk.subarray(0, n), 0);
+    if (n < chunk.length) this.pending = chunk.subarray(n);
+    return n;
+  }
+
+  /** Stops reading; a Node stream source is destroyed. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    const it = this.iterator;
+    this.iterator = null;
+    if (it !== null && typeof it.return === 'function') void Promise.resolve(it.return()).catch(() => undefined);
+    const s = this.source as { destroy?: () => void };
+    if (typeof s.destroy === 'function') s.destroy();
+  }
+
+  /** See {@link AbstractBody.closed}. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+function isPlainObject(x: object): boolean {
+  const p = Object.getPrototypeOf(x);
+  return p === Object.prototype || p === null;
+}
+
+function pairsOf(o: Record<string, unknown>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const k of Object.keys(o)) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const x of v) out.push([k, String(x)]);
+    else out.push([k, String(v)]);
+  }
+  return out;
+}
+
+/** @internal The message body for `body`; sets Content-Type for form bodies when absent. */
+export function toMessageBody(body: RequestBody | undefined, headers: Headers): Body {
+  if (body === undefined || body === null) return null;
+  if (typeof body === 'string' || body instanceof Uint8Array || body instanceof AbstractBody) return body;
+  if (body instanceof URLSearchParams) {
+    if (!headers.has('Content-Type')) headers.push('Content-Type', FORM);
+    return body.toString();
+  }
+  if (typeof body === 'object') {
+    if (Symbol.asyncIterator in body || Symbol.iterator in body) return new IterableBody(body as AsyncIterable<Uint8Array>);
+    if (isPlainObject(body)) {
+      if (!headers.has('Content-Type')) headers.push('Content-Type', FORM);
+      return encodeQuery(pairsOf(body as Record<string, unknown>));
+    }
+  }
+  throw new ArgumentError(`request body must be a string, Uint8Array, AbstractBody, Readable or async iterable, URLSearchParams or plain object, got ${typeof body === 'object' ? (body as object).constructor?.name : typeof body}`);
+}
+
+/** @internal True when a body can be sent again (retries, 307/308 redirects). */
+export function isReplayable(body: Body): boolean {
+  return body === null || typeof body === 'string' || body instanceof Uint8Array;
+}
+
+/** @internal Query pairs from any accepted form. */
+export function queryPairs(q: QueryInit | undefined): [string, string][] {
+  if (q === undefined || q === null) return [];
+  if (q instanceof URLSearchParams) return [...q.entries()];
+  if (Array.isArray(q)) return q.map((p) => [String(p[0]), String(p[1])] as [string, string]);
+  if (typeof q === 'object') return pairsOf(q as Record<string, unknown>);
+  throw new ArgumentError(`query must be an object, an array of pairs or URLSearchParams, got ${typeof q}`);
+}
+
+/** @internal `target` with `pairs` appended to its query string. */
+export function appendQuery(target: string, pairs: readonly (readonly [string, string])[]): string {
+  if (pairs.length === 0) return target;
+  const hash = target.indexOf('#');
+  const base = hash >= 0 ? target.slice(0, hash) : target;
+  const sep = base.includes('?') ? (base.endsWith('?') || base.endsWith('&') ? '' : '&') : '?';
+  return base + sep + encodeQuery(pairs);
+}

@@ -1,0 +1,262 @@
+/**
+ * Transport: the connection pool. One pool per origin (scheme, host, port, and the proxy and
+ * local address that shape the connection); idle HTTP/1 connections are reused last-in,
+ * first-out, dropped when the server closes them, and closed after `idleTimeout`.
+ */
+import type { Duplex } from 'node:stream';
+import type { ConnectionOptions } from 'node:tls';
+import { ArgumentError } from '../errors.js';
+import type { ClientHooks, ClientSession, ConnectOptions, Tapped } from '../hooks.js';
+import type { RequestContext } from '../message/context.js';
+import { checkLocalAddr, openConnection } from './connect.js';
+import { H1ClientSession, type SessionOwner } from './h1-session.js';
+
+/** Options of {@link Transport}. */
+export interface TransportOptions {
+  /** Idle connections kept per origin. Default 100. */
+  maxIdlePerHost?: number;
+  /** Idle connections kept across origins. Default 1000. */
+  maxIdleTotal?: number;
+  /** Idle connections older than this are closed, ms. Default 90 000 (0: never). */
+  idleTimeout?: number;
+  /** TLS options for `https:` origins (`ca`, `rejectUnauthorized`, `servername`, `cert`/`key`, …). */
+  tlsConfig?: ConnectionOptions;
+  /** Source address of outbound connections: an IP assigned to a local interface. */
+  localAddr?: string;
+  /** Proxy policy (the proxy plugin's `ProxyConfig`); opaque to the kernel, part of the pool key. */
+  proxy?: unknown;
+  /** Longest status or header line. Default 65536. */
+  maxLineBytes?: number;
+  /** Largest response head. Default 1 MiB. */
+  maxHeaderBytes?: number;
+  /** Negotiate HTTP/2 by ALPN on secure connections when a plugin offers it. Default true. */
+  preferHttp2?: boolean;
+}
+
+/** Where a request goes: scheme, host and port. */
+export interface Origin {
+  /** `http:` or `https:`. */
+  readonly protocol: 'http:' | 'https:';
+  /** Host name or IP (IPv6 without brackets). */
+  readonly host: string;
+  /** Port. */
+  readonly port: number;
+}
+
+/** @internal What a pool needs per acquire. */
+export interface AcquireOptions {
+  readonly connectTimeout: number;
+  readonly httpVersion: 'auto' | 'h1' | 'h2';
+  readonly hooks: Tapped<ClientHooks> | null;
+  readonly proxy?: unknown;
+}
+
+class Pool implements SessionOwner {
+  readonly key: string;
+  readonly idle: H1ClientSession[] = [];
+  readonly all = new Set<ClientSession>();
+  private readonly transport: Transport;
+  constructor(key: string, transport: Transport) {
+    this.key = key;
+    this.transport = transport;
+  }
+
+  release(session: H1ClientSession): void {
+    this.transport.onRelease(this, session);
+  }
+
+  discard(session: H1ClientSession): void {
+    const i = this.idle.indexOf(session);
+    if (i >= 0) {
+      this.idle.splice(i, 1);
+      this.transport.idleTotal--;
+    }
+    this.all.delete(session);
+  }
+}
+
+/** The connection pool of one or more clients. */
+export class Transport {
+  /** @internal */
+  readonly maxIdlePerHost: number;
+  /** @internal */
+  readonly maxIdleTotal: number;
+  /** @internal */
+  readonly idleTimeout: number;
+  /** TLS options for `https:` origins. */
+  readonly tlsConfig: ConnectionOptions | undefined;
+  /** Source address, when set. */
+  readonly localAddr: string | undefined;
+  /** Proxy policy, when set. */
+  readonly proxy: unknown;
+  /** @internal */
+  readonly maxLineBytes: number;
+  /** @internal */
+  readonly maxHeaderBytes: number;
+  /** Negotiate HTTP/2 when offered. */
+  readonly preferHttp2: boolean;
+  /** @internal */
+  idleTotal = 0;
+  private readonly pools = new Map<string, Pool>();
+  private sweeper: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  /** A transport with its own pool. */
+  constructor(options: TransportOptions = {}) {
+    if (typeof options !== 'object' || options === null) throw new ArgumentError('Transport options must be an object');
+    this.maxIdlePerHost = int(options.maxIdlePerHost, 'maxIdlePerHost', 100);
+    this.maxIdleTotal = int(options.maxIdleTotal, 'maxIdleTotal', 1000);
+    this.idleTimeout = int(options.idleTimeout, 'idleTimeout', 90_000);
+    this.maxLineBytes = int(options.maxLineBytes, 'maxLineBytes', 65536, 1);
+    this.maxHeaderBytes = int(options.maxHeaderBytes, 'maxHeaderBytes', 1048576, 1);
+    if (options.tlsConfig !== undefined && (typeof options.tlsConfig !== 'object' || options.tlsConfig === null)) {
+      throw new ArgumentError('tlsConfig must be an object of Node TLS options');
+    }
+    this.tlsConfig = options.tlsConfig;
+    this.localAddr = checkLocalAddr(options.localAddr);
+    this.proxy = options.proxy;
+    if (options.preferHttp2 !== undefined && typeof options.preferHttp2 !== 'boolean') throw new ArgumentError('preferHttp2 must be a boolean');
+    this.preferHttp2 = options.preferHttp2 ?? true;
+  }
+
+  /** Idle connections across all origins. */
+  idleConnectionCount(): number {
+    return this.idleTotal;
+  }
+
+  /** Open connections (idle and busy) across all origins. */
+  connectionCount(): number {
+    let n = 0;
+    for (const p of this.pools.values()) n += p.all.size;
+    return n;
+  }
+
+  /** Closes every idle connection now. */
+  closeIdleConnections(): void {
+    for (const p of this.pools.values()) {
+      for (const s of p.idle.splice(0)) {
+        this.idleTotal--;
+        s.destroy();
+      }
+    }
+  }
+
+  /** Closes idle connections now and the others once their exchange ends; later use fails. */
+  close(): void {
+    this.closed = true;
+    this.closeIdleConnections();
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
+  }
+
+  /** @internal A session for one exchange to `origin`: an idle one, or a new connection. */
+  async acquire(origin: Origin, ctx: RequestContext, a: AcquireOptions): Promise<ClientSession> {
+    if (this.closed) throw new ArgumentError('the transport is closed');
+    const proxy = a.proxy !== undefined ? a.proxy : this.proxy;
+    const key = poolKey(origin, proxy, a.httpVersion);
+    let pool = this.pools.get(key);
+    if (pool === undefined) {
+      pool = new Pool(key, this);
+      this.pools.set(key, pool);
+    }
+    const idle = pool.idle;
+    while (idle.length > 0) {
+      const s = idle.pop()!;
+      this.idleTotal--;
+      if (!s.closed && (this.idleTimeout === 0 || performance.now() - s.idleSince < this.idleTimeout)) return s;
+      s.destroy();
+      pool.all.delete(s);
+    }
+    return this.connect(pool, origin, ctx, a, proxy);
+  }
+
+  private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, proxy: unknown): Promise<ClientSession> {
+    const started = performance.now();
+    const hooks = a.hooks;
+    const o: ConnectOptions = {
+      protocol: origin.protocol,
+      host: origin.host,
+      port: origin.port,
+      servername: this.tlsConfig?.servername,
+      alpnProtocols: ['http/1.1'],
+      httpVersion: a.httpVersion,
+      localAddress: this.localAddr,
+      timeoutMs: a.connectTimeout,
+      proxy,
+      tls: this.tlsConfig,
+    };
+    if (origin.protocol === 'https:' && hooks !== null && hooks.alpnProtocols !== null && a.httpVersion !== 'h1' && this.preferHttp2) {
+      o.alpnProtocols = hooks.alpnProtocols.call(o.alpnProtocols, o);
+    }
+    let given: Duplex | null = null;
+    if (hooks !== null && hooks.connect !== null) given = (await hooks.connect.promise(o, ctx)) ?? null;
+    const socket = await openConnection(o, ctx, given, started);
+    let session: ClientSession | null = null;
+    if (hooks !== null && hooks.session !== null) {
+      const alpn = 'alpnProtocol' in socket ? ((socket as { alpnProtocol?: string | false }).alpnProtocol ?? false) : null;
+      session = hooks.session.call(socket, { alpnProtocol: alpn, connect: o }) ?? null;
+    }
+    if (session === null) session = new H1ClientSession(socket, pool, { maxLineBytes: this.maxLineBytes, maxHeaderBytes: this.maxHeaderBytes });
+    pool.all.add(session);
+    return session;
+  }
+
+  /** @internal */
+  onRelease(pool: Pool, session: H1ClientSession): void {
+    if (this.closed || pool.idle.length >= this.maxIdlePerHost || this.idleTotal >= this.maxIdleTotal) {
+      pool.all.delete(session);
+      session.destroy();
+      return;
+    }
+    pool.idle.push(session);
+    this.idleTotal++;
+    if (this.idleTimeout > 0 && this.sweeper === null) {
+      // One timer for the whole transport, not one per connection.
+      this.sweeper = setInterval(() => this.sweep(), Math.max(1000, this.idleTimeout / 2));
+      this.sweeper.unref();
+    }
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    for (const p of this.pools.values()) {
+      for (let i = p.idle.length - 1; i >= 0; i--) {
+        const s = p.idle[i]!;
+        if (now - s.idleSince >= this.idleTimeout) {
+          p.idle.splice(i, 1);
+          this.idleTotal--;
+          p.all.delete(s);
+          s.destroy();
+        }
+      }
+      if (p.all.size === 0) this.pools.delete(p.key);
+    }
+    if (this.idleTotal === 0 && this.sweeper !== null) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
+  }
+}
+
+const proxyIds = new WeakMap<object, number>();
+let nextProxyId = 1;
+
+/** Pool key: origin, HTTP version wish, and the proxy policy (by identity). */
+function poolKey(o: Origin, proxy: unknown, v: string): string {
+  let p = '';
+  if (typeof proxy === 'object' && proxy !== null) {
+    let id = proxyIds.get(proxy);
+    if (id === undefined) {
+      id = nextProxyId++;
+      proxyIds.set(proxy, id);
+    }
+    p = `|proxy${id}`;
+  } else if (typeof proxy === 'string') p = `|${proxy}`;
+  return `${o.protocol}//${o.host}:${o.port}|${v}${p}`;
+}
+
+function int(v: unknown, name: string, dflt: number, min = 0): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw new ArgumentError(`${name} must be an integer >= ${min}, got ${String(v)}`);
+  return v;
+}
