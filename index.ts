@@ -12,6 +12,7 @@ import {
   Client,
   createKernel,
   type CallOptions,
+  type ClientStream,
   type HeadersInit,
   type Request,
   type RequestBody,
@@ -67,6 +68,11 @@ function pick(options: CallOptions | undefined): Client {
 /** Sends `method url`; resolves to the response with its body buffered. See `CallOptions`. */
 export function request(method: string, url: string | URL, options?: CallOptions): Promise<Response> {
   return pick(options).request(method, url, options);
+}
+
+/** A streamed exchange (see `Client.open`): resolves to the final response once `handler` returns. */
+export function open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options?: CallOptions): Promise<Response> {
+  return pick(options).open(method, url, handler, options);
 }
 
 /** The reference's `do!`: sends a prepared Request (with `url` set); the body of the result is streamed. */

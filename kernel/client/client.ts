@@ -14,6 +14,7 @@ import { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { kStale, ResponseBody, type ExchangeTimeouts } from './h1-session.js';
 import { checkCallOptions, type CallOptions, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import { ClientStream, opensBody, PushBody } from './open.js';
 import { appendQuery, isReplayable, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
@@ -63,7 +64,7 @@ export class Client {
   private readonly defaultQuery: [string, string][];
   private readonly defaultBasicauth: readonly [string, string] | null;
   private readonly ownsTransport: boolean;
-  private open = true;
+  private isOpenFlag = true;
 
   /** A client; with `kernel`, the kernel's plugins run on every call. */
   constructor(options: ClientOptions = {}) {
@@ -84,17 +85,17 @@ export class Client {
 
   /** False after {@link Client.close}. */
   get isOpen(): boolean {
-    return this.open;
+    return this.isOpenFlag;
   }
 
   /** Closes the client (and its own transport's idle connections); later calls throw `ArgumentError`. */
   close(): void {
-    this.open = false;
+    this.isOpenFlag = false;
     if (this.ownsTransport) this.transport.close();
   }
 
   private check(): void {
-    if (!this.open) throw new ArgumentError('this client is closed: make a new Client');
+    if (!this.isOpenFlag) throw new ArgumentError('this client is closed: make a new Client');
   }
 
   /** Sends `method url` and resolves to the response with its body buffered (see {@link CallOptions}). */
@@ -141,6 +142,44 @@ export class Client {
     ctx.set(kCallOptions, o);
     request.ctx = ctx;
     return this.run(request, o, ctx, traceOf(o));
+  }
+
+  /**
+   * A streamed exchange: `handler(stream)` writes the request body and reads the response
+   * (`startRead` returns the head). Resolves to the final response (its body consumed: null)
+   * once the handler returns; `StatusError` as for `request`.
+   */
+  async open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options: CallOptions = {}): Promise<Response> {
+    this.check();
+    if (typeof handler !== 'function') throw new ArgumentError('open(method, url, handler, options): handler must be a function');
+    checkCallOptions(options, `open(${JSON.stringify(method)}, …)`);
+    const o = this.merge(options);
+    if (o.body !== undefined) throw new ArgumentError('open() sends the body the handler writes; do not pass body');
+    const req = this.buildRequest(method, url, o);
+    const h = req.headers;
+    const cl = h.get('Content-Length');
+    const body = opensBody(req.method, h.has('Transfer-Encoding') || cl !== undefined) ? new PushBody() : null;
+    if (body !== null) req.setBody(body, cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1);
+    const ctx = this.contextFor(o);
+    req.ctx = ctx;
+    const started = performance.now();
+    const trace = traceOf(o);
+    const stream = new ClientStream(body, this.run(req, o, ctx, trace));
+    let final: Response | null = null;
+    let failure: unknown = null;
+    try {
+      await handler(stream);
+      final = await stream.finish();
+      if (o.statusException !== false && final.status >= 300 && !REDIRECT.has(final.status)) throw new StatusError(final.status, final);
+      return final;
+    } catch (err) {
+      failure = err;
+      body?.close();
+      void stream.closeRead().catch(() => undefined);
+      throw err;
+    } finally {
+      if (trace !== null) trace(new DoneEvent(final?.url ?? req.url, final, failure, ctx.get<number>(kAttempt) ?? 1, performance.now() - started));
+    }
   }
 
   /** GET. */

@@ -218,14 +218,18 @@ class Exchange {
     const req = this.req;
     const sock = this.session.socket;
     const body: Body = req.body;
-    const len = req.contentLength >= 0 ? req.contentLength : body instanceof AbstractBody ? body.length : -1;
     const streamed = body instanceof AbstractBody;
     const hasBody = body !== null && (streamed || body.length > 0);
     const expect = hasBody && req.headers.has('Expect');
+    // Framing the caller set in the headers is used as is (open() with Content-Length or
+    // Transfer-Encoding); otherwise the body decides.
+    const userTE = req.headers.has('Transfer-Encoding');
+    const userCL = !userTE && req.headers.has('Content-Length') ? Number(req.headers.get('Content-Length')) : -1;
+    const len = userTE ? -1 : userCL >= 0 ? userCL : req.contentLength >= 0 ? req.contentLength : streamed ? (body as AbstractBody).length : -1;
     let framing: number | 'chunked' | 'none';
     if (!hasBody) framing = len > 0 ? len : expectsBody(req.method) ? 0 : 'none';
     else framing = len >= 0 ? len : 'chunked';
-    const head = serializeRequestHead(req.method, req.target, req.headers, req.host, framing, req.close);
+    const head = serializeRequestHead(req.method, req.target, req.headers, req.host, userTE || userCL >= 0 ? 'none' : framing, req.close);
     if (!streamed) {
       if (expect) {
         sock.write(Buffer.from(head, 'latin1'));

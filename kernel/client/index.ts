@@ -18,3 +18,4 @@ export {
   verbosePrinter,
   type AnyClientEvent,
 } from './trace.js';
+export { ClientStream, PushBody } from './open.js';
