@@ -104,6 +104,24 @@ export class TooManyRedirectsError extends HTTPError {
   }
 }
 
+/**
+ * A decompressed response body grew past its bound (`maxDecompressedBytes` of the
+ * decompression plugin): a compression bomb, or a body larger than the caller allows.
+ */
+export class DecompressionLimitError extends HTTPError {
+  /** Always `SWY_ERR_DECOMPRESSION_LIMIT`. */
+  readonly code = 'SWY_ERR_DECOMPRESSION_LIMIT';
+  /** The bound that was passed, in decompressed bytes. */
+  readonly limit: number;
+  constructor(limit: number, message?: string) {
+    super(
+      message ??
+        `decompressed response body exceeds maxDecompressedBytes (${limit} bytes); raise maxDecompressedBytes or pass decompress: false to read the compressed bytes`,
+    );
+    this.limit = limit;
+  }
+}
+
 /** The client could not connect to `address` (`host:port`). */
 export class ConnectError extends HTTPError {
   /** Always `SWY_ERR_CONNECT`. */

@@ -1,21 +1,27 @@
 /**
  * switchyard/plugins: the feature plugins and the presets that bundle them.
  *
- * Each plugin lives in `plugins/<name>/` and is re-exported here as it lands (none yet).
+ * Each plugin lives in `plugins/<name>/` and is re-exported here as it lands.
  */
-import type { AnyPlugin } from '../kernel/plugin.js';
+import type { AnyPlugin } from '../kernel/index.js';
+import './options.js';
+import { decompression } from './decompression/index.js';
+import { redirects } from './redirects/index.js';
+
+export * from './redirects/index.js';
+export * from './decompression/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {
   /**
    * The default bundle: h2, h2c, proxy, cookies, redirects, decompression, retries, router,
-   * fileserver, sse and websockets. Empty for now: it grows as each plugin's issue lands, so
-   * code written against `presets.defaults` picks them up without changes.
+   * fileserver, sse and websockets. It grows as each plugin's issue lands (today: redirects,
+   * decompression), so code written against `presets.defaults` picks them up without changes.
    */
   readonly defaults: readonly AnyPlugin[];
 }
 
 /** The presets. `createKernel().register(presets.defaults)` boots the default stack. */
 export const presets: Presets = Object.freeze({
-  defaults: Object.freeze([] as AnyPlugin[]),
+  defaults: Object.freeze([redirects, decompression] as AnyPlugin[]),
 });

@@ -116,6 +116,8 @@ export async function openConnection(o: ConnectOptions, ctx: RequestContext, giv
     const t = tls.connect({
       ...(o.tls ?? {}),
       socket: raw,
+      // The name the certificate is checked against: without it Node checks 'localhost'.
+      host: o.host,
       servername,
       ALPNProtocols: o.alpnProtocols,
     });

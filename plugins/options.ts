@@ -1,0 +1,14 @@
+/**
+ * The plugins' options as part of the kernel's `CallOptions` and `ClientOptions`
+ * (declaration merging). Kept in one file directly under plugins/, so the relative module
+ * path is right both in the sources and in the built `dist/plugins/index.d.ts`.
+ */
+import type { DecompressionOptions } from './decompression/index.js';
+import type { RedirectOptions } from './redirects/index.js';
+
+declare module '../kernel/index.js' {
+  interface CallOptions extends RedirectOptions, DecompressionOptions {}
+  interface ClientOptions extends RedirectOptions, DecompressionOptions {}
+}
+
+export {};
