@@ -10,6 +10,7 @@
 import {
   ArgumentError,
   Client,
+  isHeadersValue,
   createKernel,
   type CallOptions,
   type ClientStream,
@@ -65,19 +66,24 @@ function pick(options: CallOptions | undefined): Client {
   return c;
 }
 
+/** Runs `fn` so that an argument error becomes a rejected Promise, as every other failure is. */
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  return fn();
+}
+
 /** Sends `method url`; resolves to the response with its body buffered. See `CallOptions`. */
 export function request(method: string, url: string | URL, options?: CallOptions): Promise<Response> {
-  return pick(options).request(method, url, options);
+  return call(() => pick(options).request(method, url, options));
 }
 
 /** A streamed exchange (see `Client.open`): resolves to the final response once `handler` returns. */
 export function open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options?: CallOptions): Promise<Response> {
-  return pick(options).open(method, url, handler, options);
+  return call(() => pick(options).open(method, url, handler, options));
 }
 
 /** The reference's `do!`: sends a prepared Request (with `url` set); the body of the result is streamed. */
 export function dispatch(req: Request, options?: CallOptions): Promise<Response> {
-  return pick(options).dispatch(req, options);
+  return call(() => pick(options).dispatch(req, options));
 }
 
 type Verb = {
@@ -90,14 +96,14 @@ function verb(method: string): Verb {
     const o: CallOptions = c !== undefined || b !== undefined || (a !== undefined && !isOptions(a))
       ? { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody }
       : ((a as CallOptions | undefined) ?? {});
-    return pick(o).request(method, url, o);
+    return call(() => pick(o).request(method, url, o));
   }) as Verb;
 }
 
 function isOptions(a: unknown): boolean {
-  // (url, options): a plain object; (url, headers, …): headers may be a plain object too, but
-  // then a body or options follow, which the caller of the 2-argument form does not pass.
-  return typeof a === 'object' && a !== null && !Array.isArray(a) && !(a instanceof Map);
+  // (url, options): a plain object; (url, headers, …): a Headers, pairs or a Map, or a plain
+  // object followed by a body or options.
+  return typeof a === 'object' && a !== null && !isHeadersValue(a);
 }
 
 /** GET `url`. */

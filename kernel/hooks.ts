@@ -89,8 +89,8 @@ export interface ConnectOptions {
   readonly tls?: Readonly<ConnectionOptions>;
 }
 
-/** Per-exchange timeouts a session applies, in ms (0 = off). */
-export interface ExchangeTimeouts {
+/** Per-exchange settings a session applies: timeouts in ms (0 = off) and head limits. */
+export interface ExchangeOptions {
   /** From the request sent to the response head. */
   readonly responseHeaderTimeout: number;
   /** Longest gap between inbound read progress (also the head wait when responseHeaderTimeout is 0). */
@@ -99,6 +99,12 @@ export interface ExchangeTimeouts {
   readonly writeIdleTimeout: number;
   /** How long an upload with `Expect: 100-continue` waits for 100 before sending the body anyway. */
   readonly expectContinueTimeout: number;
+  /** The call's `requestTimeout` (for the error a deadline raises), 0 when none. */
+  readonly requestTimeout?: number;
+  /** Longest status or header line, when the call sets its own. */
+  readonly maxLineBytes?: number;
+  /** Largest response head, when the call sets its own. */
+  readonly maxHeaderBytes?: number;
 }
 
 /** What `client.session` taps know about a fresh connection. */
@@ -120,7 +126,7 @@ export interface ClientSession {
   /** True once the connection is closed or closing; the pool drops closed sessions. */
   readonly closed: boolean;
   /** Sends one exchange. Resolves when the response head arrived, with a streaming body; the exchange ends when that body is read or closed. */
-  dispatch(request: Request, ctx: RequestContext, timeouts?: ExchangeTimeouts): Promise<Response>;
+  dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response>;
   /** How many more exchanges may start now: HTTP/1 0 or 1, HTTP/2 the free concurrent streams; 0 after GOAWAY. */
   capacity(): number;
   /** True when no exchange is in flight (the pool's idle timeout counts from here). */

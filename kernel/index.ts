@@ -34,7 +34,7 @@ export {
   type ProtocolInfo,
   type PeerAddress,
   type ServerExchange,
-  type ExchangeTimeouts,
+  type ExchangeOptions,
 } from './hooks.js';
 export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 export * from './server/index.js';

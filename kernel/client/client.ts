@@ -12,7 +12,8 @@ import { RequestContext } from '../message/context.js';
 import { Headers, type HeadersInit } from '../message/headers.js';
 import { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { kStale, ResponseBody, type ExchangeTimeouts } from './h1-session.js';
+import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
+import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { appendQuery, isReplayable, queryPairs, toMessageBody } from './request-body.js';
@@ -104,7 +105,7 @@ export class Client {
     checkCallOptions(options, `request(${JSON.stringify(method)}, …)`);
     const o = this.merge(options);
     const req = this.buildRequest(method, url, o);
-    const ctx = this.contextFor(o);
+    const [ctx, unlink] = this.contextFor(o);
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
@@ -122,6 +123,7 @@ export class Client {
       failure = err;
       throw err;
     } finally {
+      unlink();
       if (trace !== null) trace(new DoneEvent(final?.url ?? req.url, final, failure, attempts, performance.now() - started));
     }
   }
@@ -137,11 +139,22 @@ export class Client {
     const o = this.merge(options);
     if (request.url === '') throw new ArgumentError('dispatch(): request.url must be the absolute URL to send it to');
     if (request.host === null) request.host = new URL(request.url).host;
-    const ctx = options.context ?? request.ctx;
-    if (o.requestTimeout !== undefined && o.requestTimeout > 0 && ctx.deadline === 0) ctx.setDeadline(performance.now() + o.requestTimeout);
-    ctx.set(kCallOptions, o);
+    const [ctx, unlink] = this.contextFor({ ...o, context: options.context ?? request.ctx });
     request.ctx = ctx;
-    return this.run(request, o, ctx, traceOf(o));
+    const res = await this.run(request, o, ctx, traceOf(o)).catch((err: unknown) => {
+      unlink();
+      throw err;
+    });
+    // The signal stays linked while the streamed body is read; closing the body ends it.
+    const body = res.body;
+    if (body instanceof AbstractBody) {
+      const close = body.close.bind(body);
+      body.close = () => {
+        unlink();
+        close();
+      };
+    } else unlink();
+    return res;
   }
 
   /**
@@ -160,7 +173,7 @@ export class Client {
     const cl = h.get('Content-Length');
     const body = opensBody(req.method, h.has('Transfer-Encoding') || cl !== undefined) ? new PushBody() : null;
     if (body !== null) req.setBody(body, cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1);
-    const ctx = this.contextFor(o);
+    const [ctx, unlink] = this.contextFor(o);
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
@@ -178,6 +191,7 @@ export class Client {
       void stream.closeRead().catch(() => undefined);
       throw err;
     } finally {
+      unlink();
       if (trace !== null) trace(new DoneEvent(final?.url ?? req.url, final, failure, ctx.get<number>(kAttempt) ?? 1, performance.now() - started));
     }
   }
@@ -239,23 +253,29 @@ export class Client {
     return o;
   }
 
-  private contextFor(o: CallOptions): RequestContext {
+  /**
+   * The call's context (the caller's, or a child with the call's deadline), linked to
+   * `signal`; the returned function unlinks it when the call is over.
+   */
+  private contextFor(o: CallOptions): [RequestContext, () => void] {
     let ctx = o.context;
     const timeout = o.requestTimeout ?? 0;
     if (ctx === undefined) ctx = new RequestContext({ deadline: timeout > 0 ? performance.now() + timeout : 0 });
     else if (timeout > 0) ctx = ctx.child(performance.now() + timeout);
-    const signal = o.signal;
-    if (signal !== undefined) {
-      const c = ctx;
-      const onAbort = (): void => {
-        const r: unknown = signal.reason;
-        c.cancel(r instanceof Error ? r.message : typeof r === 'string' ? r : 'request aborted by its AbortSignal');
-      };
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    }
     ctx.set(kCallOptions, o);
-    return ctx;
+    const signal = o.signal;
+    if (signal === undefined) return [ctx, noop];
+    const c = ctx;
+    const onAbort = (): void => {
+      const r: unknown = signal.reason;
+      c.cancel(r instanceof Error ? r.message : typeof r === 'string' ? r : 'request aborted by its AbortSignal');
+    };
+    if (signal.aborted) {
+      onAbort();
+      return [ctx, noop];
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    return [ctx, () => signal.removeEventListener('abort', onAbort)];
   }
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
@@ -300,11 +320,14 @@ export class Client {
       this.hooks = k.tapped.client;
     }
     const hooks = this.hooks;
-    const timeouts: ExchangeTimeouts = {
+    const timeouts: ExchangeOptions = {
       responseHeaderTimeout: o.responseHeaderTimeout ?? 0,
       readIdleTimeout: o.readIdleTimeout ?? 0,
       writeIdleTimeout: o.writeIdleTimeout ?? 0,
       expectContinueTimeout: o.expectContinueTimeout ?? 1000,
+      requestTimeout: o.requestTimeout ?? 0,
+      maxLineBytes: o.maxLineBytes,
+      maxHeaderBytes: o.maxHeaderBytes,
     };
     const acquire = { connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? 'auto', hooks, proxy: o.proxy } as const;
     let req = first;
@@ -387,11 +410,18 @@ function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
   };
 }
 
-/** `(url, options)` or `(url, headers, body, options)`. */
+/** `(url, options)` or `(url, headers, body?, options?)`; a second argument that is headers (a Headers, pairs or a Map) is the second form. */
 function verbArgs(n: number, a: unknown, b: unknown, c: unknown): CallOptions {
-  if (n <= 2) return (a as CallOptions | undefined) ?? {};
+  if (n <= 2 && !isHeadersValue(a)) return (a as CallOptions | undefined) ?? {};
   return { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody };
 }
+
+/** True for values that can only be headers, never options: a Headers, an array of pairs, a Map. */
+export function isHeadersValue(a: unknown): boolean {
+  return a instanceof HeadersClass || Array.isArray(a) || a instanceof Map;
+}
+
+function noop(): void {}
 
 function originOf(url: string): Origin {
   const u = new URL(url);

@@ -61,13 +61,18 @@ function bounded<T>(
         reject(e);
       },
     );
-    if (deadlineAt > 0) {
+    // The earlier of connectTimeout and the request's own deadline bounds the step.
+    const ctxDeadline = ctx.deadline;
+    const requestFirst = ctxDeadline > 0 && (deadlineAt === 0 || ctxDeadline < deadlineAt);
+    const at = requestFirst ? ctxDeadline : deadlineAt;
+    if (at > 0) {
       timer = setTimeout(() => {
         if (settled) return;
         finish();
         abort();
-        reject(new TimeoutError(op, timeoutMs, Math.round(performance.now() - started)));
-      }, Math.max(0, deadlineAt - performance.now()));
+        const elapsed = Math.round(performance.now() - started);
+        reject(requestFirst ? new TimeoutError('request', 0, elapsed, `request deadline passed during ${op === 'connect' ? 'connect' : 'the TLS handshake'}`) : new TimeoutError(op, timeoutMs, elapsed));
+      }, Math.max(0, at - performance.now()));
       timer.unref();
     }
     removeCancel = ctx.onCancel((err) => {

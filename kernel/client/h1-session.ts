@@ -6,9 +6,9 @@
  */
 import type { Duplex } from 'node:stream';
 import { ParseError, ProtocolError, TimeoutError } from '../errors.js';
-import type { ClientSession, ExchangeTimeouts } from '../hooks.js';
+import type { ClientSession, ExchangeOptions } from '../hooks.js';
 
-export type { ExchangeTimeouts } from '../hooks.js';
+export type { ExchangeOptions } from '../hooks.js';
 import { AbstractBody, nobody, type Body } from '../message/body.js';
 import type { RequestContext } from '../message/context.js';
 import { Headers } from '../message/headers.js';
@@ -41,7 +41,7 @@ export class H1ClientSession implements ClientSession {
   readonly protocol = 'http/1.1';
   readonly socket: Duplex;
   private readonly owner: SessionOwner;
-  private readonly parser: HeadParser;
+  private parser: HeadParser;
   private readonly limits: HeadLimits;
   private busy = false;
   private dead = false;
@@ -89,10 +89,19 @@ export class H1ClientSession implements ClientSession {
   }
 
   /** Sends one exchange; resolves with the response head and a streamed body. */
-  dispatch(request: Request, ctx: RequestContext, timeouts?: ExchangeTimeouts): Promise<Response> {
+  dispatch(request: Request, ctx: RequestContext, timeouts?: ExchangeOptions): Promise<Response> {
     if (this.busy || this.dead) return Promise.reject(new ProtocolError('HTTP/1 session is busy or closed'));
     this.busy = true;
-    const ex = new Exchange(this, request, ctx, timeouts ?? NO_TIMEOUTS, this.limits);
+    const t = timeouts ?? NO_TIMEOUTS;
+    let limits = this.limits;
+    if ((t.maxLineBytes !== undefined && t.maxLineBytes !== this.parser.maxLineBytes) || (t.maxHeaderBytes !== undefined && t.maxHeaderBytes !== this.parser.maxHeaderBytes)) {
+      // The call sets its own head limits: a parser for them (rare; the pool's limits are the rule).
+      limits = { maxLineBytes: t.maxLineBytes ?? this.limits.maxLineBytes, maxHeaderBytes: t.maxHeaderBytes ?? this.limits.maxHeaderBytes };
+      this.parser = new HeadParser('response', limits);
+    } else if (this.parser.maxLineBytes !== this.limits.maxLineBytes || this.parser.maxHeaderBytes !== this.limits.maxHeaderBytes) {
+      this.parser = new HeadParser('response', this.limits);
+    }
+    const ex = new Exchange(this, request, ctx, t, limits);
     this.exchange = ex;
     this.parser.reset();
     ex.start();
@@ -128,7 +137,7 @@ export class H1ClientSession implements ClientSession {
 
   private readonly onError = (err: Error): void => {
     const ex = this.exchange;
-    if (ex !== null) ex.fail(err);
+    if (ex !== null) ex.onSocketError(err);
   };
 
   private readonly onDrain = (): void => {
@@ -162,7 +171,7 @@ export class H1ClientSession implements ClientSession {
   }
 }
 
-const NO_TIMEOUTS: ExchangeTimeouts = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
+const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H1ClientSession}. */
 class Exchange {
@@ -172,7 +181,7 @@ class Exchange {
   private readonly session: H1ClientSession;
   private readonly req: Request;
   private readonly ctx: RequestContext;
-  private readonly t: ExchangeTimeouts;
+  private readonly t: ExchangeOptions;
   private readonly limits: HeadLimits;
   private headDone = false;
   private finished = false;
@@ -190,7 +199,7 @@ class Exchange {
   private drainWait: (() => void) | null = null;
   private continueWait: ((go: boolean) => void) | null = null;
 
-  constructor(session: H1ClientSession, req: Request, ctx: RequestContext, t: ExchangeTimeouts, limits: HeadLimits) {
+  constructor(session: H1ClientSession, req: Request, ctx: RequestContext, t: ExchangeOptions, limits: HeadLimits) {
     this.session = session;
     this.req = req;
     this.ctx = ctx;
@@ -266,14 +275,15 @@ class Exchange {
     this.afterWrite();
   }
 
+  /** An in-memory body was queued: until the socket drains, writeIdleTimeout watches progress. */
   private sent(ok: boolean): void {
-    if (!ok && this.t.writeIdleTimeout > 0) this.arm(this.t.writeIdleTimeout, 'write');
+    if (!ok) void this.flushed(false);
   }
 
   /** Waits for 'drain' when the socket asked for it, bounded by writeIdleTimeout. */
   private flushed(ok: boolean): Promise<void> | undefined {
     if (ok) return undefined;
-    if (this.t.writeIdleTimeout > 0) this.arm(this.t.writeIdleTimeout, 'write');
+    this.armWrite();
     return new Promise((resolve) => {
       this.drainWait = resolve;
     });
@@ -283,10 +293,38 @@ class Exchange {
     const w = this.drainWait;
     if (w !== null) {
       this.drainWait = null;
-      if (this.timerOp === 'write') this.disarm();
+      this.disarmWrite();
       w();
     }
   }
+
+  private writeTimer: NodeJS.Timeout | null = null;
+  private writtenAtArm = 0;
+
+  private armWrite(): void {
+    const ms = this.t.writeIdleTimeout;
+    if (ms <= 0 || this.writeTimer !== null) return;
+    this.writtenAtArm = bytesWritten(this.session.socket);
+    this.writeTimer = setTimeout(this.onWriteTimer, ms);
+    this.writeTimer.unref();
+  }
+
+  private disarmWrite(): void {
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+  }
+
+  private readonly onWriteTimer = (): void => {
+    this.writeTimer = null;
+    const now = bytesWritten(this.session.socket);
+    if (now > this.writtenAtArm) {
+      // Progress since the last check: the peer is reading, only slowly. Idle means no progress.
+      this.armWrite();
+      return;
+    }
+    const ms = this.t.writeIdleTimeout;
+    this.fail(new TimeoutError('request', ms, Math.round(performance.now() - this.started), `writeIdleTimeout of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
+  };
 
   private waitContinue(): Promise<boolean> {
     return new Promise((resolve) => {
@@ -438,6 +476,15 @@ class Exchange {
     }
   }
 
+  /** A socket error: a reset before any response byte on a reused connection is stale (retry once). */
+  onSocketError(err: Error): void {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!this.headDone && !this.gotBytes && this.session.uses > 0 && (code === 'ECONNRESET' || code === 'EPIPE')) {
+      (err as unknown as Record<symbol, boolean>)[kStale] = true;
+    }
+    this.fail(err);
+  }
+
   onEnd(): void {
     if (this.finished) return;
     if (this.headDone && this.bodyKind === B_CLOSE) {
@@ -497,6 +544,7 @@ class Exchange {
 
   private cleanup(): void {
     this.disarm();
+    this.disarmWrite();
     if (this.deadlineTimer !== null) {
       clearTimeout(this.deadlineTimer);
       this.deadlineTimer = null;
@@ -519,7 +567,8 @@ class Exchange {
     this.deadlineTimer = setTimeout(() => {
       this.deadlineTimer = null;
       const ms = Math.round(performance.now() - this.started);
-      this.fail(new TimeoutError('request', 0, ms, 'request deadline expired'));
+      const limit = this.t.requestTimeout ?? 0;
+      this.fail(new TimeoutError('request', limit, ms, limit > 0 ? `requestTimeout of ${limit} ms passed` : 'request deadline expired'));
     }, ms);
     this.deadlineTimer.unref();
   }
@@ -552,6 +601,18 @@ class Exchange {
       op === 'head' ? (this.t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout') : op === 'idle' ? 'readIdleTimeout' : 'writeIdleTimeout';
     this.fail(new TimeoutError('request', ms, elapsed, `${what} of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   };
+}
+
+/**
+ * Bytes the kernel actually took from the socket: Node's `bytesWritten` also counts what still
+ * waits in the stream's buffer and in libuv's write queue, which is not progress.
+ */
+function bytesWritten(s: unknown): number {
+  const x = s as { bytesWritten?: unknown; writableLength?: unknown; _handle?: { writeQueueSize?: unknown } | null };
+  const total = typeof x.bytesWritten === 'number' ? x.bytesWritten : 0;
+  const buffered = typeof x.writableLength === 'number' ? x.writableLength : 0;
+  const queued = typeof x._handle?.writeQueueSize === 'number' ? x._handle.writeQueueSize : 0;
+  return total - buffered - queued;
 }
 
 function expectsBody(method: string): boolean {

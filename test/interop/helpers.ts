@@ -1,0 +1,110 @@
+/**
+ * Helpers of the interoperability tests: free ports, temp directories, starting a peer
+ * nobody here wrote (a Debian binary) as a child process and waiting until it accepts
+ * connections, and stopping it.
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A free TCP port on 127.0.0.1 (bound and released; the caller binds it next). */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+/** A new world-readable temp directory (peers may run their workers as another user). */
+export async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await chmod(dir, 0o755);
+  return dir;
+}
+
+/** The first of `paths` that exists, else throws naming the Debian package that provides it. */
+export function findBinary(paths: string[], pkg: string): string {
+  for (const p of paths) if (existsSync(p)) return p;
+  throw new Error(`${paths.join(' or ')} not found: install the Debian package ${pkg} (.ci/run does)`);
+}
+
+/** A started child process with its collected stderr. */
+export interface Peer {
+  child: ChildProcess;
+  stderr: () => string;
+  stdout: () => string;
+  /** Resolves with the exit code (or signal) once the process exited. */
+  exited: Promise<number | string>;
+}
+
+/** Spawns `cmd args` and collects its output. */
+export function startPeer(cmd: string, args: string[], options: SpawnOptions = {}): Peer {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout?.on('data', (c: Buffer) => out.push(c));
+  child.stderr?.on('data', (c: Buffer) => err.push(c));
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1));
+    child.once('error', () => resolve(-1));
+  });
+  return { child, exited, stderr: () => Buffer.concat(err).toString(), stdout: () => Buffer.concat(out).toString() };
+}
+
+/**
+ * Resolves once 127.0.0.1:`port` accepts a connection; rejects when `peer` exits first or
+ * `ms` pass. Each refused attempt is retried on the next event-loop turn.
+ */
+export async function waitListening(port: number, peer: Peer, ms = 5000): Promise<void> {
+  const start = performance.now();
+  let exited: number | string | null = null;
+  void peer.exited.then((c) => {
+    exited = c;
+  });
+  for (;;) {
+    if (exited !== null) throw new Error(`the peer exited (${exited}) before listening on ${port}: ${peer.stderr()}`);
+    if (performance.now() - start > ms) throw new Error(`the peer did not listen on ${port} within ${ms} ms: ${peer.stderr()}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => {
+        s.destroy();
+        resolve(false);
+      });
+    });
+    if (ok) return;
+    await new Promise<void>((r) => setImmediate(r));
+  }
+}
+
+/** Stops a peer: SIGTERM, then SIGKILL when it has not exited within `ms`. */
+export async function stopPeer(peer: Peer | null, ms = 3000): Promise<void> {
+  if (peer === null) return;
+  const c = peer.child;
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  c.kill('SIGTERM');
+  let t: NodeJS.Timeout | undefined;
+  const killed = await Promise.race([peer.exited.then(() => true), new Promise<boolean>((r) => (t = setTimeout(() => r(false), ms)))]);
+  clearTimeout(t);
+  if (!killed) {
+    c.kill('SIGKILL');
+    await peer.exited;
+  }
+}
+
+/** Environment without proxy variables, for child processes. */
+export function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!/_proxy$/i.test(k)) env[k] = v;
+  return env;
+}

@@ -1,0 +1,430 @@
+/**
+ * Request bodies of every accepted kind, the query option, `responseStream`,
+ * `statusException`, `basicauth`, `headers`, and the Client defaults (`defaultHeaders`,
+ * `defaultQuery`, `defaultBasicauth`, default call options) with per-call options winning;
+ * `localAddr`. Against the project's server (and a raw server where the wire matters).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import * as HTTP from '../../../index.js';
+import { ArgumentError, BytesBody, Client, Headers, Response, StatusError, Transport, type Request } from '../../../kernel/index.js';
+import { bytes, newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, type RawRequest } from './helpers.js';
+
+interface Seen {
+  method: string;
+  target: string;
+  headers: Headers;
+  body: Buffer;
+  remote: string;
+}
+
+/** A server that records each request and answers `ok`. */
+async function recorder(answer: (req: Request) => Response = () => new Response(200, 'ok')) {
+  const seen: Seen[] = [];
+  const s = await startServer((req) => {
+    const b = req.body;
+    const body = b instanceof Uint8Array ? Buffer.from(b) : typeof b === 'string' ? Buffer.from(b) : Buffer.alloc(0);
+    seen.push({ method: req.method, target: req.target, headers: req.headers, body, remote: '' });
+    return answer(req);
+  });
+  return Object.assign(s, { seen });
+}
+
+function sha(b: Uint8Array): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+async function tempFile(data: Uint8Array): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'swy-client-'));
+  onCleanup(() => rm(dir, { recursive: true, force: true }));
+  const f = join(dir, 'upload.bin');
+  await writeFile(f, data);
+  return f;
+}
+
+function params(target: string): [string, string][] {
+  const q = target.indexOf('?');
+  return q < 0 ? [] : [...new URLSearchParams(target.slice(q + 1)).entries()];
+}
+
+describe('request bodies', () => {
+  it('a string is sent UTF-8 with its Content-Length', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/s`, { body: 'héllo wörld' });
+    expect(s.seen[0]!.body.toString('utf8')).toBe('héllo wörld');
+    expect(s.seen[0]!.headers.get('Content-Length')).toBe(String(Buffer.byteLength('héllo wörld')));
+    expect(s.seen[0]!.headers.has('Transfer-Encoding')).toBe(false);
+  });
+
+  it('bytes are sent as they are (all 256 byte values)', async () => {
+    const s = await recorder();
+    const data = new Uint8Array(1024);
+    for (let i = 0; i < data.length; i++) data[i] = i & 255;
+    await HTTP.put(`${s.origin}/b`, { body: data });
+    expect(Buffer.compare(s.seen[0]!.body, Buffer.from(data))).toBe(0);
+    expect(s.seen[0]!.headers.get('Content-Length')).toBe('1024');
+  });
+
+  it('a Node Readable (fs.createReadStream of a temp file) is streamed chunked, bytes intact', async () => {
+    const s = await recorder();
+    const data = randomBytes(700_000);
+    const file = await tempFile(data);
+    await HTTP.post(`${s.origin}/file`, { body: createReadStream(file, { highWaterMark: 65536 }) });
+    expect(s.seen[0]!.headers.get('Transfer-Encoding')).toMatch(/chunked/i);
+    expect(s.seen[0]!.headers.has('Content-Length')).toBe(false);
+    expect(s.seen[0]!.body.length).toBe(data.length);
+    expect(sha(s.seen[0]!.body)).toBe(sha(data));
+  });
+
+  it('an async iterable of strings and bytes is sent chunked (checked on the wire)', async () => {
+    const raw = await rawServer((sock) => {
+      readRequests(sock, (r) => {
+        got.push(r);
+        sock.write(okResponse());
+      });
+    });
+    const got: RawRequest[] = [];
+    async function* gen(): AsyncGenerator<string | Uint8Array> {
+      yield 'alpha-';
+      yield Buffer.from('beta-');
+      yield new Uint8Array([0x67, 0x61, 0x6d, 0x6d, 0x61]);
+    }
+    const res = await HTTP.post(`${raw.origin}/gen`, { body: gen() });
+    expect(res.status).toBe(200);
+    expect(got[0]!.headers.get('transfer-encoding')).toBe('chunked');
+    expect(got[0]!.headers.has('content-length')).toBe(false);
+    expect(got[0]!.body.toString()).toBe('alpha-beta-gamma');
+  });
+
+  it('a Readable.from() stream and an array of buffers are accepted', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/r1`, { body: Readable.from([Buffer.from('one,'), Buffer.from('two')]) });
+    await HTTP.post(`${s.origin}/r2`, { body: [Buffer.from('x'), Buffer.from('y')] });
+    expect(s.seen.map((x) => x.body.toString())).toEqual(['one,two', 'xy']);
+  });
+
+  it('an AbstractBody (BytesBody) with a known length is sent with Content-Length', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/bb`, { body: new BytesBody('bytes-body!') });
+    expect(s.seen[0]!.body.toString()).toBe('bytes-body!');
+    expect(s.seen[0]!.headers.get('Content-Length')).toBe('11');
+  });
+
+  it('a plain object is sent form-urlencoded with Content-Type, repeated keys from arrays', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/form`, { body: { name: 'a b&c', tag: ['x', 'y'], n: 3, ok: true } });
+    const seen = s.seen[0]!;
+    expect(seen.headers.get('Content-Type')).toBe('application/x-www-form-urlencoded');
+    expect([...new URLSearchParams(seen.body.toString()).entries()]).toEqual([
+      ['name', 'a b&c'],
+      ['tag', 'x'],
+      ['tag', 'y'],
+      ['n', '3'],
+      ['ok', 'true'],
+    ]);
+  });
+
+  it('URLSearchParams is sent form-urlencoded; a caller Content-Type is kept', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/usp`, { body: new URLSearchParams([['k', 'v 1'], ['k', 'v2']]) });
+    await HTTP.post(`${s.origin}/usp2`, { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }, { a: '1' });
+    expect(s.seen[0]!.headers.get('Content-Type')).toBe('application/x-www-form-urlencoded');
+    expect([...new URLSearchParams(s.seen[0]!.body.toString()).entries()]).toEqual([
+      ['k', 'v 1'],
+      ['k', 'v2'],
+    ]);
+    expect(s.seen[1]!.headers.getAll('Content-Type')).toEqual(['application/x-www-form-urlencoded; charset=utf-8']);
+    expect(s.seen[1]!.body.toString()).toBe('a=1');
+  });
+
+  it('QUERY with an object body is form-urlencoded too', async () => {
+    const s = await recorder();
+    await HTTP.query(`${s.origin}/search`, { body: { q: 'cats & dogs', limit: 10 } });
+    await HTTP.query(`${s.origin}/search2`, null, new URLSearchParams({ q: 'x' }));
+    expect(s.seen[0]!.method).toBe('QUERY');
+    expect(s.seen[0]!.headers.get('Content-Type')).toBe('application/x-www-form-urlencoded');
+    expect([...new URLSearchParams(s.seen[0]!.body.toString()).entries()]).toEqual([
+      ['q', 'cats & dogs'],
+      ['limit', '10'],
+    ]);
+    expect(s.seen[1]!.headers.get('Content-Type')).toBe('application/x-www-form-urlencoded');
+    expect(s.seen[1]!.body.toString()).toBe('q=x');
+  });
+
+  it('a body stream that fails rejects the call with its error and closes the connection', async () => {
+    const raw = await rawServer(() => undefined);
+    async function* failing(): AsyncGenerator<string> {
+      yield 'first part;';
+      throw new Error('disk on fire');
+    }
+    const c = newClient();
+    const err = await rejection(c.post(`${raw.origin}/up`, { body: failing() }));
+    expect(err.message).toBe('disk on fire');
+    raw.sockets[0]!.resume();
+    await raw.closedAt(1);
+    expect(c.transport.connectionCount()).toBe(0);
+  });
+
+  it('an unsupported body type is an ArgumentError', async () => {
+    const s = await recorder();
+    expect(await rejection(HTTP.post(`${s.origin}/bad`, { body: new Date() as unknown as string }))).toBeInstanceOf(ArgumentError);
+    expect(await rejection(HTTP.post(`${s.origin}/bad`, { body: 42 as unknown as string }))).toBeInstanceOf(ArgumentError);
+  });
+});
+
+describe('query', () => {
+  it('is appended to an existing query string; repeated keys are kept', async () => {
+    const s = await recorder();
+    await HTTP.get(`${s.origin}/p?a=1&a=2`, { query: [['a', '3'], ['b', 'x y'], ['b', 'z']] });
+    expect(params(s.seen[0]!.target)).toEqual([
+      ['a', '1'],
+      ['a', '2'],
+      ['a', '3'],
+      ['b', 'x y'],
+      ['b', 'z'],
+    ]);
+  });
+
+  it('accepts an object (arrays repeat the key) and URLSearchParams; the fragment is not sent', async () => {
+    const s = await recorder();
+    await HTTP.get(`${s.origin}/o?keep=1#frag`, { query: { t: ['1', '2'], u: 'ü&=' } });
+    await HTTP.get(`${s.origin}/u`, { query: new URLSearchParams('x=1&x=2') });
+    expect(s.seen[0]!.target.startsWith('/o?')).toBe(true);
+    expect(s.seen[0]!.target).not.toContain('frag');
+    expect(params(s.seen[0]!.target)).toEqual([
+      ['keep', '1'],
+      ['t', '1'],
+      ['t', '2'],
+      ['u', 'ü&='],
+    ]);
+    expect(params(s.seen[1]!.target)).toEqual([
+      ['x', '1'],
+      ['x', '2'],
+    ]);
+  });
+
+  it('works for QUERY with a body at the same time', async () => {
+    const s = await recorder();
+    await HTTP.query(`${s.origin}/q?a=1`, { query: { b: '2' }, body: { c: '3' } });
+    expect(params(s.seen[0]!.target)).toEqual([
+      ['a', '1'],
+      ['b', '2'],
+    ]);
+    expect(s.seen[0]!.body.toString()).toBe('c=3');
+  });
+});
+
+describe('responseStream', () => {
+  it('writes a 4 MiB body into a Writable, bytes intact, and leaves body null', async () => {
+    const data = randomBytes(4 * 1024 * 1024);
+    const s = await startServer(() => new Response(200, data));
+    const chunks: Buffer[] = [];
+    let writes = 0;
+    const sink = new Writable({
+      highWaterMark: 65536,
+      write(chunk: Buffer, _enc, cb) {
+        writes++;
+        chunks.push(Buffer.from(chunk));
+        // Asynchronous consumer: exercises backpressure.
+        setImmediate(cb);
+      },
+    });
+    const res = await HTTP.get(`${s.origin}/big`, { responseStream: sink });
+    expect(res.status).toBe(200);
+    expect(res.body).toBeNull();
+    expect(sink.writableEnded).toBe(false); // the caller owns the sink
+    // Chunks the sink buffered reach its write() once it is ended and flushed.
+    await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    const got = Buffer.concat(chunks);
+    expect(got.length).toBe(data.length);
+    expect(sha(got)).toBe(sha(data));
+    expect(writes).toBeGreaterThan(1);
+  });
+
+  it('a chunked response is streamed too; an empty body writes nothing', async () => {
+    const s = await startServer((req) => (req.target === '/empty' ? new Response(204) : new Response(200, new BytesBody(Buffer.alloc(300_000, 7)))));
+    const parts: Buffer[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        parts.push(Buffer.from(chunk));
+        cb();
+      },
+    });
+    const res = await HTTP.get(`${s.origin}/chunked`, { responseStream: sink });
+    expect(res.body).toBeNull();
+    expect(Buffer.concat(parts).equals(Buffer.alloc(300_000, 7))).toBe(true);
+    parts.length = 0;
+    const r2 = await HTTP.get(`${s.origin}/empty`, { responseStream: sink });
+    expect(r2.status).toBe(204);
+    expect(r2.body).toBeNull();
+    expect(parts).toHaveLength(0);
+  });
+
+  it('a responseStream that is not a Writable is an ArgumentError', async () => {
+    const s = await recorder();
+    expect(await rejection(HTTP.get(`${s.origin}/`, { responseStream: {} as Writable }))).toBeInstanceOf(ArgumentError);
+  });
+});
+
+describe('statusException', () => {
+  it('by default a status >= 300 that is not a redirect throws StatusError with the full response, body included', async () => {
+    const s = await startServer((req) => new Response(Number(req.target.slice(1)), { 'X-Why': 'because' }, `body of ${req.target}`));
+    // A plain client: no retry plugin re-sending the 5xx ones.
+    const c = newClient();
+    expect(await rejection(HTTP.get(`${s.origin}/404`))).toBeInstanceOf(StatusError);
+    for (const status of [304, 400, 404, 418, 500, 503]) {
+      const err = await rejection(c.get(`${s.origin}/${status}`));
+      expect(err).toBeInstanceOf(StatusError);
+      const e = err as StatusError;
+      expect(e.status).toBe(status);
+      expect(e.response.status).toBe(status);
+      if (status !== 304) {
+        expect(e.response.headers.get('X-Why')).toBe('because');
+        expect(text(e.response)).toBe(`body of /${status}`);
+      }
+      expect(e.response.url).toBe(`${s.origin}/${status}`);
+    }
+    // The body was read: the connection stayed reusable across all of them.
+    expect(c.transport.connectionCount()).toBe(1);
+    expect(s.connections).toBe(2);
+  });
+
+  it('a redirect status without a redirect plugin is returned, not thrown', async () => {
+    const s = await startServer(() => new Response(302, { Location: '/elsewhere' }, 'moved'));
+    const c = newClient(); // no kernel: no redirects plugin
+    const res = await c.get(`${s.origin}/r`);
+    expect(res.status).toBe(302);
+    expect(text(res)).toBe('moved');
+  });
+
+  it('statusException: false returns the response', async () => {
+    const s = await startServer(() => new Response(404, 'not here'));
+    const res = await HTTP.get(`${s.origin}/x`, { statusException: false });
+    expect(res.status).toBe(404);
+    expect(text(res)).toBe('not here');
+  });
+});
+
+describe('headers and basicauth', () => {
+  it('headers as an object, pairs or a Headers are sent; repeated names kept', async () => {
+    const s = await recorder();
+    await HTTP.get(`${s.origin}/1`, { headers: { 'X-One': '1', 'x-two': 'two' } });
+    await HTTP.get(`${s.origin}/2`, { headers: [['X-Rep', 'a'], ['X-Rep', 'b']] });
+    await HTTP.get(`${s.origin}/3`, { headers: new Headers([['X-H', 'h']]) });
+    expect(s.seen[0]!.headers.get('X-One')).toBe('1');
+    expect(s.seen[0]!.headers.get('X-Two')).toBe('two');
+    expect(s.seen[1]!.headers.getAll('X-Rep').join(',').replace(/\s/g, '')).toBe('a,b');
+    expect(s.seen[2]!.headers.get('X-H')).toBe('h');
+  });
+
+  it('basicauth sets Authorization: Basic base64(user:password)', async () => {
+    const s = await recorder();
+    await HTTP.get(`${s.origin}/a`, { basicauth: ['alice', 'pa:ss wörd'] });
+    expect(s.seen[0]!.headers.get('Authorization')).toBe(`Basic ${Buffer.from('alice:pa:ss wörd').toString('base64')}`);
+  });
+
+  it('user info in the URL becomes basic auth and is not sent in the target', async () => {
+    const s = await recorder();
+    await HTTP.get(`http://bob:s%40cret@127.0.0.1:${s.port}/u`);
+    expect(s.seen[0]!.headers.get('Authorization')).toBe(`Basic ${Buffer.from('bob:s@cret').toString('base64')}`);
+    expect(s.seen[0]!.target).toBe('/u');
+    expect(s.seen[0]!.headers.get('Host')).toBe(`127.0.0.1:${s.port}`);
+  });
+});
+
+describe('Client defaults', () => {
+  it('defaultHeaders are added unless the call sets them (any case)', async () => {
+    const s = await recorder();
+    const c = newClient({ defaultHeaders: { 'X-Default': 'd', 'X-Over': 'client', Accept: 'text/plain' } });
+    await c.get(`${s.origin}/1`);
+    await c.get(`${s.origin}/2`, { headers: { 'x-over': 'call' } });
+    expect(s.seen[0]!.headers.get('X-Default')).toBe('d');
+    expect(s.seen[0]!.headers.get('X-Over')).toBe('client');
+    expect(s.seen[0]!.headers.get('Accept')).toBe('text/plain');
+    expect(s.seen[1]!.headers.get('X-Default')).toBe('d');
+    expect(s.seen[1]!.headers.getAll('X-Over')).toEqual(['call']);
+  });
+
+  it('defaultQuery is added; keys of the call override matching defaults', async () => {
+    const s = await recorder();
+    const c = newClient({ defaultQuery: { key: 'k0', lang: 'en' } });
+    await c.get(`${s.origin}/1`);
+    await c.get(`${s.origin}/2?x=1`, { query: { lang: 'fr' } });
+    await c.get(`${s.origin}/3`, { query: [['lang', 'de'], ['lang', 'it']] });
+    expect(params(s.seen[0]!.target)).toEqual([
+      ['key', 'k0'],
+      ['lang', 'en'],
+    ]);
+    const p2 = params(s.seen[1]!.target);
+    expect(p2).toContainEqual(['x', '1']);
+    expect(p2).toContainEqual(['key', 'k0']);
+    expect(p2).toContainEqual(['lang', 'fr']);
+    expect(p2).not.toContainEqual(['lang', 'en']);
+    const p3 = params(s.seen[2]!.target);
+    expect(p3.filter((p) => p[0] === 'lang')).toEqual([
+      ['lang', 'de'],
+      ['lang', 'it'],
+    ]);
+  });
+
+  it('defaultBasicauth applies only when the call passes neither basicauth nor Authorization', async () => {
+    const s = await recorder();
+    const c = newClient({ defaultBasicauth: ['def', 'pw'] });
+    await c.get(`${s.origin}/1`);
+    await c.get(`${s.origin}/2`, { basicauth: ['call', 'pw2'] });
+    await c.get(`${s.origin}/3`, { headers: { authorization: 'Bearer tok' } });
+    const auth = s.seen.map((x) => x.headers.getAll('Authorization'));
+    expect(auth[0]).toEqual([`Basic ${Buffer.from('def:pw').toString('base64')}`]);
+    expect(auth[1]).toEqual([`Basic ${Buffer.from('call:pw2').toString('base64')}`]);
+    expect(auth[2]).toEqual(['Bearer tok']);
+  });
+
+  it('default call options apply unless the call passes its own (per-call options win)', async () => {
+    const s = await startServer(() => new Response(500, 'boom'));
+    const c = newClient({ statusException: false });
+    const res = await c.get(`${s.origin}/`);
+    expect(res.status).toBe(500);
+    const err = await rejection(c.get(`${s.origin}/`, { statusException: true }));
+    expect(err).toBeInstanceOf(StatusError);
+    const strict = newClient({ statusException: true });
+    expect((await strict.get(`${s.origin}/`, { statusException: false })).status).toBe(500);
+  });
+
+  it('Client rejects bad defaults with ArgumentError', () => {
+    expect(() => new Client({ defaultBasicauth: ['x'] as unknown as [string, string] })).toThrow(ArgumentError);
+    expect(() => new Client({ requestTimeout: -5 })).toThrow(ArgumentError);
+    expect(() => new Client({ transport: {} as Transport })).toThrow(ArgumentError);
+  });
+});
+
+describe('localAddr', () => {
+  it("'127.0.0.1' binds the source address and works", async () => {
+    const remotes: string[] = [];
+    const raw = await rawServer((sock) => {
+      remotes.push(sock.remoteAddress ?? '');
+      readRequests(sock, () => sock.write(okResponse('bound')));
+    });
+    const c = newClient({ localAddr: '127.0.0.1' });
+    const res = await c.get(`${raw.origin}/`);
+    expect(text(res)).toBe('bound');
+    expect(remotes).toEqual(['127.0.0.1']);
+    const t = new Transport({ localAddr: '127.0.0.1' });
+    const c2 = newClient({ transport: t });
+    expect(bytes(await c2.get(`${raw.origin}/`)).toString()).toBe('bound');
+    t.close();
+  });
+
+  it('an address not on a local interface, or an interface name, fails at once with ArgumentError', () => {
+    const t0 = performance.now();
+    expect(() => new Client({ localAddr: '10.255.255.1' })).toThrow(ArgumentError);
+    expect(() => new Transport({ localAddr: '10.255.255.1' })).toThrow(ArgumentError);
+    expect(() => new Client({ localAddr: 'lo' })).toThrow(ArgumentError);
+    expect(() => new Client({ localAddr: 'localhost' })).toThrow(ArgumentError);
+    expect(performance.now() - t0).toBeLessThan(100);
+  });
+});
