@@ -22,6 +22,9 @@ import {
   type PluginList,
 } from './plugin.js';
 import { kPluginMeta } from './symbols.js';
+import { Client, type ClientOptions } from './client/client.js';
+import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
+import type { Server } from './server/server.js';
 
 /** Options of {@link createKernel}. */
 export interface KernelOptions {
@@ -222,11 +225,27 @@ export class Kernel {
   }
 
   // --- Clients and servers -----------------------------------------------------------
-  // The client and server issues add here, on a booted kernel:
-  //   client(options): Client                        (reads this.tapped.client)
-  //   serve(handler, options): Promise<Server>        (reads this.tapped.server)
-  //   listen(streamHandler, options): Promise<Server>
-  // each registering its own close with this.onClose() so kernel.close() shuts it down.
+
+  /** A `Client` running this kernel's client plugins (the kernel boots on its first call if needed). */
+  client(options: Omit<ClientOptions, 'kernel'> = {}): Client {
+    const client = new Client({ ...options, kernel: this });
+    this.onClose(() => client.close());
+    return client;
+  }
+
+  /** Starts a server for a request handler running this kernel's server plugins; `kernel.close()` closes it. */
+  async serve(handler: RequestHandler, options: Omit<ServeOptions, 'kernel'> = {}): Promise<Server> {
+    const server = await serve(handler, { ...options, kernel: this });
+    this.onClose(() => server.close());
+    return server;
+  }
+
+  /** Starts a server for a stream handler running this kernel's server plugins; `kernel.close()` closes it. */
+  async listen(handler: StreamHandler, options: Omit<ServeOptions, 'kernel'> = {}): Promise<Server> {
+    const server = await listen(handler, { ...options, kernel: this });
+    this.onClose(() => server.close());
+    return server;
+  }
 
   // --- Boot internals ------------------------------------------------------------------
 

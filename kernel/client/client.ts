@@ -177,7 +177,7 @@ export class Client {
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
-    const stream = new ClientStream(body, this.run(req, o, ctx, trace));
+    const stream = new ClientStream(body, this.run(req, o, ctx, trace), ctx);
     let final: Response | null = null;
     let failure: unknown = null;
     try {
@@ -187,7 +187,8 @@ export class Client {
       return final;
     } catch (err) {
       failure = err;
-      body?.close();
+      // Never let a half-written upload end as if it were complete.
+      body?.abort(err instanceof Error ? err : new Error(String(err)));
       void stream.closeRead().catch(() => undefined);
       throw err;
     } finally {

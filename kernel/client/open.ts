@@ -5,6 +5,7 @@
  */
 import { ArgumentError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
+import type { RequestContext } from '../message/context.js';
 import type { Response } from '../message/response.js';
 
 /** A request body fed by `ClientStream.write`: each write resolves once the connection took it. */
@@ -12,16 +13,31 @@ export class PushBody extends AbstractBody {
   private queue: Uint8Array[] = [];
   private ended = false;
   private isClosed = false;
+  private failure: Error | null = null;
   private reader: (() => void) | null = null;
-  private writers: (() => void)[] = [];
+  private writers: { resolve(): void; reject(e: Error): void }[] = [];
 
   /** @internal Queues bytes; resolves when they were read (sent). */
   push(data: Uint8Array): Promise<void> {
+    if (this.failure !== null) return Promise.reject(this.failure);
     if (this.ended || this.isClosed) return Promise.reject(new ArgumentError('write after closeWrite'));
     if (data.length === 0) return Promise.resolve();
     this.queue.push(data);
     this.wake();
-    return new Promise((resolve) => this.writers.push(resolve));
+    return new Promise((resolve, reject) => this.writers.push({ resolve, reject }));
+  }
+
+  /**
+   * @internal The upload failed (the handler threw, the exchange was canceled): the reader
+   * sees the error instead of an end, so a truncated body is never sent as a complete one,
+   * and waiting writers reject.
+   */
+  abort(err: Error): void {
+    if (this.failure !== null) return;
+    this.failure = err;
+    this.queue = [];
+    for (const w of this.writers.splice(0)) w.reject(err);
+    this.wake();
   }
 
   /** @internal No more bytes. */
@@ -44,6 +60,7 @@ export class PushBody extends AbstractBody {
   /** See {@link AbstractBody.read}. */
   async read(dst: Uint8Array): Promise<number> {
     for (;;) {
+      if (this.failure !== null) throw this.failure;
       if (this.isClosed) return 0;
       const head = this.queue[0];
       if (head !== undefined) {
@@ -51,7 +68,7 @@ export class PushBody extends AbstractBody {
         dst.set(head.subarray(0, n), 0);
         if (n === head.length) {
           this.queue.shift();
-          this.writers.shift()?.();
+          this.writers.shift()?.resolve();
         } else {
           this.queue[0] = head.subarray(n);
         }
@@ -64,12 +81,13 @@ export class PushBody extends AbstractBody {
     }
   }
 
-  /** Releases waiting writers. */
+  /** Stops the body; writes still waiting reject (their bytes were never sent). */
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
     this.queue = [];
-    for (const w of this.writers.splice(0)) w();
+    const err = this.failure ?? new ArgumentError('the request body was closed before this write was sent');
+    for (const w of this.writers.splice(0)) w.reject(err);
     this.wake();
   }
 
@@ -87,10 +105,13 @@ export class ClientStream {
   private leftover: Uint8Array | null = null;
   private readEnded = false;
 
+  private readonly ctx: RequestContext;
+
   /** @internal */
-  constructor(body: PushBody | null, head: Promise<Response>) {
+  constructor(body: PushBody | null, head: Promise<Response>, ctx: RequestContext) {
     this.body = body;
     this.head = head;
+    this.ctx = ctx;
     // The handler may never read the head; its failure is reported by open() itself.
     head.catch(() => undefined);
   }
@@ -100,7 +121,12 @@ export class ClientStream {
     if (this.body === null) throw new ArgumentError('this request has no body: set a Content-Length or Transfer-Encoding header, or use a method that carries one (POST, PUT, PATCH, …)');
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`write takes a Uint8Array or string, got ${typeof data}`);
-    await Promise.race([this.body.push(bytes), this.head.then(() => undefined)]);
+    try {
+      await this.body.push(bytes);
+    } catch (err) {
+      // A canceled or expired exchange reports why, not the body's own state.
+      throw this.ctx.error() ?? err;
+    }
   }
 
   /** Ends the request body. */
@@ -108,16 +134,20 @@ export class ClientStream {
     this.body?.end();
   }
 
-  /** Finishes the request and resolves to the response head; the body stays on the stream. */
-  async startRead(): Promise<Response> {
-    this.closeWrite();
+  /**
+   * Finishes the request and resolves to the response head; the body stays on the stream.
+   * With `{ closeWrite: false }` the request body stays open (full duplex: read the response
+   * while still writing, then `closeWrite()`).
+   */
+  async startRead(options: { closeWrite?: boolean } = {}): Promise<Response> {
+    if (options.closeWrite !== false) this.closeWrite();
     if (this.response === null) this.response = await this.head;
     return this.response;
   }
 
-  /** The next chunk of the response body, or null at its end. */
+  /** The next chunk of the response body, or null at its end (after `startRead`, or it is called first). */
   async read(): Promise<Uint8Array | null> {
-    const res = await this.startRead();
+    const res = this.response ?? (await this.startRead());
     if (this.leftover !== null) {
       const l = this.leftover;
       this.leftover = null;
