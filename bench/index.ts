@@ -2,6 +2,7 @@
  * `npm run bench`: every benchmark side by side with its peers, in one run, with ratios.
  * Run one alone with `node --import tsx bench/<name>.ts`.
  */
+import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
 import { runHooksBench } from './hooks.js';
 import { runServerBench } from './server.js';
@@ -11,6 +12,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['codec', runCodecBench],
   ['hooks', runHooksBench],
   ['server', () => runServerBench()],
+  ['client', () => runClientBench()],
 ];
 
 for (const [name, fn] of benches) {

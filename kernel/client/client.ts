@@ -102,7 +102,7 @@ export class Client {
   /** Sends `method url` and resolves to the response with its body buffered (see {@link CallOptions}). */
   async request(method: string, url: string | URL, options: CallOptions = {}): Promise<Response> {
     this.check();
-    checkCallOptions(options, `request(${JSON.stringify(method)}, …)`);
+    checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`);
     const o = this.merge(options);
     const req = this.buildRequest(method, url, o);
     const [ctx, unlink] = this.contextFor(o);
@@ -165,7 +165,7 @@ export class Client {
   async open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options: CallOptions = {}): Promise<Response> {
     this.check();
     if (typeof handler !== 'function') throw new ArgumentError('open(method, url, handler, options): handler must be a function');
-    checkCallOptions(options, `open(${JSON.stringify(method)}, …)`);
+    checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`);
     const o = this.merge(options);
     if (o.body !== undefined) throw new ArgumentError('open() sends the body the handler writes; do not pass body');
     const req = this.buildRequest(method, url, o);
@@ -249,9 +249,9 @@ export class Client {
   // ---- internals -----------------------------------------------------------------------------
 
   private merge(call: CallOptions): CallOptions {
-    const d = this.defaults;
-    const o: CallOptions = { ...d, ...call };
-    return o;
+    // No per-call options (the common case): the frozen defaults serve as they are.
+    for (const _ in call) return { ...this.defaults, ...call };
+    return this.defaults;
   }
 
   /**
@@ -305,11 +305,8 @@ export class Client {
     const target = appendQuery((u.pathname || '/') + u.search, pairs);
     const body = toMessageBody(o.body, headers);
     const req = new Request(method.toUpperCase() === method ? method : method, target, { headers, copyHeaders: false, body, host: u.host });
-    u.search = target.includes('?') ? target.slice(target.indexOf('?')) : '';
-    u.hash = '';
-    u.username = '';
-    u.password = '';
-    req.url = u.href;
+    // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
+    req.url = `${u.protocol}//${u.host}${target}`;
     return req;
   }
 
@@ -424,7 +421,22 @@ export function isHeadersValue(a: unknown): boolean {
 
 function noop(): void {}
 
+const origins = new Map<string, Origin>();
+
+/** The origin of an absolute URL, cached by its `scheme://authority` prefix (most calls repeat a few). */
 function originOf(url: string): Origin {
+  const slash = url.indexOf('/', url.indexOf('//') + 2);
+  const prefix = slash < 0 ? url : url.slice(0, slash);
+  let o = origins.get(prefix);
+  if (o === undefined) {
+    o = parseOrigin(url);
+    if (origins.size >= 256) origins.clear();
+    origins.set(prefix, o);
+  }
+  return o;
+}
+
+function parseOrigin(url: string): Origin {
   const u = new URL(url);
   const protocol = u.protocol === 'https:' ? 'https:' : 'http:';
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;

@@ -76,9 +76,21 @@ export interface CallOptions extends TimeoutOptions {
   [plugin: string]: unknown;
 }
 
+function describeWhere(w: string | (() => string)): string {
+  return typeof w === 'string' ? w : w();
+}
+
 /** @internal Checks the types of the options the kernel itself reads. */
-export function checkCallOptions(o: CallOptions, where: string): void {
-  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object, got ${o === null ? 'null' : typeof o}`);
+export function checkCallOptions(o: CallOptions, whereOf: string | (() => string)): void {
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${describeWhere(whereOf)}: options must be an object, got ${o === null ? 'null' : typeof o}`);
+  // The common call passes no options at all: nothing to check.
+  let any = false;
+  for (const _ in o) {
+    any = true;
+    break;
+  }
+  if (!any) return;
+  const where = typeof whereOf === 'string' ? whereOf : whereOf();
   for (const k of ['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout'] as const) {
     const v = o[k];
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
