@@ -6,9 +6,14 @@
  * - push style: `execute(chunk)` consumes bytes and says how many; whatever follows a complete
  *   head is left to the caller (body bytes, a pipelined request);
  * - a line that lies entirely inside the chunk is parsed in place, in one pass that validates
- *   bytes through lookup tables and finds the line end at the same time; only a line split
- *   across chunks is copied, once, into a per-parser line buffer, and later chunks are only
- *   searched for its LF (no rescanning of what is buffered);
+ *   bytes through lookup tables and finds the line end at the same time;
+ * - a head split across chunks: from the first line cut by a chunk end, the head's bytes are
+ *   copied once into one growing per-parser buffer, where line ends (and CTLs) are found four
+ *   bytes at a time and each line is parsed by the same code when its LF arrives; bytes already
+ *   buffered are never rescanned. Strings are not built per line: they are cut from one latin1
+ *   decode of the buffer when the head completes (or when a big chunk lets the rest be parsed in
+ *   place). A line that begins inside a chunk is still checked as far as it goes, as one
+ *   parsed in place is, so a split head fails as early and with the same messages;
  * - field values (most of a head's bytes) are validated four bytes at a time through an
  *   Int32Array view of the chunk; well-known field names are found by locating the colon and
  *   comparing whole words against a table (a match also proves the name valid, so only unknown
@@ -161,6 +166,12 @@ function excerpt(buf: Uint8Array, start: number, end: number): string {
   return end > stop ? `${s}...` : s;
 }
 
+/**
+ * Placeholder for a string of a split head until `flush` builds it. NUL can be in no name,
+ * value, target or reason phrase the parser accepts, so it cannot be mistaken for one.
+ */
+const DEFERRED = '\0';
+
 const S_START = 0;
 const S_HEADERS = 1;
 const S_DONE = 2;
@@ -208,7 +219,11 @@ export class HeadParser {
   status = 0;
   /** Reason phrase as sent, possibly empty (responses). */
   reason = '';
-  /** Fields in arrival order, names canonical, values trimmed of OWS. A new object per head. */
+  /**
+   * Fields in arrival order, names canonical, values trimmed of OWS. A new object per head.
+   * Complete once the head is (or once an error is thrown): while a head split across chunks is
+   * still arriving, strings of its lines are filled in only at the end.
+   */
   headers: Headers;
 
   /** Content-Length value, or -1 when the header is absent. */
@@ -237,20 +252,20 @@ export class HeadParser {
   private error: Error | null = null;
   // Split heads. Once a line is cut by the end of a chunk, the rest of the head (until it is
   // complete, or until a chunk big enough to parse in place arrives) is copied into `acc`, one
-  // growing per-parser buffer, and each line is parsed there when its LF arrives. Strings of
-  // those lines are not built per line: names and values are recorded as offsets in `pend`
-  // and cut from one latin1 decode of `acc` at the end (`flush`). `acc[lineStart..accLen)` is
-  // the partial line; `accLen > 0` means the head is in split mode.
+  // growing per-parser buffer, and each line is parsed there, by the same code, when its LF
+  // arrives. Strings of those lines are not built per line: `text` records their offsets in
+  // `pend` and returns the DEFERRED placeholder, and `flush` cuts them from one latin1 decode
+  // of `acc` at the end. `acc[lineStart..accLen)` is the partial line; `accLen > 0` means the
+  // head is in split mode.
   private acc: Buffer | null = null;
   private accWords: Int32Array | null = null;
   private accLen = 0;
   private lineStart = 0;
-  /** Deferred fields: [known id or -1, nameStart, nameEnd, valueStart, valueEnd] each, in `acc`. */
-  private pend: Int32Array = new Int32Array(160);
+  /** Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. */
+  private pend: Int32Array = new Int32Array(128);
   private pendN = 0;
-  /** Deferred request target (requests) or reason phrase (responses) in `acc`, when `pendTextEnd > 0`. */
-  private pendTextStart = 0;
-  private pendTextEnd = 0;
+  /** `headers` index of the first field parsed in split mode. */
+  private pendHeader = 0;
   // Decoded text window: one latin1 decode of `sBuf[sBase..sEnd)` serves many names and values
   // as cheap substrings, instead of one native call per string (which dominated profiles).
   private sBuf: Buffer | null = null;
@@ -301,7 +316,6 @@ export class HeadParser {
     this.accLen = 0;
     this.lineStart = 0;
     this.pendN = 0;
-    this.pendTextEnd = 0;
     this.error = null;
     this.sBuf = null;
     this.sStr = '';
@@ -390,6 +404,7 @@ export class HeadParser {
   private saveLine(buf: Buffer, pos: number, end: number): void {
     this.lineStart = 0;
     this.accLen = 0;
+    this.pendHeader = this.headers.size;
     this.append(buf, pos, end);
     this.checkPartial(end - pos, buf[end - 1]!);
   }
@@ -445,7 +460,12 @@ export class HeadParser {
     if (pos >= end) return -1;
     const w0 = this.accLen;
     if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
-    if (end - pos > 256) return this.finishSplitLine(buf, pos, end);
+    if (end - pos > 256) {
+      // A big chunk: finish the partial line, then parse the rest in place.
+      if (w0 > this.lineStart) return this.finishSplitLine(buf, pos, end);
+      this.flush();
+      return pos;
+    }
     // Small pieces (the common split): copy what the head may still hold once, then find the
     // line ends in `acc`, four bytes at a time through its aligned Int32 view.
     const maxLine = this.maxLineBytes + 2;
@@ -456,10 +476,13 @@ export class HeadParser {
     const dEnd = w0 + n;
     let acc = this.acc!;
     if (acc.length < dEnd) acc = this.reserve(dEnd);
-    if (n <= 32) {
+    if (n >= 16 && pos === 0 && n === buf.length) {
+      // A whole chunk: one native copy, no subarray; a JS loop is faster only below this size.
+      acc.set(buf, w0);
+    } else if (n <= 32) {
       for (let i = pos, o = w0; o < dEnd; i++, o++) acc[o] = buf[i]!;
     } else {
-      acc.set(pos === 0 && n === buf.length ? buf : buf.subarray(pos, pos + n), w0);
+      acc.set(buf.subarray(pos, pos + n), w0);
     }
     const delta = pos - w0; // chunk index = acc index + delta
     let q = w0;
@@ -478,13 +501,27 @@ export class HeadParser {
         c = acc[q]!;
         if (c === LF) break;
         if (c === CR) {
-          if (q + delta + 1 < end && buf[q + delta + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+          if (q + delta + 1 < end && buf[q + delta + 1] !== LF) {
+            if (ls >= w0) {
+              // Beyond a limit the in-place parse would stop at the CR: the limit error comes first.
+              if (q + 1 >= lim) {
+                q = lim;
+                break;
+              }
+              this.probeLine(acc, ls, q + 2);
+            }
+            throw new ParseError('bare CR (not followed by LF) in the head');
+          }
         } else if (c !== HTAB) {
+          if (ls >= w0) this.probeLine(acc, ls, q + 1);
           throw new ParseError(`invalid byte ${showByte(c)} in the head`);
         }
         q++;
       }
       if (q >= lim) {
+        // A line that began in this chunk is checked as far as it goes, as a line parsed in
+        // place is (so it fails as early and with the same message).
+        if (ls >= w0 && lim > ls && (this.state !== S_HEADERS || !nameSoFarValid(acc, ls, lim))) this.probeLine(acc, ls, lim);
         // No line end: more bytes than a limit allows fail now, else wait for more.
         const lineEnd = ls + maxLine;
         if ((lineEnd < headEnd ? lineEnd : headEnd) < end - delta) throw this.limitError(headEnd < lineEnd);
@@ -494,14 +531,25 @@ export class HeadParser {
       }
       const le = q + 1;
       this.accLen = le;
+      // Before what may be the final empty line (any other 2-byte line is an error), build the
+      // pending strings: the end-of-head checks read the fields. This also ends split mode.
+      if (le - ls === 2 && this.state === S_HEADERS) this.flush();
       const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
       if (next !== le) throw new ParseError('malformed line in the head');
       this.headBytes += le - ls;
-      // The final empty line flushed the pending fields and ended split mode.
       if (this.state === S_DONE) return le + delta;
       this.lineStart = le;
       q = le;
     }
+  }
+
+  /**
+   * Runs the line parser over the unfinished line `acc[ls..lim)`: throws what it finds wrong so
+   * far, else returns (the parser stops at `lim` without a line end; nothing is recorded).
+   */
+  private probeLine(acc: Buffer, ls: number, lim: number): void {
+    if (this.state === S_HEADERS) this.headerLine(acc, ls, lim);
+    else this.startLine(acc, ls, lim);
   }
 
   /**
@@ -560,60 +608,51 @@ export class HeadParser {
     const acc = this.acc!;
     const ls = this.lineStart;
     const le = this.accLen;
+    // Build the pending strings first: the line may end the head (see `continueSplit`).
+    if (le - ls === 2 && this.state === S_HEADERS) this.flush();
     const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
     if (next !== le) throw new ParseError('malformed line in the head');
     this.headBytes += le - ls;
-    if (this.state !== S_DONE) this.flush();
+    if (this.accLen > 0) this.flush();
     return i + 1;
   }
 
-  /** Records a field line parsed in `acc`; its strings are built by `flush`. */
-  private defer(id: number, nameStart: number, nameEnd: number, valStart: number, valEnd: number): void {
-    let pend = this.pend;
-    const k = this.pendN * 5;
-    if (k + 5 > pend.length) {
-      const np = new Int32Array(pend.length * 2);
-      np.set(pend);
-      this.pend = pend = np;
-    }
-    pend[k] = id;
-    pend[k + 1] = nameStart;
-    pend[k + 2] = nameEnd;
-    pend[k + 3] = valStart;
-    pend[k + 4] = valEnd;
-    this.pendN++;
+  /** Doubles `pend` (the deferred fields of a split head). */
+  private growPend(): Int32Array {
+    const np = new Int32Array(this.pend.length * 2);
+    np.set(this.pend);
+    return (this.pend = np);
   }
 
   /**
-   * Builds the strings of the lines parsed in `acc` from one latin1 decode of it, pushes the
-   * deferred fields in order, and ends split mode.
+   * Builds the strings of the lines parsed in `acc` from one latin1 decode of it, puts them in
+   * place of their DEFERRED placeholders (in the order they were recorded: start line, then each
+   * field's name if it was cut, then its value), and ends split mode.
    */
   private flush(): void {
-    const acc = this.acc!;
-    const n = this.pendN * 5;
-    if (n > 0 || this.pendTextEnd > 0) {
-      const s = latin1(acc, 0, this.accLen);
+    const n = this.pendN * 2;
+    if (n > 0) {
+      const s = latin1(this.acc!, 0, this.accLen);
       const pend = this.pend;
-      const headers = this.headers;
-      for (let k = 0; k < n; k += 5) {
-        const id = pend[k]!;
-        const vs = pend[k + 3]!;
-        const ve = pend[k + 4]!;
-        let name: string;
-        if (id >= 0) {
-          name = KNOWN_NAMES[id]!;
-        } else {
-          const ns = pend[k + 1]!;
-          const ne = pend[k + 2]!;
-          name = canonicalName(acc, ns, ne) ?? s.slice(ns, ne);
-        }
-        headers.push(name, ve > vs ? s.slice(vs, ve) : '');
+      let k = 0;
+      if (this.target === DEFERRED) {
+        this.target = s.slice(pend[0], pend[1]);
+        k = 2;
+      } else if (this.reason === DEFERRED) {
+        this.reason = s.slice(pend[0], pend[1]);
+        k = 2;
       }
-      if (this.pendTextEnd > 0) {
-        const t = s.slice(this.pendTextStart, this.pendTextEnd);
-        if (this.kind === 'request') this.target = t;
-        else this.reason = t;
-        this.pendTextEnd = 0;
+      const names = this.headers._names;
+      const values = this.headers._values;
+      for (let i = this.pendHeader; k < n && i < names.length; i++) {
+        if (names[i] === DEFERRED) {
+          names[i] = s.slice(pend[k], pend[k + 1]);
+          k += 2;
+        }
+        if (values[i] === DEFERRED) {
+          values[i] = s.slice(pend[k], pend[k + 1]);
+          k += 2;
+        }
       }
       this.pendN = 0;
     }
@@ -624,6 +663,15 @@ export class HeadParser {
   /** `buf[a..b)` as a string, a substring of the decoded window when possible. */
   private text(buf: Buffer, a: number, b: number): string {
     if (buf !== this.sBuf || a < this.sBase || b > this.sEnd) {
+      if (buf === this.acc) {
+        // A line of a split head: record the range, `flush` builds the string.
+        const k = this.pendN * 2;
+        const pend = k + 2 <= this.pend.length ? this.pend : this.growPend();
+        pend[k] = a;
+        pend[k + 1] = b;
+        this.pendN++;
+        return DEFERRED;
+      }
       // Decode from `a` to a little past the likely end of the head: at least 1 KiB, growing
       // with the head, never past the bytes of this call.
       let e = a + (this.headBytes > 512 ? this.headBytes * 2 : 1024);
@@ -713,12 +761,7 @@ export class HeadParser {
       throw new ParseError(`unsupported HTTP version "${excerpt(buf, vStart, p)}": only HTTP/1.0 and HTTP/1.1 are accepted`);
     }
     this.method = method;
-    if (buf === this.acc) {
-      this.pendTextStart = tStart;
-      this.pendTextEnd = tEnd;
-    } else {
-      this.target = this.text(buf, tStart, tEnd);
-    }
+    this.target = this.text(buf, tStart, tEnd);
     this.versionMinor = minor - 0x30;
     this.state = S_HEADERS;
     return p + 2;
@@ -759,14 +802,7 @@ export class HeadParser {
     if (len > 12 && buf[start + 12] !== SP) throw new ParseError(`invalid status line "${excerpt(buf, start, p)}": status code must be 3 digits`);
     this.versionMinor = minor - 0x30;
     this.status = d0 * 100 + d1 * 10 + d2;
-    if (len <= 13) {
-      this.reason = '';
-    } else if (buf === this.acc) {
-      this.pendTextStart = start + 13;
-      this.pendTextEnd = p;
-    } else {
-      this.reason = this.text(buf, start + 13, p);
-    }
+    this.reason = len > 13 ? this.text(buf, start + 13, p) : '';
     this.state = S_HEADERS;
     return p + 2;
   }
@@ -777,7 +813,6 @@ export class HeadParser {
     if (b === CR) {
       if (p + 1 >= lim) return -1;
       if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) at the end of the head');
-      if (buf === this.acc) this.flush();
       this.finish();
       return p + 2;
     }
@@ -808,6 +843,8 @@ export class HeadParser {
     const valStart = p;
     if (lim - p >= 24) {
       p = this.skipValueWords(buf, p, lim);
+      // All valid up to `lim`: the byte there is not ours to judge.
+      if (p >= lim) return -1;
       b = buf[p]!;
     }
     while (VALUE[b] !== 0) {
@@ -824,20 +861,15 @@ export class HeadParser {
     // Trailing OWS is rare; trim it here instead of tracking it in the scan loop above.
     while (valEnd > valStart && ((b = buf[valEnd - 1]!) === SP || b === HTAB)) valEnd--;
 
-    if (buf === this.acc) {
-      // Split head: strings come from one decode at the end. Framing fields are still acted on
-      // now (so errors come in the same order as for a whole head); Host and Upgrade only count.
-      this.defer(id, nameStart, nameEnd, valStart, valEnd);
-      if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') {
-        const role = KNOWN_ROLE[id]!;
-        this.field(role, role === H_HOST || role === H_UPGRADE || valEnd <= valStart ? '' : latin1(buf, valStart, valEnd));
-      }
-      return p + 2;
-    }
     const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
     const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
     this.headers.push(name, value);
-    if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') this.field(KNOWN_ROLE[id]!, value);
+    if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') {
+      const role = KNOWN_ROLE[id]!;
+      // In a split head the value is still DEFERRED, and the framing fields that read it need
+      // it now (so errors come in the same order as for a whole head); Host and Upgrade only count.
+      this.field(role, buf === this.acc && valEnd > valStart && role !== H_HOST && role !== H_UPGRADE ? latin1(buf, valStart, valEnd) : value);
+    }
     return p + 2;
   }
 
@@ -1059,6 +1091,18 @@ function methodString(buf: Buffer, s: number, e: number): string {
 function matchAt(buf: Buffer, s: number, str: string): boolean {
   for (let i = 1; i < str.length; i++) if (buf[s + i] !== str.charCodeAt(i)) return false;
   return true;
+}
+
+/**
+ * True when the unfinished field line `buf[s..lim)` is a valid field name so far (token bytes,
+ * or token bytes and a colon). Its other bytes passed the scan of `continueSplit` (no CTL but
+ * HTAB, no CR but a last one), so the line parser would then find nothing wrong before the line
+ * end either; when this says false, the parser is run to say what is wrong, if anything.
+ */
+function nameSoFarValid(buf: Buffer, s: number, lim: number): boolean {
+  let i = s;
+  while (i < lim && TOKEN[buf[i]!] !== 0) i++;
+  return i === lim || (i > s && buf[i] === COLON);
 }
 
 let scratch = Buffer.allocUnsafe(256);

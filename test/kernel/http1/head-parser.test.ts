@@ -647,3 +647,69 @@ describe('HeadParser: word-at-a-time scans at every alignment', () => {
     }
   });
 });
+
+describe('HeadParser: heads split across chunks', () => {
+  /** Every valid fixture, cut once or twice, with a big last chunk (the rest of the head and a body). */
+  it('a big chunk after a split parses the rest in place, same result', () => {
+    const body = 'b'.repeat(400);
+    for (const f of VALID) {
+      const all = Buffer.concat([b(f.raw), b(f.rest ?? ''), b(body)]);
+      const whole = feedHead(f.kind, [all]);
+      const ref = snapshot(whole.parser);
+      const n = b(f.raw).length;
+      for (let cut = 1; cut < n; cut++) {
+        const once = feedHead(f.kind, [all.subarray(0, cut), all.subarray(cut)]);
+        expect(once.consumed, `${f.name} cut ${cut}`).toBe(whole.consumed);
+        expect(snapshot(once.parser), `${f.name} cut ${cut}`).toEqual(ref);
+        const mid = cut + ((cut * 7) % Math.max(1, n - cut));
+        const twice = feedHead(f.kind, [all.subarray(0, cut), all.subarray(cut, mid), all.subarray(mid)]);
+        expect(twice.consumed, `${f.name} cuts ${cut} ${mid}`).toBe(whole.consumed);
+        expect(snapshot(twice.parser), `${f.name} cuts ${cut} ${mid}`).toEqual(ref);
+      }
+    }
+  });
+
+  it('a line that begins inside a later chunk fails as soon as its bad byte arrives', () => {
+    for (const [bad, message] of [['Bad Name: x', 'whitespace between header name'], [': x', 'empty header name'], [' x', 'folding'], ['X(: y', 'header name']]) {
+      const p = new HeadParser('request');
+      p.execute(b('GET / HTTP/1.1\r\nHo'));
+      expectError(() => p.execute(b(`st: a\r\n${bad}`)), ParseError, message);
+    }
+  });
+
+  it('fields parsed before an error are in headers, with no placeholder left', () => {
+    const p = new HeadParser('request');
+    p.execute(b('GET /t HTTP/1.1\r\nHo'));
+    p.execute(b('st: a\r\nX-Odd: 1\r\nx-lower: 2\r\n'));
+    expectError(() => p.execute(b('X-B: \0')), ParseError, '0x00');
+    expect(p.target).toBe('/t');
+    expect(p.headers.toArray()).toEqual([['Host', 'a'], ['X-Odd', '1'], ['X-Lower', '2']]);
+  });
+
+  it('reuses its buffer across heads on one connection', () => {
+    const p = new HeadParser('response');
+    for (let i = 0; i < 5; i++) {
+      const head = b(`HTTP/1.1 200 Reason ${i}\r\nX-Big: ${'v'.repeat(i * 3000)}\r\nX-I: ${i}\r\n\r\n`);
+      p.reset();
+      for (let at = 0; at < head.length; at += 13) p.execute(head.subarray(at, Math.min(head.length, at + 13)));
+      expect(p.complete).toBe(true);
+      expect(p.reason).toBe(`Reason ${i}`);
+      expect(p.headers.get('X-I')).toBe(String(i));
+      expect(p.headers.get('X-Big')).toBe('v'.repeat(i * 3000));
+    }
+  });
+
+  it('a line end just past maxLineBytes fails on the limit whole or split, at any alignment', () => {
+    // The LF is the first byte past the limit: the limit error, not a complaint about that byte.
+    const value = 'a'.repeat(40);
+    const head = `GET / HTTP/1.1\r\nX-Long: ${value}\nX: y\r\n\r\n`;
+    const max = `X-Long: ${value}`.length - 2;
+    for (let pad = 0; pad < 8; pad++) {
+      const backing = Buffer.alloc(pad + head.length, 0x7a);
+      backing.write(head, pad, 'latin1');
+      const chunk = backing.subarray(pad);
+      expectError(() => feedHead('request', [chunk], { maxLineBytes: max }), ProtocolError, 'maxLineBytes');
+    }
+    expectError(() => feedHead('request', pieces(b(head), 'bytes'), { maxLineBytes: max }), ProtocolError, 'maxLineBytes');
+  });
+});
