@@ -65,6 +65,8 @@ const T_IDLE = 3;
 const BODY_HIGH_WATER = 65536;
 /** Stashed pipelined bytes above which the socket is paused until the exchange ends. */
 const STASH_HIGH_WATER = 65536;
+/** Batched output up to this size is copied into one buffer; larger goes out as a writev. */
+const COALESCE_BYTES = 16384;
 /** Unread request-body bytes the server drops to keep a connection reusable after a stream handler. */
 const DRAIN_LIMIT = 256 * 1024;
 /** How long a closing connection keeps draining what the peer still sends. */
@@ -834,11 +836,32 @@ export class H1Connection implements StreamConnection {
 
   private flush(): void {
     const out = this.out;
-    if (out.length === 0) return;
-    const data = out.length === 1 ? out[0]! : Buffer.concat(out as Buffer[]);
+    const n = out.length;
+    if (n === 0) return;
+    const sock = this.socket;
+    if (sock.destroyed) {
+      out.length = 0;
+      return;
+    }
+    let ok: boolean;
+    if (n === 1) {
+      ok = sock.write(out[0]!);
+    } else {
+      let total = 0;
+      for (let i = 0; i < n; i++) total += out[i]!.length;
+      if (total <= COALESCE_BYTES) {
+        // Many small responses (pipelining): one copy into one buffer beats a writev of many.
+        ok = sock.write(Buffer.concat(out as Buffer[], total));
+      } else {
+        // Large bodies: hand the pieces to one writev instead of copying them together.
+        sock.cork();
+        ok = true;
+        for (let i = 0; i < n; i++) ok = sock.write(out[i]!) && ok;
+        sock.uncork();
+      }
+    }
     out.length = 0;
-    if (this.socket.destroyed) return;
-    if (!this.socket.write(data)) this.armWrite();
+    if (!ok) this.armWrite();
     if (this.phase === P_CLOSED) this.endSocket();
   }
 
