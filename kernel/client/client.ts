@@ -349,7 +349,8 @@ export class Client {
         if (res === null) {
           const err0 = ctx.error();
           if (err0 !== null) throw err0;
-          const session = await this.transport.acquire(originOf(req.url), ctx, acquire);
+          const origin = originOf(req.url);
+          const session = this.transport.acquireIdle(origin, acquire) ?? (await this.transport.acquire(origin, ctx, acquire));
           res = await session.dispatch(req, ctx, timeouts);
         }
         res.url = req.url;

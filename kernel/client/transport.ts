@@ -149,6 +149,29 @@ export class Transport {
     this.sweeper = null;
   }
 
+  /**
+   * @internal An idle session for `origin`, or null: synchronous, so reusing a pooled
+   * connection costs no promise (the common case of every call after the first).
+   */
+  acquireIdle(origin: Origin, a: AcquireOptions): ClientSession | null {
+    if (this.closed || this.idleTotal === 0) return null;
+    const pool = this.pools.get(poolKey(origin, a.proxy !== undefined ? a.proxy : this.proxy, a.httpVersion));
+    if (pool === undefined) return null;
+    return this.takeIdle(pool);
+  }
+
+  private takeIdle(pool: Pool): ClientSession | null {
+    const idle = pool.idle;
+    while (idle.length > 0) {
+      const s = idle.pop()!;
+      this.idleTotal--;
+      if (!s.closed && (this.idleTimeout === 0 || performance.now() - s.idleSince < this.idleTimeout)) return s;
+      s.destroy();
+      pool.all.delete(s);
+    }
+    return null;
+  }
+
   /** @internal A session for one exchange to `origin`: an idle one, or a new connection. */
   async acquire(origin: Origin, ctx: RequestContext, a: AcquireOptions): Promise<ClientSession> {
     if (this.closed) throw new ArgumentError('the transport is closed');
@@ -159,15 +182,7 @@ export class Transport {
       pool = new Pool(key, this);
       this.pools.set(key, pool);
     }
-    const idle = pool.idle;
-    while (idle.length > 0) {
-      const s = idle.pop()!;
-      this.idleTotal--;
-      if (!s.closed && (this.idleTimeout === 0 || performance.now() - s.idleSince < this.idleTimeout)) return s;
-      s.destroy();
-      pool.all.delete(s);
-    }
-    return this.connect(pool, origin, ctx, a, proxy);
+    return this.takeIdle(pool) ?? this.connect(pool, origin, ctx, a, proxy);
   }
 
   private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, proxy: unknown): Promise<ClientSession> {
