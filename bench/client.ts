@@ -58,6 +58,22 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { RunnerCommand, RunnerMessage } from './clients/runner.js';
 import { printProfileSummary, summarizeProfile } from './clients/cpuprofile.js';
 import { median, pinned, tasksetUsable } from './load.js';
+import {
+  abortOnSignals,
+  childTracker,
+  envList,
+  firstLines,
+  fmtInt,
+  fmtK,
+  fmtRatio,
+  pairedRatio,
+  prepareLaunches,
+  printTable as printTableWith,
+  runSpread,
+  sleep,
+  stopChild,
+  type Launch,
+} from './common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -157,11 +173,6 @@ function envNumber(name: string, fallback: number): number {
   return process.env[name] !== undefined && process.env[name] !== '' && Number.isFinite(v) && v >= 0 ? v : fallback;
 }
 
-function envList(name: string): string[] | null {
-  const v = process.env[name]?.trim();
-  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : null;
-}
-
 function defaultOptions(): ClientBenchOptions {
   const scenarios = (envList('BENCH_CLIENT_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName =>
     (SCENARIOS as readonly string[]).includes(s),
@@ -190,98 +201,19 @@ function defaultOptions(): ClientBenchOptions {
 // ---------------------------------------------------------------------------------------
 // Child processes
 
-/** Every child still alive, so an error or an interrupt can end them all. */
-const live = new Set<ChildProcess>();
-
-function track(child: ChildProcess): void {
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-}
-
-function killAllNow(): void {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-
-function firstLines(text: string, n = 3): string {
-  return text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .slice(0, n)
-    .join(' | ')
-    .slice(0, 300);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Minimal view of esbuild's JS API (loaded dynamically: it is a dependency of tsup/tsx). */
-interface Esbuild {
-  build(options: Record<string, unknown>): Promise<unknown>;
-  stop?(): void | Promise<void>;
-}
-
-/** argv after `node` for each program (by source path), or why it cannot run. */
-type Launch = { argv: string[] } | { error: string };
+const { live, track, killAllNow } = childTracker();
 
 /**
- * Precompiles the programs with esbuild into `dir` (inside node_modules/.cache so the output
- * resolves the project's npm packages), with external source maps for profiles.
+ * Precompiles the programs (see {@link prepareLaunches}) keyed by source path, with external
+ * source maps for profiles.
  */
-async function prepareLaunches(
+function prepareProgramLaunches(
   sources: string[],
   runner: 'esbuild' | 'tsx',
   dir: string | null,
 ): Promise<{ launches: Map<string, Launch>; runner: 'esbuild' | 'tsx'; note?: string }> {
-  const launches = new Map<string, Launch>();
-  let esbuild: Esbuild | null = null;
-  let note: string | undefined;
-  if (runner === 'esbuild' && dir) {
-    try {
-      const name = 'esbuild';
-      esbuild = (await import(name)) as Esbuild;
-    } catch (e) {
-      note = `esbuild unavailable (${(e as Error).message.split('\n')[0]}); running the programs with node --import tsx`;
-    }
-  }
-  if (!esbuild || !dir) {
-    for (const src of sources) launches.set(src, { argv: ['--import', 'tsx', src] });
-    return { launches, runner: 'tsx', ...(note ? { note } : {}) };
-  }
-  await Promise.all(
-    sources.map(async (src, i) => {
-      const outfile = join(dir, `${i}-${src.split('/').pop()!.replace(/\.ts$/, '')}.mjs`);
-      try {
-        await esbuild.build({
-          entryPoints: [src],
-          outfile,
-          bundle: true,
-          packages: 'external',
-          platform: 'node',
-          format: 'esm',
-          target: 'node20',
-          sourcemap: 'external',
-          logLevel: 'silent',
-        });
-        launches.set(src, { argv: [outfile] });
-      } catch (e) {
-        const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
-        const why = errors?.length
-          ? errors.slice(0, 2).map((x) => `${x.location ? `${x.location.file}:${x.location.line}: ` : ''}${x.text}`).join(' | ')
-          : (e as Error).message;
-        launches.set(src, { error: `does not build: ${why}` });
-      }
-    }),
-  );
-  await esbuild.stop?.();
-  return { launches, runner: 'esbuild' };
+  const entries = sources.map((src, i) => ({ key: src, source: src, outName: `${i}-${src.split('/').pop()!.replace(/\.ts$/, '')}.mjs` }));
+  return prepareLaunches(entries, runner, dir, { sourcemap: 'external', what: 'programs' });
 }
 
 /** A running server child. */
@@ -328,16 +260,6 @@ function startServer(launch: Launch, cpu: number | null): Promise<ServerProc> {
       resolve({ child, pid: child.pid as number, port: Number(m[1]) });
     });
   });
-}
-
-/** SIGTERM, then SIGKILL after 2 s; resolves when the child is gone. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
-  await gone;
-  clearTimeout(timer);
 }
 
 type RunResult = Extract<RunnerMessage, { type: 'result' }>;
@@ -485,31 +407,13 @@ function maxOf(xs: number[]): number {
   return f.length ? Math.max(...f) : NaN;
 }
 
-function fmtInt(n: number): string {
-  return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-';
-}
-
-function fmtK(n: number): string {
-  if (!Number.isFinite(n)) return '-';
-  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0);
-}
-
-function fmtRatio(r: number): string {
-  return Number.isFinite(r) ? `${r.toFixed(2)}x` : 'n/a';
-}
-
 function fmtPct(p: number): string {
   return Number.isFinite(p) ? `${p.toFixed(0)}%` : '-';
 }
 
 /** Prints rows as an aligned table; the first column is left-aligned, the rest right. */
 function printTable(head: string[], rows: string[][], log: (s: string) => void): void {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ').trimEnd();
-  log(line(head));
-  log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) log(line(r));
+  printTableWith(head, rows, log, true);
 }
 
 const TITLES: Record<ScenarioName, (c: number) => string> = {
@@ -570,27 +474,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
 
   // Interrupts and errors end every child; the children are reaped (up to 1 s) before the
   // signal is re-raised.
-  let aborted = false;
-  const checkAborted = (): void => {
-    if (aborted) throw new Error('interrupted');
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    aborted = true;
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.on(signal, () => {});
-    killAllNow();
-    removeDirs();
-    const children = [...live];
-    const reap = Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : null)));
-    void Promise.race([reap, sleep(1000)]).then(() => {
-      process.removeAllListeners(signal);
-      process.kill(process.pid, signal);
-    });
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('exit', killAllNow);
+  const { checkAborted, dispose } = abortOnSignals({ live, track, killAllNow }, removeDirs);
 
   let server: ServerProc | null = null;
   const clients: ClientProc[] = [];
@@ -608,7 +492,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
       await mkdir(cache, { recursive: true });
       buildDir = await mkdtemp(join(cache, 'switchyard-bench-client-'));
     }
-    const prepared = await prepareLaunches([runnerSrc, serverSrc], opts.runner, buildDir);
+    const prepared = await prepareProgramLaunches([runnerSrc, serverSrc], opts.runner, buildDir);
     if (prepared.note) log(`WARNING: ${prepared.note}`);
     const runnerLaunch = prepared.launches.get(runnerSrc) ?? { error: 'no launcher' };
     log(
@@ -736,14 +620,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
           ...(note ? { note } : {}),
         };
       });
-      const ratio = (r: ClientRow, label: string): number => {
-        const base = rows.find((x) => x.client === label);
-        if (!base) return NaN;
-        if (r.runs.length === opts.runs && base.runs.length === opts.runs) {
-          return median(r.runs.map((v, i) => v / (base.runs[i] as number)));
-        }
-        return r.reqPerSec / base.reqPerSec;
-      };
+      const ratio = (r: ClientRow, label: string): number => pairedRatio(r, rows.find((x) => x.client === label), opts.runs);
       for (const r of rows) {
         r.vsUndici = ratio(r, 'undici request');
         r.vsAxios = ratio(r, 'axios');
@@ -767,7 +644,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
           log,
         );
       }
-      const spread = Math.max(...rows.map((r) => (r.runs.length > 1 ? Math.max(...r.runs) / Math.min(...r.runs) : 1)));
+      const spread = runSpread(rows);
       if (retried > 0) log(`note: ${retried} run(s) repeated because other processes used over ${opts.maxOtherLoad}% of the machine`);
       const other = maxOf(rows.map((r) => r.otherLoad));
       if (other > opts.maxOtherLoad) {
@@ -804,9 +681,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
     await Promise.all(clients.map((c) => c.exit().catch(() => {})));
     if (server) await stopChild(server.child).catch(() => {});
     killAllNow();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.off('exit', killAllNow);
+    dispose();
     removeDirs();
   }
 }

@@ -34,7 +34,6 @@
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -53,6 +52,22 @@ import {
   writePipelineScript,
   type WrkResult,
 } from './load.js';
+import {
+  abortOnSignals,
+  childTracker,
+  envList,
+  firstLines,
+  fmtInt,
+  fmtK,
+  fmtRatio,
+  pairedRatio,
+  prepareLaunches,
+  printTable as printTableWith,
+  runSpread,
+  sleep,
+  stopChild,
+  type Launch,
+} from './common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -139,11 +154,6 @@ function envNumber(name: string, fallback: number): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
-function envList(name: string): string[] | null {
-  const v = process.env[name]?.trim();
-  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : null;
-}
-
 function defaultOptions(): ServerBenchOptions {
   const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName =>
     (SCENARIOS as readonly string[]).includes(s),
@@ -167,23 +177,7 @@ function defaultOptions(): ServerBenchOptions {
 // ---------------------------------------------------------------------------------------
 // Child processes
 
-/** Every child still alive, so an error or an interrupt can end them all. */
-const live = new Set<ChildProcess>();
-
-function track(child: ChildProcess): void {
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-}
-
-function killAllNow(): void {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
+const { live, track, killAllNow } = childTracker();
 
 /** A running server child. */
 interface ServerProc {
@@ -195,73 +189,10 @@ interface ServerProc {
   exited: () => boolean;
 }
 
-/** How each server program is launched: argv after `node`, or why it cannot be. */
-type Launch = { argv: string[] } | { error: string };
-
-function firstLines(text: string, n = 3): string {
-  return text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .slice(0, n)
-    .join(' | ')
-    .slice(0, 300);
-}
-
-/** Minimal view of esbuild's JS API (loaded dynamically: it is a dependency of tsup/tsx). */
-interface Esbuild {
-  build(options: Record<string, unknown>): Promise<unknown>;
-  stop?(): void | Promise<void>;
-}
-
-/**
- * Precompiles each server with esbuild into `dir` (inside node_modules/.cache so the output
- * resolves the project's npm packages). A server that fails to build gets an error instead.
- */
-async function prepareLaunches(specs: ServerSpec[], runner: 'esbuild' | 'tsx', dir: string | null): Promise<{ launches: Map<string, Launch>; runner: 'esbuild' | 'tsx'; note?: string }> {
-  const launches = new Map<string, Launch>();
-  const source = (spec: ServerSpec): string => join(ROOT, 'bench', 'servers', `${spec.id}.ts`);
-  let esbuild: Esbuild | null = null;
-  let note: string | undefined;
-  if (runner === 'esbuild' && dir) {
-    try {
-      const name = 'esbuild';
-      esbuild = (await import(name)) as Esbuild;
-    } catch (e) {
-      note = `esbuild unavailable (${(e as Error).message.split('\n')[0]}); running the servers with node --import tsx`;
-    }
-  }
-  if (!esbuild || !dir) {
-    for (const spec of specs) launches.set(spec.id, { argv: ['--import', 'tsx', source(spec)] });
-    return { launches, runner: 'tsx', ...(note ? { note } : {}) };
-  }
-  await Promise.all(
-    specs.map(async (spec) => {
-      const outfile = join(dir, `${spec.id}.mjs`);
-      try {
-        await esbuild.build({
-          entryPoints: [source(spec)],
-          outfile,
-          bundle: true,
-          packages: 'external',
-          platform: 'node',
-          format: 'esm',
-          target: 'node20',
-          sourcemap: false,
-          logLevel: 'silent',
-        });
-        launches.set(spec.id, { argv: [outfile] });
-      } catch (e) {
-        const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
-        const why = errors?.length
-          ? errors.slice(0, 2).map((x) => `${x.location ? `${x.location.file}:${x.location.line}: ` : ''}${x.text}`).join(' | ')
-          : (e as Error).message;
-        launches.set(spec.id, { error: `does not build: ${why}` });
-      }
-    }),
-  );
-  await esbuild.stop?.(); // ends its service process
-  return { launches, runner: 'esbuild' };
+/** Precompiles each server (see {@link prepareLaunches}), keyed by server id. */
+function prepareServerLaunches(specs: ServerSpec[], runner: 'esbuild' | 'tsx', dir: string | null): Promise<{ launches: Map<string, Launch>; runner: 'esbuild' | 'tsx'; note?: string }> {
+  const entries = specs.map((spec) => ({ key: spec.id, source: join(ROOT, 'bench', 'servers', `${spec.id}.ts`), outName: `${spec.id}.mjs` }));
+  return prepareLaunches(entries, runner, dir, { sourcemap: false, what: 'servers' });
 }
 
 /** Starts one server; rejects with a one-line reason when it does not come up. */
@@ -313,31 +244,12 @@ function startServer(spec: ServerSpec, launch: Launch, scenario: 'hello' | 'big'
 }
 
 /** SIGTERM, then SIGKILL after 2 s; resolves when the child is gone. */
-async function stopServer(proc: ServerProc): Promise<void> {
-  const { child } = proc;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
-  await gone;
-  clearTimeout(timer);
+function stopServer(proc: ServerProc): Promise<void> {
+  return stopChild(proc.child);
 }
 
 // ---------------------------------------------------------------------------------------
 // Formatting
-
-function fmtInt(n: number): string {
-  return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-';
-}
-
-function fmtK(n: number): string {
-  if (!Number.isFinite(n)) return '-';
-  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : n.toFixed(0);
-}
-
-function fmtRatio(r: number): string {
-  return Number.isFinite(r) ? `${r.toFixed(2)}x` : 'n/a';
-}
 
 function fmtMB(bytes: number, digits = 1): string {
   return Number.isFinite(bytes) ? (bytes / 1024 / 1024).toFixed(digits) : '-';
@@ -345,12 +257,7 @@ function fmtMB(bytes: number, digits = 1): string {
 
 /** Prints rows as an aligned table; the first column is left-aligned, the rest right. */
 function printTable(head: string[], rows: string[][]): void {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
-  console.log(line(head));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) console.log(line(r));
+  printTableWith(head, rows, (s) => console.log(s), false);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -400,27 +307,7 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
 
   // Interrupts and errors end every child.
   // The children are reaped (waited for, up to 1 s) before the signal is re-raised.
-  let aborted = false;
-  const checkAborted = (): void => {
-    if (aborted) throw new Error('interrupted');
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    aborted = true;
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.on(signal, () => {}); // a second ^C while reaping is ignored
-    killAllNow();
-    removeDirs();
-    const children = [...live];
-    const reap = Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : null)));
-    void Promise.race([reap, sleep(1000)]).then(() => {
-      process.removeAllListeners(signal);
-      process.kill(process.pid, signal);
-    });
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('exit', killAllNow);
+  const { checkAborted, dispose } = abortOnSignals({ live, track, killAllNow }, removeDirs);
 
   const running: ServerProc[] = [];
   const skippedReasons = new Map<string, string>();
@@ -464,7 +351,7 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
         await mkdir(cache, { recursive: true });
         buildDir = await mkdtemp(join(cache, 'switchyard-bench-'));
       }
-      const prepared = await prepareLaunches(specs, opts.runner, buildDir);
+      const prepared = await prepareServerLaunches(specs, opts.runner, buildDir);
       launches = prepared.launches;
       if (prepared.note) log(`WARNING: ${prepared.note}`);
       log(
@@ -543,22 +430,13 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       });
       // Ratios pair the runs of one round (measured seconds apart), then take the median, so
       // a machine whose speed drifts between rounds moves both sides of each ratio alike.
-      const ratio = (r: ThroughputRow, label: string): number => {
-        const base = rows.find((x) => x.server === label);
-        if (!base) return NaN;
-        if (r.runs.length === opts.runs && base.runs.length === opts.runs) {
-          return median(r.runs.map((v, i) => v / (base.runs[i] as number)));
-        }
-        return r.reqPerSec / base.reqPerSec;
-      };
+      const ratio = (r: ThroughputRow, label: string): number => pairedRatio(r, rows.find((x) => x.server === label), opts.runs);
       for (const r of rows) {
         r.vsNodeHttp = ratio(r, 'node:http');
         r.vsFastify = ratio(r, 'fastify');
       }
       result.scenarios.push({ name, title, command, rows });
-      const spread = Math.max(
-        ...rows.map((r) => (r.runs.length > 1 ? Math.max(...r.runs) / Math.min(...r.runs) : 1)),
-      );
+      const spread = runSpread(rows);
       const big = name === 'big';
       printTableIf(
         ['server', ...(big ? ['MiB/s'] : []), 'req/s', 'vs node:http', 'vs fastify', 'RSS MB', 'runs (req/s)', 'errors'],
@@ -686,15 +564,9 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
   } finally {
     await Promise.all(running.map(stopServer)).catch(() => {});
     killAllNow();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.off('exit', killAllNow);
+    dispose();
     removeDirs();
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -5,6 +5,8 @@
  * Importing this module registers an `afterEach` that destroys every client, clears every
  * tracked timer and force-closes every server started through it.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { afterEach } from 'vitest';
 import {
@@ -302,4 +304,96 @@ export async function expectServing(port: number, path = '/ok'): Promise<ParsedR
 /** A GET request head. */
 export function get(path: string, extra = ''): string {
   return `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`;
+}
+
+// ---- curl and small utilities (interop-curl.test.ts, tls.test.ts) -----------------------------
+
+/** The curl binary the interop tests run. */
+export const CURL = '/usr/bin/curl';
+
+/** What a curl run left behind. */
+export interface CurlResult {
+  code: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/**
+ * Environment without proxy settings (so curl talks to loopback directly) and without the
+ * variables whose names match `drop` (by default only `CURL_HOME`).
+ */
+export function curlEnv(drop: RegExp = /^curl_home$/i): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!/_proxy$/i.test(k) && !drop.test(k)) env[k] = v;
+  }
+  return env;
+}
+
+/**
+ * Runs curl (async) with `args` in `env`; `input` is written to its stdin. The child is in
+ * `children` while it runs (so the caller's cleanup can kill it). Resolves when it exits.
+ */
+export function runCurl(args: string[], children: Set<ChildProcess>, env: NodeJS.ProcessEnv, input?: Buffer): Promise<CurlResult> {
+  const child = spawn(CURL, ['-q', '--noproxy', '*', '-sS', '--max-time', '20', ...args], {
+    env,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout!.on('data', (c: Buffer) => out.push(c));
+  child.stderr!.on('data', (c: Buffer) => err.push(c));
+  if (input !== undefined) {
+    child.stdin!.on('error', () => {});
+    child.stdin!.end(input);
+  }
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      children.delete(child);
+      resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('latin1') });
+    });
+  });
+}
+
+/** curl `-w` format appended after each transfer; parsed by {@link transfers}. */
+export const W = '\\n@@ %{http_code} %{num_connects} %{local_port} %{size_download}\\n';
+
+/** One transfer of a curl run with `-w W`. */
+export interface Transfer {
+  body: string;
+  status: number;
+  connects: number;
+  localPort: number;
+  size: number;
+}
+
+/** Splits stdout of a curl run with `-w W` into one record per transfer. */
+export function transfers(stdout: Buffer): Transfer[] {
+  const text = stdout.toString('latin1');
+  const re = /([\s\S]*?)\n@@ (\d+) (\d+) (\d+) (\d+)\n/g;
+  const out: Transfer[] = [];
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text)) !== null) {
+    out.push({ body: m[1]!, status: Number(m[2]), connects: Number(m[3]), localPort: Number(m[4]), size: Number(m[5]) });
+  }
+  return out;
+}
+
+/** How many times curl -v said it reused a connection (wording differs across versions). */
+export function reuses(stderr: string): number {
+  return (stderr.match(/Re-?using existing connection/g) ?? []).length;
+}
+
+/** Hex SHA-256 of `b`. */
+export function sha256(b: Uint8Array): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+/** A promise with its resolve function. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
 }

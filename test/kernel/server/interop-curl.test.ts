@@ -9,7 +9,7 @@
  * never on sleeps. curl runs as an async child process so the server in this process keeps
  * running while it waits.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -29,10 +29,9 @@ import {
   type Request,
   type Stream,
 } from '../../../kernel/index.js';
+import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from './helpers.js';
 
 // ---- private helpers (cleanup, curl, parsing) ---------------------------------------------
-
-const CURL = '/usr/bin/curl';
 
 const servers = new Set<Server>();
 const children = new Set<ChildProcess>();
@@ -61,71 +60,9 @@ function quiet(): { errors: unknown[]; onError: (e: unknown) => void } {
   return { errors, onError: (e) => errors.push(e) };
 }
 
-interface CurlResult {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-}
-
-/** Environment without proxy settings, so curl talks to loopback directly. */
-function curlEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/_proxy$/i.test(k) && k.toLowerCase() !== 'curl_home') env[k] = v;
-  }
-  return env;
-}
-
 /** Runs curl (async) with `args`; `input` is written to its stdin. Resolves when it exits. */
 function curl(args: string[], input?: Buffer): Promise<CurlResult> {
-  const child = spawn(CURL, ['-q', '--noproxy', '*', '-sS', '--max-time', '20', ...args], {
-    env: curlEnv(),
-    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on('data', (c: Buffer) => out.push(c));
-  child.stderr!.on('data', (c: Buffer) => err.push(c));
-  if (input !== undefined) {
-    child.stdin!.on('error', () => {});
-    child.stdin!.end(input);
-  }
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      children.delete(child);
-      resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('latin1') });
-    });
-  });
-}
-
-/** `-w` format appended after each transfer; parsed by {@link transfers}. */
-const W = '\\n@@ %{http_code} %{num_connects} %{local_port} %{size_download}\\n';
-
-interface Transfer {
-  body: string;
-  status: number;
-  connects: number;
-  localPort: number;
-  size: number;
-}
-
-/** Splits stdout of a curl run with `-w W` into one record per transfer. */
-function transfers(stdout: Buffer): Transfer[] {
-  const text = stdout.toString('latin1');
-  const re = /([\s\S]*?)\n@@ (\d+) (\d+) (\d+) (\d+)\n/g;
-  const out: Transfer[] = [];
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) {
-    out.push({ body: m[1]!, status: Number(m[2]), connects: Number(m[3]), localPort: Number(m[4]), size: Number(m[5]) });
-  }
-  return out;
-}
-
-/** How many times curl -v said it reused a connection (wording differs across versions). */
-function reuses(stderr: string): number {
-  return (stderr.match(/Re-?using existing connection/g) ?? []).length;
+  return runCurl(args, children, curlEnv(), input);
 }
 
 /** Response heads curl -v printed (`< ` lines), one string per response, lower-cased names kept as sent. */
@@ -156,10 +93,6 @@ function field(head: string[], name: string): string | null {
   return null;
 }
 
-function sha256(b: Uint8Array): string {
-  return createHash('sha256').update(b).digest('hex');
-}
-
 /** A temp file holding `data`, removed after the test. */
 async function tempFile(name: string, data: Uint8Array | string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'swy-curl-'));
@@ -178,13 +111,6 @@ async function tempPath(name: string): Promise<string> {
 
 function url(server: Server, path = '/'): string {
   return `http://127.0.0.1:${server.port}${path}`;
-}
-
-/** A promise with its resolve function. */
-function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 /** A net.Server (not listening) that counts the TCP connections it accepts. */

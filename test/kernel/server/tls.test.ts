@@ -6,8 +6,8 @@
  * Every server, socket, child process and temp file is removed after each test; tests wait
  * on events, never on sleeps.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
@@ -27,10 +27,9 @@ import {
   type Server,
   type Stream,
 } from '../../../kernel/index.js';
+import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from './helpers.js';
 
 // ---- private helpers -------------------------------------------------------------------------
-
-const CURL = '/usr/bin/curl';
 
 const servers = new Set<Server>();
 const children = new Set<ChildProcess>();
@@ -52,77 +51,9 @@ function track<T extends Server>(s: T): T {
   return s;
 }
 
-interface CurlResult {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-}
-
-function curlEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!/_proxy$/i.test(k) && !/^(curl_home|ssl_cert_file|ssl_cert_dir|curl_ca_bundle)$/i.test(k)) env[k] = v;
-  }
-  return env;
-}
-
-/** Runs curl asynchronously; `input` goes to its stdin. */
+/** Runs curl asynchronously (without CA-bundle settings of the environment); `input` goes to its stdin. */
 function curl(args: string[], input?: Buffer): Promise<CurlResult> {
-  const child = spawn(CURL, ['-q', '--noproxy', '*', '-sS', '--max-time', '20', ...args], {
-    env: curlEnv(),
-    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on('data', (c: Buffer) => out.push(c));
-  child.stderr!.on('data', (c: Buffer) => err.push(c));
-  if (input !== undefined) {
-    child.stdin!.on('error', () => {});
-    child.stdin!.end(input);
-  }
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      children.delete(child);
-      resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('latin1') });
-    });
-  });
-}
-
-const W = '\\n@@ %{http_code} %{num_connects} %{local_port} %{size_download}\\n';
-
-interface Transfer {
-  body: string;
-  status: number;
-  connects: number;
-  localPort: number;
-  size: number;
-}
-
-function transfers(stdout: Buffer): Transfer[] {
-  const text = stdout.toString('latin1');
-  const re = /([\s\S]*?)\n@@ (\d+) (\d+) (\d+) (\d+)\n/g;
-  const out: Transfer[] = [];
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) {
-    out.push({ body: m[1]!, status: Number(m[2]), connects: Number(m[3]), localPort: Number(m[4]), size: Number(m[5]) });
-  }
-  return out;
-}
-
-function reuses(stderr: string): number {
-  return (stderr.match(/Re-?using existing connection/g) ?? []).length;
-}
-
-function sha256(b: Uint8Array): string {
-  return createHash('sha256').update(b).digest('hex');
-}
-
-function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
+  return runCurl(args, children, curlEnv(/^(curl_home|ssl_cert_file|ssl_cert_dir|curl_ca_bundle)$/i), input);
 }
 
 /** GET over Node's https client trusting `ca`; resolves status, headers and body. */
