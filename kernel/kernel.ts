@@ -1,5 +1,5 @@
 /**
- * The kernel: a hook table, a plugin loader (avvio) and, later, the clients and servers
+ * The kernel: a hook table, a plugin loader (avvio), and the clients and servers
  * built on them.
  *
  * avvio runs on a private instance (`avvio(null, …)`) rather than on the kernel itself: its

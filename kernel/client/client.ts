@@ -261,11 +261,15 @@ export class Client {
   private contextFor(o: CallOptions): [RequestContext, () => void] {
     let ctx = o.context;
     const timeout = o.requestTimeout ?? 0;
+    let child = false;
     if (ctx === undefined) ctx = new RequestContext({ deadline: timeout > 0 ? performance.now() + timeout : 0 });
-    else if (timeout > 0) ctx = ctx.child(performance.now() + timeout);
+    else if (timeout > 0) {
+      ctx = ctx.child(performance.now() + timeout);
+      child = true;
+    }
     ctx.set(kCallOptions, o);
     const signal = o.signal;
-    if (signal === undefined) return [ctx, noop];
+    if (signal === undefined) return [ctx, child ? () => ctx.detach() : noop];
     const c = ctx;
     const onAbort = (): void => {
       const r: unknown = signal.reason;
@@ -276,7 +280,13 @@ export class Client {
       return [ctx, noop];
     }
     signal.addEventListener('abort', onAbort, { once: true });
-    return [ctx, () => signal.removeEventListener('abort', onAbort)];
+    return [
+      ctx,
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        if (child) c.detach();
+      },
+    ];
   }
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
@@ -304,7 +314,7 @@ export class Client {
     }
     const target = appendQuery((u.pathname || '/') + u.search, pairs);
     const body = toMessageBody(o.body, headers);
-    const req = new Request(method.toUpperCase() === method ? method : method, target, { headers, copyHeaders: false, body, host: u.host });
+    const req = new Request(method, target, { headers, copyHeaders: false, body, host: u.host });
     // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
     req.url = `${u.protocol}//${u.host}${target}`;
     return req;

@@ -24,6 +24,7 @@ export class RequestContext {
   private timer: NodeJS.Timeout | null = null;
   private listeners: ((err: Error) => void)[] | null = null;
   private readonly parent: RequestContext | null;
+  private unlinkParent: (() => void) | null = null;
 
   /** `new RequestContext({ deadline })`; a child takes `parent`. */
   constructor(options: RequestContextOptions = {}) {
@@ -38,8 +39,18 @@ export class RequestContext {
       const pd = this.parent.deadline;
       if (pd > 0 && (this.deadline === 0 || pd < this.deadline)) this.deadline = pd;
       if (this.parent.canceled) this.cancelMessage = this.parent.cancelMessage;
-      else this.parent.onCancel(() => this.cancel(this.parent!.cancelMessage ?? undefined));
+      else this.unlinkParent = this.parent.onCancel(() => this.cancel(this.parent!.cancelMessage ?? undefined));
     }
+  }
+
+  /**
+   * Stops following the parent's cancellation: call it when a child context's work is over,
+   * so a long-lived parent does not keep a listener per finished child.
+   */
+  detach(): void {
+    const u = this.unlinkParent;
+    this.unlinkParent = null;
+    u?.();
   }
 
   /** A child context whose deadline is the earlier of `deadline` and this one's; canceled with this one. */

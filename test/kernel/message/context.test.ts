@@ -344,3 +344,16 @@ describe('RequestContext: application data', () => {
     expect(ctx.data.size).toBe(1);
   });
 });
+
+describe('detach', () => {
+  it('a detached child no longer follows its parent', () => {
+    const parent = new RequestContext();
+    const child = parent.child(0);
+    child.detach();
+    parent.cancel('stop');
+    expect(parent.canceled).toBe(true);
+    expect(child.canceled).toBe(false);
+    const other = parent.child(0);
+    expect(other.canceled).toBe(true);
+  });
+});
