@@ -118,7 +118,7 @@ export interface SessionInfo {
 /**
  * A protocol driver on one connection: the kernel's HTTP/1.1 driver and the h2 plugin's
  * HTTP/2 session implement it, and the client's pool only talks to this interface.
- * Deliberately small; the client issue may add members, never remove them.
+ * Deliberately small; plugins (h2) implement it, so members may be added, never removed.
  */
 export interface ClientSession {
   /** `http/1.1` or `h2` (the ALPN identifier of the protocol spoken). */
