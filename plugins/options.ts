@@ -5,10 +5,11 @@
  */
 import type { DecompressionOptions } from './decompression/index.js';
 import type { RedirectOptions } from './redirects/index.js';
+import type { RetryOptions } from './retries/index.js';
 
 declare module '../kernel/index.js' {
-  interface CallOptions extends RedirectOptions, DecompressionOptions {}
-  interface ClientOptions extends RedirectOptions, DecompressionOptions {}
+  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions {}
+  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions {}
 }
 
 export {};
