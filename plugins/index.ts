@@ -5,10 +5,12 @@
  */
 import type { AnyPlugin } from '../kernel/index.js';
 import './options.js';
+import { cookies } from './cookies/index.js';
 import { decompression } from './decompression/index.js';
 import { redirects } from './redirects/index.js';
 import { retries } from './retries/index.js';
 
+export * from './cookies/index.js';
 export * from './redirects/index.js';
 export * from './decompression/index.js';
 export * from './retries/index.js';
@@ -17,13 +19,13 @@ export * from './retries/index.js';
 export interface Presets {
   /**
    * The default bundle: h2, h2c, proxy, cookies, redirects, decompression, retries, router,
-   * fileserver, sse and websockets. It grows as each plugin's issue lands (today: redirects,
-   * decompression, retries), so code written against `presets.defaults` picks them up without changes.
+   * fileserver, sse and websockets. It grows as each plugin's issue lands (today: cookies,
+   * redirects, decompression, retries), so code written against `presets.defaults` picks them up without changes.
    */
   readonly defaults: readonly AnyPlugin[];
 }
 
 /** The presets. `createKernel().register(presets.defaults)` boots the default stack. */
 export const presets: Presets = Object.freeze({
-  defaults: Object.freeze([redirects, decompression, retries] as AnyPlugin[]),
+  defaults: Object.freeze([cookies, redirects, decompression, retries] as AnyPlugin[]),
 });

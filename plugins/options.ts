@@ -3,13 +3,14 @@
  * (declaration merging). Kept in one file directly under plugins/, so the relative module
  * path is right both in the sources and in the built `dist/plugins/index.d.ts`.
  */
+import type { CookieOptions } from './cookies/index.js';
 import type { DecompressionOptions } from './decompression/index.js';
 import type { RedirectOptions } from './redirects/index.js';
 import type { RetryOptions } from './retries/index.js';
 
 declare module '../kernel/index.js' {
-  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions {}
-  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions {}
+  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions {}
+  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions {}
 }
 
 export {};
