@@ -135,3 +135,7 @@ export function isOpen(client: Client): boolean {
   if (!(client instanceof Client)) throw new ArgumentError('isOpen(client) takes a Client');
   return client.isOpen;
 }
+
+// Plugin namespaces and helpers the reference puts at the top level.
+export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/index.js';
+export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
