@@ -139,3 +139,4 @@ export function isOpen(client: Client): boolean {
 // Plugin namespaces and helpers the reference puts at the top level.
 export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/index.js';
 export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
+export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';

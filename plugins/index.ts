@@ -14,6 +14,7 @@ export * from './cookies/index.js';
 export * from './redirects/index.js';
 export * from './decompression/index.js';
 export * from './retries/index.js';
+export * from './multipart/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {

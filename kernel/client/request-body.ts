@@ -85,7 +85,13 @@ function pairsOf(o: Record<string, unknown>): [string, string][] {
 /** @internal The message body for `body`; sets Content-Type for form bodies when absent. */
 export function toMessageBody(body: RequestBody | undefined, headers: Headers): Body {
   if (body === undefined || body === null) return null;
-  if (typeof body === 'string' || body instanceof Uint8Array || body instanceof AbstractBody) return body;
+  if (typeof body === 'string' || body instanceof Uint8Array) return body;
+  if (body instanceof AbstractBody) {
+    // A body that knows its media type (a multipart Form) sets Content-Type unless the caller did.
+    const ct = (body as { contentType?: unknown }).contentType;
+    if (typeof ct === 'string' && ct !== '' && !headers.has('Content-Type')) headers.push('Content-Type', ct);
+    return body;
+  }
   if (body instanceof URLSearchParams) {
     if (!headers.has('Content-Type')) headers.push('Content-Type', FORM);
     return body.toString();

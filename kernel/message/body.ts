@@ -10,7 +10,9 @@ export type Body = string | Uint8Array | AbstractBody | null;
 
 /**
  * Supertype of streamed bodies. A subclass implements {@link AbstractBody.read},
- * {@link AbstractBody.close} and {@link AbstractBody.closed}.
+ * {@link AbstractBody.close} and {@link AbstractBody.closed}. A subclass that knows its media
+ * type may expose it as a `contentType` string: the client then sets Content-Type from it
+ * when the caller did not (multipart `Form` does).
  */
 export abstract class AbstractBody implements AsyncIterable<Uint8Array> {
   /** Reads up to `dst.length` bytes into the start of `dst`; resolves to the count, 0 at the end. */

@@ -1,0 +1,494 @@
+/**
+ * Multipart helpers (not a hook plugin): {@link Form} builds a streamed multipart body
+ * (`multipart/form-data` or `multipart/mixed`), {@link Multipart} is one part, {@link Batch}
+ * a mixed form, and {@link parseMultipart} and friends parse a complete multipart body.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { AbstractBody, ArgumentError, Headers, ParseError } from '../../kernel/index.js';
+
+/** The data a {@link Multipart} can carry. */
+export type MultipartData = Uint8Array | string | Readable | AsyncIterable<Uint8Array | string>;
+
+/** The two multipart subtypes this module builds and can require when parsing. */
+export type MultipartType = 'formdata' | 'mixed';
+
+/** One part of a {@link Form}: data with an optional file name and content type. */
+export class Multipart {
+  /** File name sent in Content-Disposition, or null for none. */
+  readonly filename: string | null;
+  /** The part's data; a stream is read once when the form is sent. */
+  readonly data: MultipartData;
+  /** Content-Type of the part; empty means detected when sent (see {@link detectContentType}). */
+  readonly contentType: string;
+  /** Content-Transfer-Encoding header value, or empty for none. */
+  readonly contentTransferEncoding: string;
+  /** Part name; a Form uses its own key when this is empty. */
+  readonly name: string;
+
+  constructor(filename: string | null, data: MultipartData, contentType = '', contentTransferEncoding = '', name = '') {
+    if (filename !== null && typeof filename !== 'string') throw new ArgumentError('Multipart filename must be a string or null');
+    if (!(typeof data === 'string' || data instanceof Uint8Array || isAsyncIterable(data))) {
+      throw new ArgumentError(`Multipart data must be a Uint8Array, string, Readable or async iterable, got ${typeof data}`);
+    }
+    this.filename = filename;
+    this.data = data;
+    this.contentType = contentType;
+    this.contentTransferEncoding = contentTransferEncoding;
+    this.name = name;
+  }
+}
+
+const EXT_TYPES: Record<string, string> = {
+  '.txt': 'text/plain',
+  '.html': 'text/html',
+  '.htm': 'text/html',
+  '.css': 'text/css',
+  '.csv': 'text/csv',
+  '.js': 'text/javascript',
+  '.json': 'application/json',
+  '.xml': 'application/xml',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.svg': 'image/svg+xml',
+  '.zip': 'application/zip',
+};
+
+/**
+ * The content type used for a part whose type was left empty: by the file name's extension
+ * when known, else `text/plain` for string data and `application/octet-stream` for anything else.
+ */
+export function detectContentType(data: MultipartData, filename: string | null = null): string {
+  if (filename !== null) {
+    const t = EXT_TYPES[path.extname(filename).toLowerCase()];
+    if (t !== undefined) return t;
+  }
+  return typeof data === 'string' ? 'text/plain' : 'application/octet-stream';
+}
+
+function isAsyncIterable(x: unknown): x is AsyncIterable<Uint8Array | string> {
+  return typeof x === 'object' && x !== null && Symbol.asyncIterator in x;
+}
+
+/** Options of {@link Form}. */
+export interface FormOptions {
+  /** The boundary (1–70 characters of RFC 2046 bchars); random by default. */
+  boundary?: string;
+  /** `formdata` (default) or `mixed`. */
+  type?: MultipartType;
+}
+
+/** What a {@link Form} accepts as its parts. */
+export type FormParts = Iterable<readonly [string, unknown]> | Record<string, unknown>;
+
+type Segment = Uint8Array | AsyncIterable<Uint8Array | string>;
+
+const BCHARS = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
+
+/** A random boundary: 48 characters. */
+export function randomBoundary(): string {
+  return `----------------switchyard${randomBytes(11).toString('hex')}`;
+}
+
+/** Escapes a quoted Content-Disposition parameter value (the WHATWG form encoding rule). */
+function quoteParam(s: string): string {
+  return `"${s.replace(/\r\n|\r|\n/g, '%0D%0A').replace(/"/g, '%22')}"`;
+}
+
+function noCrlf(what: string, s: string): string {
+  if (/[\r\n]/.test(s)) throw new ArgumentError(`${what} must not contain CR or LF`);
+  return s;
+}
+
+/**
+ * A multipart body (`multipart/form-data` or `multipart/mixed`), streamed part by part:
+ * a stream part is read chunk by chunk when the body is read, never buffered whole.
+ * Single-use, like every streamed body.
+ */
+export class Form extends AbstractBody {
+  /** The boundary between parts. */
+  readonly boundary: string;
+  /** `formdata` or `mixed`. */
+  readonly type: MultipartType;
+  private readonly segments: Segment[] = [];
+  private readonly total: number;
+  private index = 0;
+  private iterator: AsyncIterator<Uint8Array | string> | null = null;
+  private pending: Uint8Array | null = null;
+  private isClosed = false;
+
+  /**
+   * `parts` is an iterable of `[name, value]` pairs or an object. A value is a string or number
+   * (its string form), a Uint8Array, a {@link Multipart}, a Node Readable (an `fs` read stream is
+   * sent with its file's base name), or anything else (its string form).
+   */
+  constructor(parts: FormParts, options: FormOptions = {}) {
+    super();
+    const type = options.type ?? 'formdata';
+    if (type !== 'formdata' && type !== 'mixed') throw new ArgumentError(`Form type must be 'formdata' or 'mixed', got ${String(type)}`);
+    const boundary = options.boundary ?? randomBoundary();
+    if (typeof boundary !== 'string' || !BCHARS.test(boundary)) {
+      throw new ArgumentError(`invalid multipart boundary ${JSON.stringify(boundary)}: 1-70 characters of RFC 2046 bchars, not ending in a space`);
+    }
+    this.type = type;
+    this.boundary = boundary;
+    const pairs: Iterable<readonly [string, unknown]> =
+      typeof parts === 'object' && parts !== null && Symbol.iterator in parts
+        ? (parts as Iterable<readonly [string, unknown]>)
+        : Object.entries(parts as Record<string, unknown>);
+    let total = 0;
+    for (const pair of pairs) {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new ArgumentError('Form parts must be [name, value] pairs');
+      const [key, value] = pair as [unknown, unknown];
+      const part = toMultipart(String(key), value);
+      const head = Buffer.from(`--${boundary}\r\n${this.partHeaders(part)}\r\n`, 'utf8');
+      this.segments.push(head);
+      total += head.length;
+      const d = part.data;
+      if (typeof d === 'string') {
+        const b = Buffer.from(d, 'utf8');
+        this.segments.push(b);
+        total += b.length;
+      } else if (d instanceof Uint8Array) {
+        this.segments.push(d);
+        total += d.length;
+      } else {
+        this.segments.push(d);
+        total = -Infinity;
+      }
+      const crlf = Buffer.from('\r\n');
+      this.segments.push(crlf);
+      total += 2;
+    }
+    const tail = Buffer.from(`--${boundary}--\r\n`);
+    this.segments.push(tail);
+    total += tail.length;
+    this.total = total < 0 ? -1 : total;
+  }
+
+  private partHeaders(part: Multipart): string {
+    let disp = this.type === 'formdata' ? 'form-data' : 'attachment';
+    if (part.name !== '' || this.type === 'formdata') disp += `; name=${quoteParam(part.name)}`;
+    if (part.filename !== null) disp += `; filename=${quoteParam(part.filename)}`;
+    let h = `Content-Disposition: ${disp}\r\n`;
+    // A plain form field (string data, no file name, no explicit type) carries no Content-Type, as browsers and curl send it.
+    const plainField = this.type === 'formdata' && part.filename === null && part.contentType === '' && typeof part.data === 'string';
+    if (!plainField) h += `Content-Type: ${noCrlf('content type', part.contentType || detectContentType(part.data, part.filename))}\r\n`;
+    if (part.contentTransferEncoding !== '') h += `Content-Transfer-Encoding: ${noCrlf('content transfer encoding', part.contentTransferEncoding)}\r\n`;
+    return h;
+  }
+
+  /** `multipart/form-data; boundary=…` or `multipart/mixed; boundary=…`. */
+  get contentType(): string {
+    return contentType(this);
+  }
+
+  /** See {@link AbstractBody.length}: known when every part's size is (strings, bytes), else -1. */
+  override get length(): number {
+    return this.total;
+  }
+
+  /** See {@link AbstractBody.read}. */
+  async read(dst: Uint8Array): Promise<number> {
+    if (this.isClosed || dst.length === 0) return 0;
+    for (;;) {
+      if (this.pending !== null) {
+        const n = Math.min(dst.length, this.pending.length);
+        dst.set(this.pending.subarray(0, n), 0);
+        this.pending = n < this.pending.length ? this.pending.subarray(n) : null;
+        return n;
+      }
+      if (this.index >= this.segments.length) return 0;
+      const seg = this.segments[this.index]!;
+      if (seg instanceof Uint8Array) {
+        this.index++;
+        if (seg.length > 0) this.pending = seg;
+        continue;
+      }
+      this.iterator ??= seg[Symbol.asyncIterator]();
+      const r = await this.iterator.next();
+      if (this.isClosed) return 0;
+      if (r.done === true) {
+        this.iterator = null;
+        this.index++;
+        continue;
+      }
+      const v: unknown = r.value;
+      if (typeof v === 'string') this.pending = Buffer.from(v, 'utf8');
+      else if (v instanceof Uint8Array) this.pending = v;
+      else throw new ArgumentError(`multipart part stream produced ${typeof v}, expected Uint8Array or string chunks`);
+      if (this.pending.length === 0) this.pending = null;
+    }
+  }
+
+  /** Stops reading; every stream part not yet finished is destroyed. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.pending = null;
+    const it = this.iterator;
+    this.iterator = null;
+    if (it !== null && typeof it.return === 'function') void Promise.resolve(it.return()).catch(() => undefined);
+    for (let i = this.index; i < this.segments.length; i++) {
+      const s = this.segments[i] as { destroy?: () => void };
+      if (!(s instanceof Uint8Array) && typeof s.destroy === 'function') s.destroy();
+    }
+  }
+
+  /** See {@link AbstractBody.closed}. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+}
+
+function toMultipart(key: string, value: unknown): Multipart {
+  if (value instanceof Multipart) {
+    return value.name === '' ? new Multipart(value.filename, value.data, value.contentType, value.contentTransferEncoding, key) : value;
+  }
+  if (typeof value === 'string') return new Multipart(null, value, '', '', key);
+  if (value instanceof Uint8Array) return new Multipart(null, value, '', '', key);
+  if (value instanceof Readable || isAsyncIterable(value)) {
+    const p = (value as { path?: unknown }).path;
+    const filename = typeof p === 'string' ? path.basename(p) : Buffer.isBuffer(p) ? path.basename(p.toString()) : null;
+    return new Multipart(filename, value, '', '', key);
+  }
+  return new Multipart(null, String(value), '', '', key);
+}
+
+/** The Content-Type of a form: `multipart/form-data; boundary=…` or `multipart/mixed; boundary=…`. */
+export function contentType(form: Form): string {
+  const b = /^[0-9A-Za-z'+_\-.]+$/.test(form.boundary) ? form.boundary : `"${form.boundary}"`;
+  return `multipart/${form.type === 'formdata' ? 'form-data' : 'mixed'}; boundary=${b}`;
+}
+
+/** A `multipart/mixed` {@link Form}. `parts` is a list of Multiparts or `[name, value]` pairs. */
+export function Batch(parts: Iterable<Multipart | readonly [string, unknown]> | Record<string, unknown>, options: { boundary?: string } = {}): Form {
+  const list: (readonly [string, unknown])[] = [];
+  if (typeof parts === 'object' && parts !== null && Symbol.iterator in parts) {
+    for (const p of parts as Iterable<Multipart | readonly [string, unknown]>) list.push(p instanceof Multipart ? [p.name, p] : p);
+  } else {
+    list.push(...Object.entries(parts));
+  }
+  return new Form(list, { ...options, type: 'mixed' });
+}
+
+// ---- parsing ---------------------------------------------------------------------------------
+
+/** One parsed part. */
+export interface ParsedPart {
+  /** The Content-Disposition `name`, or empty. */
+  name: string;
+  /** The Content-Disposition `filename`, or null. */
+  filename: string | null;
+  /** The part's Content-Type, `text/plain` when it has none. */
+  contentType: string;
+  /** The part's bytes (a view into the parsed body). */
+  data: Uint8Array;
+  /** The part's headers. */
+  headers: Headers;
+}
+
+/** The most bytes a part's header block may take. */
+export const MAX_PART_HEADER_BYTES = 64 * 1024;
+
+interface MessageLike {
+  headers: Headers;
+  body: unknown;
+}
+
+const CRLFCRLF = Buffer.from('\r\n\r\n');
+
+/** Splits `type/subtype; k=v; k="q"` into the lowercased media type and its parameters. */
+function parseMediaType(s: string): { type: string; params: Map<string, string> } {
+  const semi = s.indexOf(';');
+  const type = (semi < 0 ? s : s.slice(0, semi)).trim().toLowerCase();
+  return { type, params: semi < 0 ? new Map() : parseParams(s.slice(semi + 1)) };
+}
+
+/** Parses `; k=v; k="quoted \" value"` parameters; names lowercased. */
+function parseParams(s: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let i = 0;
+  while (i < s.length) {
+    while (i < s.length && (s[i] === ';' || s[i] === ' ' || s[i] === '\t')) i++;
+    const eq = s.indexOf('=', i);
+    const nextSemi = s.indexOf(';', i);
+    if (eq < 0 || (nextSemi >= 0 && nextSemi < eq)) {
+      if (nextSemi < 0) break;
+      i = nextSemi + 1;
+      continue;
+    }
+    const key = s.slice(i, eq).trim().toLowerCase();
+    i = eq + 1;
+    while (i < s.length && (s[i] === ' ' || s[i] === '\t')) i++;
+    let value = '';
+    if (s[i] === '"') {
+      i++;
+      while (i < s.length && s[i] !== '"') {
+        if (s[i] === '\\' && i + 1 < s.length) i++;
+        value += s[i];
+        i++;
+      }
+      i++;
+    } else {
+      const end = s.indexOf(';', i);
+      value = (end < 0 ? s.slice(i) : s.slice(i, end)).trim();
+      i = end < 0 ? s.length : end;
+    }
+    if (key !== '' && !out.has(key)) out.set(key, value);
+  }
+  return out;
+}
+
+function decodeExtValue(v: string): string | undefined {
+  const m = /^([^']*)'[^']*'(.*)$/.exec(v);
+  if (m === null) return undefined;
+  try {
+    return decodeURIComponent(m[2]!);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseArgs(
+  a: string | MessageLike,
+  b: unknown,
+  c: unknown,
+): { ct: string; body: Uint8Array | null; required: MultipartType | undefined } {
+  let ct: string;
+  let body: unknown;
+  let required: unknown;
+  if (typeof a === 'string') {
+    ct = a;
+    body = b;
+    required = c;
+  } else if (typeof a === 'object' && a !== null && a.headers instanceof Headers) {
+    ct = a.headers.get('Content-Type') ?? '';
+    body = a.body;
+    required = b;
+  } else {
+    throw new ArgumentError('parseMultipart takes (contentType, body) or (message)');
+  }
+  if (required !== undefined && required !== 'formdata' && required !== 'mixed') {
+    throw new ArgumentError(`required multipart type must be 'formdata' or 'mixed', got ${String(required)}`);
+  }
+  if (body === null || body === undefined) return { ct, body: null, required };
+  if (typeof body === 'string') return { ct, body: Buffer.from(body, 'utf8'), required };
+  if (body instanceof Uint8Array) return { ct, body, required };
+  throw new ArgumentError('parseMultipart needs a complete body (Uint8Array or string); read a streamed body with readAll first');
+}
+
+/**
+ * Parses a complete multipart body. Call as `(contentTypeHeader, body, requiredType?)` or
+ * `(message, requiredType?)`. Resolves to `undefined` when the content type is not multipart
+ * (or not the required subtype) or there is no body; throws {@link ParseError} on malformed input.
+ */
+export function parseMultipart(contentTypeHeader: string, body: Uint8Array | string | null | undefined, requiredType?: MultipartType): ParsedPart[] | undefined;
+export function parseMultipart(message: MessageLike, requiredType?: MultipartType): ParsedPart[] | undefined;
+export function parseMultipart(a: string | MessageLike, b?: unknown, c?: unknown): ParsedPart[] | undefined {
+  const { ct, body, required } = parseArgs(a, b, c);
+  const { type, params } = parseMediaType(ct);
+  if (!type.startsWith('multipart/')) return undefined;
+  if (required === 'formdata' && type !== 'multipart/form-data') return undefined;
+  if (required === 'mixed' && type !== 'multipart/mixed') return undefined;
+  if (body === null || body.length === 0) return undefined;
+  const boundary = params.get('boundary');
+  if (boundary === undefined || boundary === '') throw new ParseError('multipart Content-Type has no boundary');
+  if (boundary.length > 70) throw new ParseError(`multipart boundary is longer than 70 characters (${boundary.length})`);
+  return parseBody(Buffer.from(body.buffer, body.byteOffset, body.byteLength), boundary);
+}
+
+/** {@link parseMultipart} for `multipart/form-data` only. */
+export function parseMultipartForm(contentTypeHeader: string, body: Uint8Array | string | null | undefined): ParsedPart[] | undefined;
+export function parseMultipartForm(message: MessageLike): ParsedPart[] | undefined;
+export function parseMultipartForm(a: string | MessageLike, b?: Uint8Array | string | null): ParsedPart[] | undefined {
+  return typeof a === 'string' ? parseMultipart(a, b, 'formdata') : parseMultipart(a, 'formdata');
+}
+
+/** {@link parseMultipart} for `multipart/mixed` only. */
+export function parseMultipartMixed(contentTypeHeader: string, body: Uint8Array | string | null | undefined): ParsedPart[] | undefined;
+export function parseMultipartMixed(message: MessageLike): ParsedPart[] | undefined;
+export function parseMultipartMixed(a: string | MessageLike, b?: Uint8Array | string | null): ParsedPart[] | undefined {
+  return typeof a === 'string' ? parseMultipart(a, b, 'mixed') : parseMultipart(a, 'mixed');
+}
+
+function parseBody(buf: Buffer, boundary: string): ParsedPart[] {
+  const dash = Buffer.from(`--${boundary}`, 'latin1');
+  const delim = Buffer.from(`\r\n--${boundary}`, 'latin1');
+  // The first delimiter: at the start, or after a preamble ending in CRLF.
+  let pos: number;
+  if (buf.subarray(0, dash.length).equals(dash)) pos = dash.length;
+  else {
+    const i = buf.indexOf(delim);
+    if (i < 0) throw new ParseError('multipart body has no boundary delimiter');
+    pos = i + delim.length;
+  }
+  const parts: ParsedPart[] = [];
+  for (;;) {
+    // After a delimiter: `--` ends the body; else optional transport padding and CRLF.
+    if (buf[pos] === 0x2d && buf[pos + 1] === 0x2d) return parts;
+    while (buf[pos] === 0x20 || buf[pos] === 0x09) pos++;
+    if (buf[pos] !== 0x0d || buf[pos + 1] !== 0x0a) {
+      if (pos >= buf.length) throw new ParseError('multipart body ends without the final boundary');
+      throw new ParseError('multipart boundary delimiter is not followed by CRLF');
+    }
+    pos += 2;
+    let headers: Headers;
+    let dataStart: number;
+    if (buf[pos] === 0x0d && buf[pos + 1] === 0x0a) {
+      headers = new Headers();
+      dataStart = pos + 2;
+    } else {
+      const window = buf.subarray(pos, Math.min(buf.length, pos + MAX_PART_HEADER_BYTES + 4));
+      const end = window.indexOf(CRLFCRLF);
+      if (end < 0) {
+        if (buf.length - pos > MAX_PART_HEADER_BYTES) throw new ParseError(`multipart part header block is over ${MAX_PART_HEADER_BYTES} bytes`);
+        throw new ParseError('multipart part header block is not terminated');
+      }
+      headers = parsePartHeaders(buf.subarray(pos, pos + end));
+      dataStart = pos + end + 4;
+    }
+    const next = buf.indexOf(delim, dataStart);
+    if (next < 0) throw new ParseError('multipart body ends without the final boundary');
+    parts.push(makePart(headers, buf.subarray(dataStart, next)));
+    pos = next + delim.length;
+  }
+}
+
+function parsePartHeaders(block: Buffer): Headers {
+  const pairs: [string, string][] = [];
+  for (const line of block.toString('utf8').split('\r\n')) {
+    if ((line.startsWith(' ') || line.startsWith('\t')) && pairs.length > 0) {
+      pairs[pairs.length - 1]![1] += ` ${line.trim()}`;
+      continue;
+    }
+    const colon = line.indexOf(':');
+    if (colon <= 0) throw new ParseError(`malformed multipart part header line ${JSON.stringify(line.slice(0, 100))}`);
+    const name = line.slice(0, colon).trim();
+    if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) throw new ParseError(`invalid multipart part header name ${JSON.stringify(name.slice(0, 100))}`);
+    pairs.push([name, line.slice(colon + 1).trim()]);
+  }
+  try {
+    return new Headers(pairs);
+  } catch (err) {
+    throw new ParseError(`invalid multipart part header: ${(err as Error).message}`);
+  }
+}
+
+function makePart(headers: Headers, data: Uint8Array): ParsedPart {
+  const disp = headers.get('Content-Disposition');
+  let name = '';
+  let filename: string | null = null;
+  if (disp !== undefined) {
+    const { params } = parseMediaType(disp);
+    name = params.get('name') ?? '';
+    const ext = params.get('filename*');
+    const decoded = ext !== undefined ? decodeExtValue(ext) : undefined;
+    filename = decoded ?? params.get('filename') ?? null;
+  }
+  return { name, filename, contentType: headers.get('Content-Type') ?? 'text/plain', data, headers };
+}

@@ -1,0 +1,218 @@
+/**
+ * Multipart helpers: Form → bytes → parse round trips, Batch/mixed, a Form POSTed by the
+ * project's client to the project's server, a curl `-F` body parsed (and rebuilt) byte for
+ * byte, and malformed input rejected with ParseError.
+ */
+import { execFile } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, ParseError, Request, Response, readAll } from '../../../kernel/index.js';
+import {
+  Batch,
+  Form,
+  Multipart,
+  contentType,
+  parseMultipart,
+  parseMultipartForm,
+  parseMultipartMixed,
+} from '../../../plugins/index.js';
+import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+
+const execFileP = promisify(execFile);
+let dir = '';
+let binPath = '';
+const binData = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 7 + 3) & 0xff));
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'swy-multipart-'));
+  binPath = path.join(dir, 'data.bin');
+  await writeFile(binPath, binData);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+
+describe('Form', () => {
+  it('round trips strings, numbers, bytes, a Multipart and a file stream', async () => {
+    const form = new Form([
+      ['a', 'hello "world"'],
+      ['n', 42],
+      ['bytes', new Uint8Array([0, 1, 2, 255])],
+      ['doc', new Multipart('notes.txt', 'some text', 'text/markdown')],
+      ['file', createReadStream(binPath)],
+      ['other', { toString: () => 'custom' }],
+    ]);
+    expect(form.length).toBe(-1);
+    expect(form.contentType).toBe(contentType(form));
+    expect(contentType(form)).toMatch(/^multipart\/form-data; boundary=[-0-9a-z]+$/);
+    const bytes = await readAll(form);
+    const parts = parseMultipartForm(contentType(form), bytes)!;
+    expect(parts.map((p) => [p.name, p.filename, p.contentType])).toEqual([
+      ['a', null, 'text/plain'],
+      ['n', null, 'text/plain'],
+      ['bytes', null, 'application/octet-stream'],
+      ['doc', 'notes.txt', 'text/markdown'],
+      ['file', 'data.bin', 'application/octet-stream'],
+      ['other', null, 'text/plain'],
+    ]);
+    expect(text(parts[0]!.data)).toBe('hello "world"');
+    expect(text(parts[1]!.data)).toBe('42');
+    expect([...parts[2]!.data]).toEqual([0, 1, 2, 255]);
+    expect(text(parts[3]!.data)).toBe('some text');
+    expect(Buffer.from(parts[4]!.data).equals(binData)).toBe(true);
+    expect(text(parts[5]!.data)).toBe('custom');
+    expect(parts[0]!.headers.get('Content-Disposition')).toBe('form-data; name="a"');
+  });
+
+  it('knows its length when every part is sized; an object of parts; detection of empty types', async () => {
+    const form = new Form({ x: '1', y: new Multipart(null, new Uint8Array([9])), z: new Multipart('p.png', new Uint8Array([1])) }, { boundary: 'XyZ' });
+    const bytes = await readAll(form);
+    expect(form.length).toBe(bytes.length);
+    expect(text(bytes)).toBe(
+      '--XyZ\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n' +
+        '--XyZ\r\nContent-Disposition: form-data; name="y"\r\nContent-Type: application/octet-stream\r\n\r\n\x09\r\n' +
+        '--XyZ\r\nContent-Disposition: form-data; name="z"; filename="p.png"\r\nContent-Type: image/png\r\n\r\n\x01\r\n' +
+        '--XyZ--\r\n',
+    );
+    expect(new Multipart(null, 'abc').contentType).toBe('');
+  });
+
+  it('streams a Readable part by part and close() destroys unread streams', async () => {
+    let pulled = 0;
+    const src = Readable.from((function* () {
+      for (let i = 0; i < 3; i++) {
+        pulled++;
+        yield Buffer.from(`chunk${i}`);
+      }
+    })());
+    const form = new Form([['s', src]], { boundary: 'b' });
+    const first = new Uint8Array(8);
+    const n = await form.read(first);
+    expect(text(first.subarray(0, n))).toBe('--b\r\nCon');
+    expect(pulled).toBe(0);
+    const rest = await readAll(form);
+    expect(text(rest)).toContain('chunk0chunk1chunk2\r\n--b--\r\n');
+    const other = Readable.from(['x']);
+    const f2 = new Form([['s', other]]);
+    f2.close();
+    expect(f2.closed).toBe(true);
+    expect(other.destroyed).toBe(true);
+    expect(await f2.read(new Uint8Array(4))).toBe(0);
+  });
+
+  it('rejects bad boundaries', () => {
+    expect(() => new Form([], { boundary: 'x'.repeat(71) })).toThrow(/boundary/);
+    expect(() => new Form([], { boundary: 'a\r\nb' })).toThrow(/boundary/);
+  });
+});
+
+describe('Batch and multipart/mixed', () => {
+  it('builds and parses multipart/mixed', async () => {
+    const b = Batch([new Multipart(null, '{"a":1}', 'application/json', '', 'first'), ['second', 'two']], { boundary: 'mixedB' });
+    expect(b.type).toBe('mixed');
+    expect(contentType(b)).toBe('multipart/mixed; boundary=mixedB');
+    const bytes = await readAll(b);
+    expect(parseMultipartForm(contentType(b), bytes)).toBeUndefined();
+    const parts = parseMultipartMixed(contentType(b), bytes)!;
+    expect(parts.map((p) => [p.name, p.contentType, text(p.data)])).toEqual([
+      ['first', 'application/json', '{"a":1}'],
+      ['second', 'text/plain', 'two'],
+    ]);
+    expect(parseMultipart(contentType(b), bytes)).toHaveLength(2);
+    expect(parseMultipart(contentType(b), bytes, 'formdata')).toBeUndefined();
+  });
+});
+
+describe('parsing', () => {
+  const ct = 'multipart/form-data; boundary=BB';
+  it('accepts a message, a preamble, quoted boundaries and filename*', () => {
+    const body = 'preamble\r\n--BB\r\nContent-Disposition: form-data; name="f"; filename*=UTF-8\'\'%C3%A9.txt\r\n\r\nx\r\n--BB--\r\nepilogue';
+    const req = new Request('POST', '/', [['Content-Type', 'multipart/form-data; boundary="BB"']], Buffer.from(body));
+    const parts = parseMultipartForm(req)!;
+    expect(parts).toHaveLength(1);
+    expect(parts[0]!.filename).toBe('é.txt');
+    expect(parseMultipartForm(new Response(200, body, { headers: [['Content-Type', ct]] }))).toHaveLength(1);
+  });
+
+  it('type mismatch or no body → undefined', () => {
+    expect(parseMultipartForm('text/plain', '--BB--')).toBeUndefined();
+    expect(parseMultipartForm('multipart/mixed; boundary=BB', '--BB--')).toBeUndefined();
+    expect(parseMultipartMixed(ct, '--BB--')).toBeUndefined();
+    expect(parseMultipartForm(ct, null)).toBeUndefined();
+    expect(parseMultipartForm(ct, new Uint8Array(0))).toBeUndefined();
+    expect(parseMultipartForm(new Request('POST', '/', [['Content-Type', ct]]))).toBeUndefined();
+  });
+
+  it.each([
+    ['missing final boundary', ct, '--BB\r\nContent-Disposition: form-data; name="a"\r\n\r\nvalue'],
+    ['truncated after a delimiter', ct, '--BB\r\nContent-Disposition: form-data; name="a"\r\n\r\nv\r\n--BB'],
+    ['no delimiter at all', ct, 'just bytes'],
+    ['boundary over 70 characters', `multipart/form-data; boundary=${'b'.repeat(71)}`, `--${'b'.repeat(71)}--`],
+    ['no boundary parameter', 'multipart/form-data', '--BB--'],
+    ['header block over 64 KiB', ct, `--BB\r\nX-Big: ${'a'.repeat(70000)}\r\n\r\nv\r\n--BB--`],
+    ['unterminated header block', ct, '--BB\r\nX-A: b\r\n'],
+    ['malformed header line', ct, '--BB\r\nnot a header\r\n\r\nv\r\n--BB--'],
+  ])('%s → ParseError', (_what, type, body) => {
+    expect(() => parseMultipart(type, body)).toThrow(ParseError);
+  });
+
+  it('a large body with no delimiter fails fast (linear search)', () => {
+    const big = Buffer.alloc(8 * 1024 * 1024, 0x2d); // all dashes
+    big.write('--BB\r\n\r\n', 0);
+    const t = Date.now();
+    expect(() => parseMultipart(ct, big)).toThrow(ParseError);
+    expect(Date.now() - t).toBeLessThan(2000);
+  });
+});
+
+describe('over real loopback', () => {
+  it("the project's server parses a Form POSTed by the project's client", async () => {
+    const { port } = await startServer((req) => {
+      const parts = parseMultipartForm(req);
+      if (parts === undefined) return new Response(400, 'not multipart');
+      return new Response(200, JSON.stringify(parts.map((p) => ({ name: p.name, filename: p.filename, type: p.contentType, size: p.data.length, sum: Buffer.from(p.data).reduce((a, c) => (a + c) % 65521, 0) }))));
+    });
+    const client = new Client();
+    onCleanup(() => client.close());
+    const form = new Form([
+      ['a', '1'],
+      ['f', createReadStream(binPath)],
+    ]);
+    // No Content-Type given: the client takes it from the Form.
+    const res = await client.post(`http://127.0.0.1:${port}/up`, { body: form });
+    expect(res.status).toBe(200);
+    const body = res.body instanceof Uint8Array ? text(res.body) : String(res.body);
+    expect(JSON.parse(body)).toEqual([
+      { name: 'a', filename: null, type: 'text/plain', size: 1, sum: 49 },
+      { name: 'f', filename: 'data.bin', type: 'application/octet-stream', size: binData.length, sum: binData.reduce((a, c) => (a + c) % 65521, 0) },
+    ]);
+  });
+
+  it('parses a body produced by curl -F byte for byte (and a Form with its boundary produces the same bytes)', async () => {
+    const { port } = await startServer((req) => {
+      const body = req.body instanceof Uint8Array ? req.body : new Uint8Array(0);
+      return new Response(200, body, { headers: [['Content-Type', 'application/octet-stream'], ['X-Echo-Type', req.headers.get('Content-Type') ?? '']] });
+    });
+    const outPath = path.join(dir, 'curl-out');
+    const { stdout } = await execFileP('curl', ['-sS', '-H', 'Expect:', '-o', outPath, '-D', '-', '-F', 'a=1', '-F', `f=@${binPath}`, `http://127.0.0.1:${port}/echo`]);
+    const echoType = /^x-echo-type:\s*(.*?)\r?$/im.exec(stdout)![1]!;
+    const bytes = await readFile(outPath);
+    const parts = parseMultipartForm(echoType, bytes)!;
+    expect(parts.map((p) => [p.name, p.filename])).toEqual([
+      ['a', null],
+      ['f', 'data.bin'],
+    ]);
+    expect(text(parts[0]!.data)).toBe('1');
+    expect(Buffer.from(parts[1]!.data).equals(binData)).toBe(true);
+    const boundary = /boundary=(.*)$/.exec(echoType)![1]!;
+    const mine = await readAll(new Form([['a', '1'], ['f', createReadStream(binPath)]], { boundary }));
+    expect(Buffer.from(mine).equals(bytes)).toBe(true);
+  });
+});
