@@ -290,4 +290,33 @@ describe('cookies plugin end to end', () => {
     await client.get(`${base}/x`, { headers: { Cookie: 'u=1' } });
     expect(seen.map((s) => s.cookie)).toEqual([undefined, undefined, undefined, 'u=1']);
   });
+
+  it('a chain across 127.0.0.1 and localhost keeps each host\'s cookies to itself', async () => {
+    const jar = new CookieJar();
+    const seen: { host: string; target: string; cookie: string | undefined }[] = [];
+    const { port } = await startServer((req) => {
+      const host = (req.headers.get('Host') ?? '').split(':')[0]!;
+      seen.push({ host, target: req.target, cookie: req.headers.getAll('Cookie').join(' | ') || undefined });
+      if (req.target === '/a') return new Response(302, '', { headers: [['Location', `http://localhost:${port}/b`], ['Set-Cookie', 'ip=1; Path=/']] });
+      if (req.target === '/b') return new Response(302, '', { headers: [['Location', `http://127.0.0.1:${port}/c`], ['Set-Cookie', 'name=2; Path=/']] });
+      return new Response(200, 'done', { headers: [['Set-Cookie', 'ip2=3; Path=/']] });
+    });
+    const kernel = createKernel().register([cookies, redirects]);
+    await kernel.ready();
+    const client = new Client({ kernel, cookiejar: jar });
+    onCleanup(async () => {
+      await client.close();
+      await kernel.close();
+    });
+    const res = await client.get(`http://127.0.0.1:${port}/a`);
+    expect(res.status).toBe(200);
+    expect(seen).toEqual([
+      { host: '127.0.0.1', target: '/a', cookie: undefined },
+      { host: 'localhost', target: '/b', cookie: undefined },
+      { host: '127.0.0.1', target: '/c', cookie: 'ip=1' },
+    ]);
+    await client.get(`http://localhost:${port}/d`);
+    expect(seen.at(-1)).toEqual({ host: 'localhost', target: '/d', cookie: 'name=2' });
+    expect([...jar.entries.keys()].sort()).toEqual(['127.0.0.1', 'localhost']);
+  });
 });
