@@ -430,3 +430,57 @@ describe('retries: registration', () => {
     expect(s.attempts()).toBe(2);
   });
 });
+
+describe('a server that hangs', () => {
+  /** Accepts, never answers the first `hangs` requests, then answers 200. */
+  async function hangingServer(hangs: number): Promise<{ url: string; attempts: () => number }> {
+    let attempts = 0;
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((sock) => {
+      sockets.add(sock);
+      sock.on('close', () => sockets.delete(sock));
+      sock.on('error', () => undefined);
+      let buf = '';
+      sock.on('data', (d) => {
+        buf += d.toString('latin1');
+        if (!buf.includes('\r\n\r\n')) return;
+        buf = '';
+        attempts++;
+        if (attempts > hangs) sock.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    onCleanup(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const s of sockets) s.destroy();
+          server.close(() => resolve());
+        }),
+    );
+    return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`, attempts: () => attempts };
+  }
+
+  it('a timeout is not recoverable: one attempt, TimeoutError', async () => {
+    const s = await hangingServer(1);
+    const client = await makeClient({}, { retryDelayScale: 1 });
+    const err = await client.get(s.url, { responseHeaderTimeout: 100 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TimeoutError);
+    expect(s.attempts()).toBe(1);
+  });
+
+  it('retryIf can retry a timeout: the second attempt succeeds', async () => {
+    const s = await hangingServer(1);
+    const client = await makeClient({}, { retryDelayScale: 1 });
+    const seen: unknown[] = [];
+    const res = await client.get(s.url, {
+      responseHeaderTimeout: 100,
+      retryIf: (_attempt, err) => {
+        seen.push(err);
+        return err instanceof RequestRetryError && err.err instanceof TimeoutError ? true : undefined;
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(s.attempts()).toBe(2);
+    expect(seen[0]).toBeInstanceOf(RequestRetryError);
+  });
+});
