@@ -16,7 +16,7 @@ import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
-import { appendQuery, isReplayable, queryPairs, toMessageBody } from './request-body.js';
+import { appendQuery, isIdempotent, isReplayable, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
@@ -51,7 +51,6 @@ export function getAttempt(ctx: RequestContext): number {
 
 const EMPTY_OPTIONS: CallOptions = Object.freeze({});
 const USER_AGENT = 'switchyard/0.1';
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']);
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
 
 /** A reusable HTTP client. */
@@ -380,7 +379,7 @@ export class Client {
         if (res !== null) discard(res.body);
         res = null;
         const stale = typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[kStale] === true;
-        if (stale && !staleRetried && IDEMPOTENT.has(req.method) && isReplayable(req.body)) {
+        if (stale && !staleRetried && isIdempotent(req.method) && isReplayable(req.body)) {
           // The server closed a pooled connection just as we used it: once more on a fresh one.
           staleRetried = true;
           continue;

@@ -10,13 +10,9 @@ import tls from 'node:tls';
 import { ArgumentError, ConnectError, DNSError, TimeoutError, TLSHandshakeError } from '../errors.js';
 import type { ConnectOptions } from '../hooks.js';
 import type { RequestContext } from '../message/context.js';
+import { hostPort } from '../message/uri.js';
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'ESERVFAIL']);
-
-/** `host:port`, with brackets for IPv6. */
-export function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}
 
 /** Checks that `addr` is an IP literal assigned to a local interface (the reference's `local_addr` rule). */
 export function checkLocalAddr(addr: unknown): string | undefined {

@@ -17,7 +17,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
 import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
-import { encodeChunk, encodeMessage, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
+import { encodeChunk, encodeMessage, expectsBody, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
 export interface SessionOwner {
@@ -613,10 +613,6 @@ function bytesWritten(s: unknown): number {
   const buffered = typeof x.writableLength === 'number' ? x.writableLength : 0;
   const queued = typeof x._handle?.writeQueueSize === 'number' ? x._handle.writeQueueSize : 0;
   return total - buffered - queued;
-}
-
-function expectsBody(method: string): boolean {
-  return method === 'POST' || method === 'PUT' || method === 'PATCH';
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -5,7 +5,7 @@
 export { Client, getCallOptions, getAttempt, isHeadersValue, type ClientOptions } from './client.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
 export type { CallOptions, RequestBody, QueryInit, TimeoutOptions } from './options.js';
-export { IterableBody, isReplayable } from './request-body.js';
+export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
 export {
   ClientEvent,

@@ -106,6 +106,13 @@ export function toMessageBody(body: RequestBody | undefined, headers: Headers): 
   throw new ArgumentError(`request body must be a string, Uint8Array, AbstractBody, Readable or async iterable, URLSearchParams or plain object, got ${typeof body === 'object' ? (body as object).constructor?.name : typeof body}`);
 }
 
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']);
+
+/** True for methods whose requests may be sent twice without a different effect (RFC 9110 §9.2.2, plus QUERY). */
+export function isIdempotent(method: string): boolean {
+  return IDEMPOTENT.has(method);
+}
+
 /** @internal True when a body can be sent again (retries, 307/308 redirects). */
 export function isReplayable(body: Body): boolean {
   return body === null || typeof body === 'string' || body instanceof Uint8Array;

@@ -359,7 +359,7 @@ function plan(headers: Headers, contentLength: number, body: Body, rawIfUnknown:
 }
 
 /** Methods whose requests normally carry a body, so an empty one still gets `Content-Length: 0`. */
-function expectsBody(method: string): boolean {
+export function expectsBody(method: string): boolean {
   return method === 'POST' || method === 'PUT' || method === 'PATCH';
 }
 

@@ -93,6 +93,11 @@ export class URI {
   }
 }
 
+/** `host:port`, with brackets around an IPv6 host: the form errors and logs use for an address. */
+export function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /** Decodes one form-urlencoded component: `+` is a space, bad `%` escapes are kept as written. */
 export function decodeComponent(s: string): string {
   if (s.indexOf('+') >= 0) s = s.replace(/\+/g, ' ');

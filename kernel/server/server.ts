@@ -12,6 +12,7 @@ import { AddressInUseError, ArgumentError } from '../errors.js';
 import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import type { Request } from '../message/request.js';
+import { hostPort } from '../message/uri.js';
 import { matchH2Preface } from '../http1/head-parser.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
@@ -331,10 +332,6 @@ function noop(): void {}
 
 function onTlsClientError(_err: Error, socket: tls.TLSSocket): void {
   socket.destroy();
-}
-
-function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 function defaultOnError(error: unknown, request: Request | null): void {

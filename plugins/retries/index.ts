@@ -42,6 +42,7 @@ import {
   StatusError,
   definePlugin,
   getCallOptions,
+  isIdempotent,
   isReplayable,
   type Request,
   type RequestContext,
@@ -136,7 +137,6 @@ export class RetryBucket {
 }
 
 const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']);
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 function codeOf(e: unknown): unknown {
@@ -225,7 +225,7 @@ export const retries = definePlugin({
       }
       if (!isReplayable(req.body)) return failed ? { retry: false, reason: 'request body is not replayable' } : undefined;
       if (verdict !== true) {
-        if (!IDEMPOTENT.has(req.method) && (call.retryNonIdempotent ?? base.retryNonIdempotent) !== true) {
+        if (!isIdempotent(req.method) && (call.retryNonIdempotent ?? base.retryNonIdempotent) !== true) {
           return { retry: false, reason: `${req.method} is not idempotent (retryNonIdempotent: true to retry it)` };
         }
         if (!isRecoverable(error !== null ? error : res)) return undefined; // not a retry matter: the outcome stands
