@@ -13,7 +13,8 @@
  * requests answered synchronously in one read go out in one write.
  */
 import type { Socket } from 'node:net';
-import { ParseError, ProtocolError } from '../errors.js';
+import type { Duplex } from 'node:stream';
+import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
 import type { ServerExchange, ServerHooks, ServerInfo, Tapped } from '../hooks.js';
 import { AbstractBody, nobody } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
@@ -668,8 +669,27 @@ export class H1Connection implements StreamConnection {
       );
   }
 
+  /** {@link StreamConnection.takeSocket}: see `Stream.upgrade`. */
+  takeSocket(): { socket: Duplex; head: Uint8Array } {
+    if (this.phase === P_CLOSED || this.socket.destroyed) throw new ProtocolError('cannot upgrade: the client closed the connection');
+    if (this.bodyKind !== B_NONE && !this.bodyEnded) throw new ArgumentError('cannot upgrade a request that has an unread body');
+    const socket = this.socket;
+    socket.pause();
+    this.paused = true;
+    const head = this.stash ?? EMPTY;
+    this.stash = null;
+    this.phase = P_UPGRADED;
+    this.detach();
+    return { socket, head };
+  }
+
   private streamDone(stream: Stream, err: unknown): void {
     this.stream = null;
+    if (this.phase === P_UPGRADED) {
+      // The socket belongs to whoever upgraded it; a late error is theirs to report.
+      if (err !== null) this.host.reportError(err, stream.request);
+      return;
+    }
     if (this.waiter !== null) {
       this.waiter.reject(new ProtocolError('the stream handler returned'));
       this.waiter = null;

@@ -11,6 +11,7 @@
  * - chunked responses send the head at once and carry trailers; a response with
  *   Content-Length drops them.
  */
+import type { Duplex } from 'node:stream';
 import { ArgumentError, ProtocolError } from '../errors.js';
 import { Headers, type HeaderPair, type HeadersInit } from '../message/headers.js';
 import type { Request } from '../message/request.js';
@@ -44,6 +45,12 @@ export interface StreamConnection {
   responseHead(response: Response, request: Request): void;
   /** True while the socket can still be written. */
   readonly writable: boolean;
+  /**
+   * Hands the connection's socket to the caller (HTTP/1 only; absent on protocols that
+   * multiplex, such as HTTP/2): paused, without the connection's listeners, with the bytes
+   * already read past the request head.
+   */
+  takeSocket?(): { socket: Duplex; head: Uint8Array };
 }
 
 const enum Mode {
@@ -236,6 +243,35 @@ export class Stream implements ServerExchange {
   private checkHeadOpen(what: string): void {
     if (this.headStarted) throw new ArgumentError(`${what}: the response head has already started (after startWrite or the first write)`);
   }
+
+  /**
+   * Takes the connection over for another protocol (WebSockets): the handler writes the
+   * `101` itself and owns the socket from here; the server forgets the connection once the
+   * handler returns (it is no longer counted by `close()`/`forceClose()`). The socket comes
+   * paused; `head` holds the bytes the client sent past the request head. Throws
+   * `ArgumentError` once any of the response was written, when the request still has an
+   * unread body, or over a protocol that cannot hand a socket over (HTTP/2).
+   */
+  upgrade(): { socket: Duplex; head: Uint8Array } {
+    if (this.upgraded) throw new ArgumentError('the stream was already upgraded');
+    if (this.headStarted || this.writeClosed) throw new ArgumentError('cannot upgrade: the response has already started');
+    const take = this.conn.takeSocket;
+    if (take === undefined) throw new ArgumentError(`cannot upgrade a ${this.protocol} stream: only HTTP/1.1 connections can change protocol`);
+    const taken = take.call(this.conn);
+    this.upgraded = true;
+    this.headStarted = true;
+    this.committed = true;
+    this.writeClosed = true;
+    this.readClosed = true;
+    return taken;
+  }
+
+  /** True once {@link Stream.upgrade} handed the socket over. */
+  get isUpgraded(): boolean {
+    return this.upgraded;
+  }
+
+  private upgraded = false;
 
   /** The response as built so far (status, headers, trailers). */
   response(): Response {

@@ -1,0 +1,68 @@
+/**
+ * `Stream.upgrade()`: a stream handler takes the HTTP/1.1 connection over for another
+ * protocol (what `WebSockets.upgrade` builds on). The handler writes its own `101`, then
+ * owns the raw socket; bytes the client sent right behind the head are handed over too.
+ */
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { ArgumentError, type Stream } from '../../../kernel/index.js';
+import { expectServing, rawClient, startStreamServer, waitFor, within } from './helpers.js';
+
+const UPGRADE = 'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n';
+
+/** A handler that upgrades to a line echo protocol that upper-cases what it reads. */
+async function echoUpgrade(stream: Stream): Promise<void> {
+  const { socket, head } = stream.upgrade();
+  socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+  if (head.length > 0) socket.write(Buffer.from(head).toString('latin1').toUpperCase());
+  socket.on('data', (c: Buffer) => {
+    const text = c.toString('latin1');
+    if (text.includes('BYE') || text.includes('bye')) socket.end('BYE');
+    else socket.write(text.toUpperCase());
+  });
+  socket.resume();
+  await once(socket, 'close');
+}
+
+describe('Stream.upgrade', () => {
+  it('hands the socket over, with the bytes sent behind the head, and the server keeps serving', async () => {
+    const { port, server, errors } = await startStreamServer(async (stream) => {
+      if (stream.request.target === '/chat') return echoUpgrade(stream);
+      stream.setHeader('Content-Length', '2');
+      await stream.write('ok');
+    });
+    const c = await rawClient(port);
+    c.socket.write(UPGRADE + 'early ');
+    await waitFor(() => c.received.toString('latin1').includes('EARLY '), 3000, '101 and the early bytes');
+    expect(c.received.toString('latin1')).toMatch(/^HTTP\/1\.1 101 Switching Protocols\r\n/);
+    c.socket.write('hello');
+    await waitFor(() => c.received.toString('latin1').includes('HELLO'), 3000, 'echo');
+    c.socket.write('bye');
+    await within(c.closed, 3000, 'close after bye');
+    expect(c.received.toString('latin1').endsWith('BYE')).toBe(true);
+    // The server no longer counts the upgraded connection, and keeps serving others.
+    expect((await expectServing(port)).status).toBe(200);
+    expect(errors).toEqual([]);
+    void server;
+  });
+
+  it('refuses once the response has started, and the request is answered normally', async () => {
+    let thrown: unknown;
+    const { port } = await startStreamServer(async (stream) => {
+      stream.setHeader('Content-Type', 'text/plain');
+      stream.startWrite();
+      try {
+        stream.upgrade();
+      } catch (err) {
+        thrown = err;
+      }
+      await stream.write('no');
+    });
+    const c = await rawClient(port);
+    c.socket.write(UPGRADE);
+    const res = await c.response();
+    expect(res.status).toBe(200);
+    expect(thrown).toBeInstanceOf(ArgumentError);
+    expect((thrown as Error).message).toMatch(/already started/);
+  });
+});
