@@ -264,8 +264,9 @@ class Exchange {
         if (this.finished) return;
         total += n;
         if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
-        const piece = Buffer.from(buf.subarray(0, n));
-        await this.flushed(sock.write(chunked ? encodeChunk(piece) : piece));
+        // One copy per chunk: `buf` is reused by the next read while the socket may hold this.
+        const piece = chunked ? encodeChunk(buf.subarray(0, n)) : Buffer.from(buf.subarray(0, n));
+        await this.flushed(sock.write(piece));
       }
       if (chunked) await this.flushed(sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1')));
       else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
