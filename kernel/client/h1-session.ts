@@ -17,7 +17,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
 import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
-import { encodeChunk, encodeMessage, expectsBody, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
+import { encodeMessage, expectsBody, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
 export interface SessionOwner {
@@ -32,6 +32,8 @@ const B_CLOSE = 3;
 
 /** Queued body bytes above which the socket is paused until the reader catches up. */
 const HIGH_WATER = 262144;
+/** Bytes read from a streamed request body per write. */
+const BODY_CHUNK = 65536;
 
 /** Marks an error that happened before any response byte on a reused connection: safe to retry once. */
 export const kStale = Symbol.for('switchyard.staleConnection');
@@ -256,17 +258,33 @@ class Exchange {
       await this.flushed(sock.write(Buffer.from(head, 'latin1')));
       if (expect && !(await this.waitContinue())) return;
       const chunked = framing === 'chunked';
-      const buf = Buffer.allocUnsafe(65536);
+      // The body is read into `frame` behind room for the chunk-size line, framed in place and
+      // written from there. The buffer is reused only when the socket took the bytes at once
+      // (writableLength back to 0); while the socket still holds it, the next read gets a new
+      // one. A fast peer thus costs no allocation per chunk, a slow one one per 'drain'.
+      const room = chunked ? 10 : 0; // "ffffffff\r\n" at most, for 64 KiB reads 6
+      let frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
       let total = 0;
       for (;;) {
-        const n = await b.read(buf);
+        const n = await b.read(frame.subarray(room, room + BODY_CHUNK));
         if (n === 0) break;
         if (this.finished) return;
         total += n;
         if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
-        // One copy per chunk: `buf` is reused by the next read while the socket may hold this.
-        const piece = chunked ? encodeChunk(buf.subarray(0, n)) : Buffer.from(buf.subarray(0, n));
-        await this.flushed(sock.write(piece));
+        let piece: Buffer;
+        if (chunked) {
+          const hex = n.toString(16);
+          const start = room - hex.length - 2;
+          frame.write(hex, start, 'latin1');
+          frame[room - 2] = 13;
+          frame[room - 1] = 10;
+          frame[room + n] = 13;
+          frame[room + n + 1] = 10;
+          piece = frame.subarray(start, room + n + 2);
+        } else piece = frame.subarray(0, n);
+        const ok = sock.write(piece);
+        if (sock.writableLength !== 0) frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
+        await this.flushed(ok);
       }
       if (chunked) await this.flushed(sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1')));
       else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { AbstractBody, ArgumentError, Headers, ParseError } from '../../kernel/index.js';
+import { FileSource } from './file-source.js';
 
 /** The data a {@link Multipart} can carry. */
 export type MultipartData = Uint8Array | string | Readable | AsyncIterable<Uint8Array | string>;
@@ -85,7 +86,7 @@ export interface FormOptions {
 /** What a {@link Form} accepts as its parts. */
 export type FormParts = Iterable<readonly [string, unknown]> | Record<string, unknown>;
 
-type Segment = Uint8Array | AsyncIterable<Uint8Array | string>;
+type Segment = Uint8Array | FileSource | AsyncIterable<Uint8Array | string>;
 
 const BCHARS = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
@@ -157,8 +158,10 @@ export class Form extends AbstractBody {
         this.segments.push(d);
         total += d.length;
       } else {
-        this.segments.push(d);
-        total = -Infinity;
+        // An unread fs.ReadStream becomes a sized file part; any other stream keeps the length unknown.
+        const file = FileSource.from(d);
+        this.segments.push(file ?? d);
+        total = file !== null ? total + file.size : -Infinity;
       }
       const crlf = Buffer.from('\r\n');
       this.segments.push(crlf);
@@ -187,7 +190,7 @@ export class Form extends AbstractBody {
     return contentType(this);
   }
 
-  /** See {@link AbstractBody.length}: known when every part's size is (strings, bytes), else -1. */
+  /** See {@link AbstractBody.length}: known when every part's size is (strings, bytes, unread `fs` read streams), else -1. */
   override get length(): number {
     return this.total;
   }
@@ -207,6 +210,14 @@ export class Form extends AbstractBody {
       if (seg instanceof Uint8Array) {
         this.index++;
         if (seg.length > 0) this.pending = seg;
+        continue;
+      }
+      if (seg instanceof FileSource) {
+        // Straight into the caller's buffer: no chunk of the file is allocated or copied here.
+        const n = await seg.read(dst);
+        if (this.isClosed) return 0;
+        if (n > 0) return n;
+        this.index++;
         continue;
       }
       this.iterator ??= seg[Symbol.asyncIterator]();
@@ -234,8 +245,9 @@ export class Form extends AbstractBody {
     this.iterator = null;
     if (it !== null && typeof it.return === 'function') void Promise.resolve(it.return()).catch(() => undefined);
     for (let i = this.index; i < this.segments.length; i++) {
-      const s = this.segments[i] as { destroy?: () => void };
-      if (!(s instanceof Uint8Array) && typeof s.destroy === 'function') s.destroy();
+      const s = this.segments[i];
+      if (s instanceof FileSource) void s.close();
+      else if (!(s instanceof Uint8Array) && typeof (s as { destroy?: unknown }).destroy === 'function') (s as unknown as { destroy(): void }).destroy();
     }
   }
 

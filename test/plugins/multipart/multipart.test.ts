@@ -49,10 +49,12 @@ describe('Form', () => {
       ['file', createReadStream(binPath)],
       ['other', { toString: () => 'custom' }],
     ]);
-    expect(form.length).toBe(-1);
+    // An unread fs read stream is sized from its file, so the whole form is.
+    const declared = form.length;
     expect(form.contentType).toBe(contentType(form));
     expect(contentType(form)).toMatch(/^multipart\/form-data; boundary=[-0-9a-z]+$/);
     const bytes = await readAll(form);
+    expect(declared).toBe(bytes.length);
     const parts = parseMultipartForm(contentType(form), bytes)!;
     expect(parts.map((p) => [p.name, p.filename, p.contentType])).toEqual([
       ['a', null, 'text/plain'],
@@ -69,6 +71,23 @@ describe('Form', () => {
     expect(Buffer.from(parts[4]!.data).equals(binData)).toBe(true);
     expect(text(parts[5]!.data)).toBe('custom');
     expect(parts[0]!.headers.get('Content-Disposition')).toBe('form-data; name="a"');
+  });
+
+  it('sizes a file stream from its start and end; any other stream leaves the length unknown', async () => {
+    const ranged = new Form([['f', createReadStream(binPath, { start: 10, end: 19 })]], { boundary: 'B' });
+    const bytes = await readAll(ranged);
+    expect(ranged.length).toBe(bytes.length);
+    const part = parseMultipartForm(contentType(ranged), bytes)![0]!;
+    expect(Buffer.from(part.data).equals(binData.subarray(10, 20))).toBe(true);
+
+    // A stream that already started reading is sent as a stream (chunked), from where it is.
+    const started = createReadStream(binPath);
+    await new Promise<void>((resolve) => started.once('readable', () => resolve()));
+    const generic = new Form([['f', started], ['g', Readable.from([Buffer.from('xyz')])]]);
+    expect(generic.length).toBe(-1);
+    const parts = parseMultipartForm(contentType(generic), await readAll(generic))!;
+    expect(Buffer.from(parts[0]!.data).equals(binData)).toBe(true);
+    expect(text(parts[1]!.data)).toBe('xyz');
   });
 
   it('knows its length when every part is sized; an object of parts; detection of empty types', async () => {
