@@ -140,3 +140,4 @@ export function isOpen(client: Client): boolean {
 export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/index.js';
 export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
 export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';
+export { fileServer, serveFile, serveContent, type FileServerOptions, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';

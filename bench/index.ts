@@ -6,6 +6,7 @@ import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
 import { runHooksBench } from './hooks.js';
 import { runServerBench } from './server.js';
+import { runStaticBench } from './static.js';
 
 const only = process.argv[2];
 const benches: [string, () => Promise<unknown>][] = [
@@ -13,6 +14,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['hooks', runHooksBench],
   ['server', () => runServerBench()],
   ['client', () => runClientBench()],
+  ['static', () => runStaticBench()],
 ];
 
 for (const [name, fn] of benches) {

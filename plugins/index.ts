@@ -7,6 +7,7 @@ import type { AnyPlugin } from '../kernel/index.js';
 import './options.js';
 import { cookies } from './cookies/index.js';
 import { decompression } from './decompression/index.js';
+import { fileserver } from './fileserver/index.js';
 import { redirects } from './redirects/index.js';
 import { retries } from './retries/index.js';
 
@@ -15,18 +16,19 @@ export * from './redirects/index.js';
 export * from './decompression/index.js';
 export * from './retries/index.js';
 export * from './multipart/index.js';
+export * from './fileserver/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {
   /**
    * The default bundle: h2, h2c, proxy, cookies, redirects, decompression, retries, router,
    * fileserver, sse and websockets. It grows as each plugin's issue lands (today: cookies,
-   * redirects, decompression, retries), so code written against `presets.defaults` picks them up without changes.
+   * redirects, decompression, retries, fileserver), so code written against `presets.defaults` picks them up without changes.
    */
   readonly defaults: readonly AnyPlugin[];
 }
 
 /** The presets. `createKernel().register(presets.defaults)` boots the default stack. */
 export const presets: Presets = Object.freeze({
-  defaults: Object.freeze([cookies, redirects, decompression, retries] as AnyPlugin[]),
+  defaults: Object.freeze([cookies, redirects, decompression, retries, fileserver] as AnyPlugin[]),
 });

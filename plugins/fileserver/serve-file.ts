@@ -1,0 +1,190 @@
+/**
+ * `serveFile(req, path, options)`: one file (or a directory's index file) from disk, streamed,
+ * with the canonical-path redirects, 405/404/400, and the conditional and range handling of
+ * {@link serveContent}.
+ */
+import type { Stats } from 'node:fs';
+import { join } from 'node:path';
+import { ArgumentError, Headers, Request, Response } from '../../kernel/index.js';
+import { normalizeEtag, weakStatEtag } from './etag.js';
+import { closeFd, openServed, type Opened } from './open-file.js';
+import { isUnsafeFsPath, splitTarget } from './path-safety.js';
+import { fdSource, respondWithContent } from './serve-content.js';
+
+/** How `ETag` is made: `'weak_stat'` (from size and modification time), a function of the path and stat, or a fixed tag. */
+export type EtagOption = 'weak_stat' | ((path: string, stat: Stats) => string) | string;
+
+/** Options of {@link serveFile} (all optional). */
+export interface ServeFileOptions {
+  /** The file that serves a directory. Default `index.html`. */
+  indexFile?: string;
+  /**
+   * Redirect (301) to the canonical path: a directory without a trailing slash gets one, a
+   * file with one loses it, a request for the index file itself goes to its directory. Default true.
+   */
+  redirectCanonical?: boolean;
+  /** `ETag` policy; by default no ETag is sent. */
+  etag?: EtagOption | null;
+  /** The `Cache-Control` header to send, if any. */
+  cacheControl?: string | null;
+}
+
+/** @internal Options checked once. */
+export interface ResolvedFileOptions {
+  indexFile: string;
+  redirectCanonical: boolean;
+  etag: 'weak_stat' | ((path: string, stat: Stats) => string) | string | null;
+  cacheControl: string | null;
+}
+
+/** @internal What the URL said, for the canonical redirects. */
+export interface UrlInfo {
+  /** The path as sent (encoded), without the query. */
+  rawPath: string;
+  /** `?…` or ''. */
+  query: string;
+  trailingSlash: boolean;
+  /** The last segment, decoded ('' for `/` or a trailing slash). */
+  lastSegment: string;
+}
+
+/** @internal Marker: the file does not exist (the caller decides between 404 and a fallback). */
+export const MISSING: unique symbol = Symbol('missing');
+
+const ALLOW = 'GET, HEAD';
+
+/** @internal Validates {@link ServeFileOptions}. */
+export function resolveFileOptions(o: ServeFileOptions, fn: string): ResolvedFileOptions {
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${fn}: options must be an object`);
+  const indexFile = o.indexFile ?? 'index.html';
+  if (typeof indexFile !== 'string' || indexFile === '' || /[\\/\0]/.test(indexFile) || indexFile === '.' || indexFile === '..') {
+    throw new ArgumentError(`${fn}: indexFile must be a plain file name (no slashes), got ${JSON.stringify(indexFile)}`);
+  }
+  if (o.redirectCanonical !== undefined && typeof o.redirectCanonical !== 'boolean') throw new ArgumentError(`${fn}: redirectCanonical must be a boolean`);
+  let etag: ResolvedFileOptions['etag'] = null;
+  if (o.etag !== undefined && o.etag !== null) {
+    if (typeof o.etag === 'function') etag = o.etag;
+    else if (o.etag === 'weak_stat') etag = 'weak_stat';
+    else if (typeof o.etag === 'string') etag = normalizeEtag(o.etag, `${fn}: etag`);
+    else throw new ArgumentError(`${fn}: etag must be 'weak_stat', a function (path, stat) => string, or a string`);
+  }
+  const cc = o.cacheControl ?? null;
+  if (cc !== null && (typeof cc !== 'string' || /[\r\n\0]/.test(cc))) throw new ArgumentError(`${fn}: cacheControl must be a header value string`);
+  return { indexFile, redirectCanonical: o.redirectCanonical ?? true, etag, cacheControl: cc };
+}
+
+/** The 405 answer for methods other than GET and HEAD. */
+export function methodNotAllowed(): Response {
+  return new Response(405, null, { headers: { Allow: ALLOW } });
+}
+
+/** @internal 400 for an unsafe or invalid path. */
+export function badPath(): Response {
+  return new Response(400, 'invalid request path', { headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
+}
+
+function notFound(): Response {
+  return new Response(404, null);
+}
+
+function redirect(location: string): Response {
+  // Never `//host` or `/\host`: browsers read those as another site.
+  const loc = location.replace(/^[/\\]+/, '/');
+  return new Response(301, null, { headers: { Location: loc } });
+}
+
+function urlInfoOf(target: string): UrlInfo {
+  const split = splitTarget(target) ?? { rawPath: '/', query: '' };
+  const rawPath = split.rawPath === '' ? '/' : split.rawPath;
+  const trailingSlash = rawPath.endsWith('/');
+  const rawLast = trailingSlash ? '' : rawPath.slice(rawPath.lastIndexOf('/') + 1);
+  let lastSegment = rawLast;
+  try {
+    lastSegment = decodeURIComponent(rawLast);
+  } catch {
+    // keep it raw: it only decides whether this is a request for the index file
+  }
+  return { rawPath, query: split.query, trailingSlash, lastSegment };
+}
+
+function tagFor(o: ResolvedFileOptions, path: string, stat: Stats): string | null {
+  if (o.etag === null) return null;
+  if (o.etag === 'weak_stat') return weakStatEtag(stat);
+  if (typeof o.etag === 'function') return normalizeEtag(o.etag(path, stat), 'the etag function result');
+  return o.etag;
+}
+
+/** @internal Streams an opened regular file through the content core; the descriptor goes with the response. */
+export function respondWithFile(req: Request, path: string, f: Opened, o: ResolvedFileOptions): Promise<Response> {
+  let etag: string | null;
+  try {
+    etag = tagFor(o, path, f.stat);
+  } catch (err) {
+    closeFd(f.fd);
+    throw err;
+  }
+  const headers = new Headers();
+  if (o.cacheControl !== null) headers.set('Cache-Control', o.cacheControl);
+  return respondWithContent(req, fdSource(f.fd, f.stat.size, () => closeFd(f.fd)), {
+    name: path,
+    modtime: f.stat.mtimeMs,
+    contentType: null,
+    etag,
+    headers,
+    allowRanges: true,
+  });
+}
+
+/**
+ * @internal The shared body of serveFile and fileServer: `path` is already known safe;
+ * `rootReal` (when set) confines the real path of what is opened.
+ */
+export async function serveFileAt(req: Request, path: string, url: UrlInfo, o: ResolvedFileOptions, rootReal: string | null): Promise<Response | typeof MISSING> {
+  const opened = await openServed(path, rootReal);
+  if (opened === 'missing') return MISSING;
+  if (opened === 'forbidden') return new Response(403, null);
+  let f = opened;
+  let servedPath = path;
+  if (f.stat.isDirectory()) {
+    closeFd(f.fd);
+    if (o.redirectCanonical && !url.trailingSlash) return redirect(url.rawPath + '/' + url.query);
+    servedPath = join(path, o.indexFile);
+    const idx = await openServed(servedPath, rootReal);
+    if (idx === 'missing') return MISSING;
+    if (idx === 'forbidden') return new Response(403, null);
+    f = idx;
+  } else if (o.redirectCanonical) {
+    if (url.trailingSlash) {
+      closeFd(f.fd);
+      return redirect(url.rawPath.slice(0, -1) + url.query);
+    }
+    if (url.lastSegment === o.indexFile) {
+      closeFd(f.fd);
+      return redirect(url.rawPath.slice(0, url.rawPath.lastIndexOf('/') + 1) + url.query);
+    }
+  }
+  if (!f.stat.isFile()) {
+    // A directory named like the index file, a FIFO, a device: nothing to serve.
+    closeFd(f.fd);
+    return MISSING;
+  }
+  return respondWithFile(req, servedPath, f, o);
+}
+
+/**
+ * Serves the file at `path` (a file-system path) for `req`. A directory is served by its
+ * index file; with `redirectCanonical` (default) a directory request without a trailing
+ * slash, a file request with one, and a request for the index file itself get a 301 to the
+ * canonical URL path. Methods other than GET and HEAD get 405 (with `Allow: GET, HEAD`); a
+ * missing file 404; an unsafe path (NUL, a `..` component) 400. The file is streamed from
+ * disk; conditionals and ranges follow {@link serveContent}.
+ */
+export async function serveFile(req: Request, path: string, options: ServeFileOptions = {}): Promise<Response> {
+  if (!(req instanceof Request)) throw new ArgumentError('serveFile(req, path, options): req must be a Request');
+  if (typeof path !== 'string') throw new ArgumentError(`serveFile: path must be a string, got ${typeof path}`);
+  const o = resolveFileOptions(options, 'serveFile');
+  if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed();
+  if (isUnsafeFsPath(path)) return badPath();
+  const res = await serveFileAt(req, path, urlInfoOf(req.target), o, null);
+  return res === MISSING ? notFound() : res;
+}
