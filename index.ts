@@ -141,3 +141,4 @@ export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/inde
 export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
 export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';
 export { fileServer, serveFile, serveContent, type FileServerOptions, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';
+export { ProxyConfig, NoProxy, ProxyEndpoint, proxyURL, proxyFromEnvironment, ProxyError, ProxyStatusError, Socks5Error, connectThroughProxy } from './plugins/proxy/index.js';
