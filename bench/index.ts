@@ -6,6 +6,7 @@ import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
 import { runHooksBench } from './hooks.js';
 import { runServerBench } from './server.js';
+import { runSseBench } from './sse.js';
 import { runStaticBench } from './static.js';
 
 const only = process.argv[2];
@@ -15,6 +16,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['server', () => runServerBench()],
   ['client', () => runClientBench()],
   ['static', () => runStaticBench()],
+  ['sse', () => runSseBench()],
 ];
 
 for (const [name, fn] of benches) {

@@ -9,6 +9,7 @@ import { cookies } from './cookies/index.js';
 import { decompression } from './decompression/index.js';
 import { fileserver } from './fileserver/index.js';
 import { proxy } from './proxy/index.js';
+import { sse } from './sse/index.js';
 import { redirects } from './redirects/index.js';
 import { retries } from './retries/index.js';
 
@@ -19,18 +20,19 @@ export * from './retries/index.js';
 export * from './multipart/index.js';
 export * from './fileserver/index.js';
 export * from './proxy/index.js';
+export * from './sse/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {
   /**
    * The default bundle: h2, h2c, proxy, cookies, redirects, decompression, retries, router,
    * fileserver, sse and websockets. It grows as each plugin's issue lands (today: proxy,
-   * cookies, redirects, decompression, retries, fileserver), so code written against `presets.defaults` picks them up without changes.
+   * cookies, redirects, decompression, retries, fileserver, sse), so code written against `presets.defaults` picks them up without changes.
    */
   readonly defaults: readonly AnyPlugin[];
 }
 
 /** The presets. `createKernel().register(presets.defaults)` boots the default stack. */
 export const presets: Presets = Object.freeze({
-  defaults: Object.freeze([proxy, cookies, redirects, decompression, retries, fileserver] as AnyPlugin[]),
+  defaults: Object.freeze([proxy, cookies, redirects, decompression, retries, fileserver, sse] as AnyPlugin[]),
 });

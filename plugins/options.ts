@@ -7,10 +7,11 @@ import type { CookieOptions } from './cookies/index.js';
 import type { DecompressionOptions } from './decompression/index.js';
 import type { RedirectOptions } from './redirects/index.js';
 import type { RetryOptions } from './retries/index.js';
+import type { SSEOptions } from './sse/index.js';
 
 declare module '../kernel/index.js' {
-  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions {}
-  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions {}
+  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions {}
+  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions {}
 }
 
 export {};
