@@ -142,6 +142,8 @@ export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
 export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';
 export { fileServer, serveFile, serveContent, type FileServerOptions, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';
 export { ProxyConfig, NoProxy, ProxyEndpoint, proxyURL, proxyFromEnvironment, ProxyError, ProxyStatusError, Socks5Error, connectThroughProxy } from './plugins/proxy/index.js';
+export { Router, register, getRoute, getParams, getParam } from './plugins/router/index.js';
+export { Handlers } from './plugins/middleware/index.js';
 export { SSEEvent, SSEStream, SSEParser, SSEEventTooLargeError, sseStream } from './plugins/sse/index.js';
 import { sseConnect as connectSSE, type SSECallback, type SSEConnectOptions } from './plugins/sse/index.js';
 /** Reconnecting event-stream client (the sse plugin's `sseConnect`), on the default client unless given `client`. */

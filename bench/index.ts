@@ -5,6 +5,7 @@
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
 import { runHooksBench } from './hooks.js';
+import { runRouterBench } from './router.js';
 import { runServerBench } from './server.js';
 import { runSseBench } from './sse.js';
 import { runStaticBench } from './static.js';
@@ -17,6 +18,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['client', () => runClientBench()],
   ['static', () => runStaticBench()],
   ['sse', () => runSseBench()],
+  ['router', () => runRouterBench()],
 ];
 
 for (const [name, fn] of benches) {
