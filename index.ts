@@ -26,7 +26,7 @@ import {
   type Server,
   type StreamHandler,
 } from './kernel/index.js';
-import { presets } from './plugins/index.js';
+import { presets, setDefaultWebSocketKernel } from './plugins/index.js';
 
 export * from './kernel/index.js';
 export { presets } from './plugins/index.js';
@@ -37,6 +37,8 @@ let defaultKernel: Kernel | null = null;
 export function getDefaultKernel(): Kernel {
   return (defaultKernel ??= createKernel().register(presets.defaults));
 }
+// WebSockets calls given no kernel use this one too (the plugin cannot import the top level).
+setDefaultWebSocketKernel(getDefaultKernel);
 
 /**
  * Starts a server for a request handler on the default kernel (or `options.kernel`) and
@@ -144,6 +146,7 @@ export { fileServer, serveFile, serveContent, type FileServerOptions, type Serve
 export { ProxyConfig, NoProxy, ProxyEndpoint, proxyURL, proxyFromEnvironment, ProxyError, ProxyStatusError, Socks5Error, connectThroughProxy } from './plugins/proxy/index.js';
 export { Router, register, getRoute, getParams, getParam } from './plugins/router/index.js';
 export { Handlers } from './plugins/middleware/index.js';
+export { WebSockets, WebSocket, WebSocketError, WebSocketHandshakeError } from './plugins/index.js';
 export { SSEEvent, SSEStream, SSEParser, SSEEventTooLargeError, sseStream } from './plugins/sse/index.js';
 import { sseConnect as connectSSE, type SSECallback, type SSEConnectOptions } from './plugins/sse/index.js';
 /** Reconnecting event-stream client (the sse plugin's `sseConnect`), on the default client unless given `client`. */

@@ -9,6 +9,7 @@ import { runRouterBench } from './router.js';
 import { runServerBench } from './server.js';
 import { runSseBench } from './sse.js';
 import { runStaticBench } from './static.js';
+import { runWebsocketsBench } from './websockets.js';
 
 const only = process.argv[2];
 const benches: [string, () => Promise<unknown>][] = [
@@ -19,6 +20,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['static', () => runStaticBench()],
   ['sse', () => runSseBench()],
   ['router', () => runRouterBench()],
+  ['websockets', () => runWebsocketsBench()],
 ];
 
 for (const [name, fn] of benches) {

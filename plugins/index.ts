@@ -10,6 +10,7 @@ import { decompression } from './decompression/index.js';
 import { fileserver } from './fileserver/index.js';
 import { proxy } from './proxy/index.js';
 import { sse } from './sse/index.js';
+import { websockets } from './websockets/index.js';
 import { redirects } from './redirects/index.js';
 import { retries } from './retries/index.js';
 import { router } from './router/index.js';
@@ -24,18 +25,19 @@ export * from './proxy/index.js';
 export * from './sse/index.js';
 export * from './router/index.js';
 export * from './middleware/index.js';
+export * from './websockets/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {
   /**
    * The default bundle: h2, h2c, proxy, cookies, redirects, decompression, retries, router,
    * fileserver, sse and websockets. It grows as each plugin's issue lands (today: proxy,
-   * cookies, redirects, decompression, retries, router, fileserver, sse), so code written against `presets.defaults` picks them up without changes.
+   * cookies, redirects, decompression, retries, router, fileserver, sse, websockets), so code written against `presets.defaults` picks them up without changes.
    */
   readonly defaults: readonly AnyPlugin[];
 }
 
 /** The presets. `createKernel().register(presets.defaults)` boots the default stack. */
 export const presets: Presets = Object.freeze({
-  defaults: Object.freeze([proxy, cookies, redirects, decompression, retries, router, fileserver, sse] as AnyPlugin[]),
+  defaults: Object.freeze([proxy, cookies, redirects, decompression, retries, router, fileserver, sse, websockets] as AnyPlugin[]),
 });

@@ -19,3 +19,4 @@ export {
   type AnyClientEvent,
 } from './trace.js';
 export { ClientStream, PushBody } from './open.js';
+export { upgradeRequest, type UpgradeOptions, type UpgradeResult } from './upgrade.js';

@@ -1,0 +1,298 @@
+/**
+ * The client side of an HTTP/1.1 protocol upgrade (RFC 9110 §7.8, RFC 6455 §4.1): one GET
+ * with `Connection: Upgrade` on a connection of its own (never pooled), its response head read
+ * with the kernel's parser, and on `101 Switching Protocols` the raw socket handed to the
+ * caller. WebSockets build on it; so could any other upgrade.
+ *
+ * The connection is opened the way the client opens every connection: the `client.connect`
+ * taps first (a proxy tunnel, SOCKS), then the kernel's own TCP/TLS connect, ALPN pinned to
+ * `http/1.1` (an upgrade cannot happen over HTTP/2). Timeouts follow the client's meanings
+ * (`connectTimeout` for DNS, TCP, proxy handshakes and TLS; `requestTimeout` for the whole
+ * handshake; `responseHeaderTimeout`, `readIdleTimeout`, `writeIdleTimeout` for the exchange).
+ */
+import type { Duplex } from 'node:stream';
+import type { ConnectionOptions } from 'node:tls';
+import { ArgumentError, ParseError, TimeoutError, type TimeoutOperation } from '../errors.js';
+import type { ClientHooks, ConnectOptions, Tapped } from '../hooks.js';
+import { HeadParser } from '../http1/head-parser.js';
+import { serializeRequestHead } from '../http1/serialize.js';
+import type { Kernel } from '../kernel.js';
+import { nobody } from '../message/body.js';
+import { RequestContext } from '../message/context.js';
+import type { Request } from '../message/request.js';
+import { Response } from '../message/response.js';
+import { openConnection } from './connect.js';
+
+/** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
+export interface UpgradeOptions {
+  /** A kernel whose `client.connect` taps open the connection and whose `client.onUpgrade` taps see the 101; none means no plugins. */
+  kernel?: Kernel | null;
+  /**
+   * An already connected byte stream to send the request over instead of connecting. It stays
+   * the caller's: it is never destroyed here, not even on failure (only our listeners go).
+   */
+  socket?: Duplex | null;
+  /** DNS, TCP, proxy handshakes and TLS. Default 30 000. */
+  connectTimeout?: number;
+  /** The whole handshake, connect included. Default 0. */
+  requestTimeout?: number;
+  /** From the request written to the response head read. Default 0. */
+  responseHeaderTimeout?: number;
+  /** Longest gap between bytes of the response head (also the head wait when `responseHeaderTimeout` is 0). Default 0. */
+  readIdleTimeout?: number;
+  /** Longest wait for the request head to be taken by the socket. Default 0. */
+  writeIdleTimeout?: number;
+  /** The proxy policy, passed to the `client.connect` taps (the proxy plugin); opaque here. */
+  proxy?: unknown;
+  /** TLS options for `https:` (`ca`, `rejectUnauthorized`, `servername`, …). */
+  tls?: Readonly<ConnectionOptions>;
+  /** Local source address to bind. */
+  localAddress?: string;
+  /** Longest status or header line of the response. Default 65 536. */
+  maxLineBytes?: number;
+  /** Largest response head. Default 1 MiB. */
+  maxHeaderBytes?: number;
+  /** Cancellation and deadline of the caller; canceling it stops the handshake. */
+  context?: RequestContext;
+  /** `operation` of the `TimeoutError` the exchange's timeouts raise. Default `request`; WebSockets use `websocket handshake`. */
+  timeoutOperation?: TimeoutOperation;
+  /**
+   * Checks a 101 before the `client.onUpgrade` taps see it (the protocol's own rules, such as
+   * RFC 6455's `Sec-WebSocket-Accept`); throwing refuses the handshake like a tap does.
+   */
+  check?: (response: Response) => void;
+}
+
+/** What {@link upgradeRequest} resolves to. */
+export interface UpgradeResult {
+  /**
+   * The response head. Its `body` is always `nobody`: after a 101 the socket speaks the new
+   * protocol; after any other status the body was not read (its first bytes are `head`).
+   */
+  readonly response: Response;
+  /** The connection, paused, with none of our listeners: the caller owns it (and destroys it after a refusal, unless it passed it in). */
+  readonly socket: Duplex;
+  /** Bytes the server sent past the response head (the start of the new protocol's stream). */
+  readonly head: Uint8Array;
+}
+
+const EMPTY = new Uint8Array(0);
+
+function ms(v: number | undefined, key: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ArgumentError(`${key} must be a number of milliseconds >= 0, got ${String(v)}`);
+  return Math.min(v, 2 ** 31 - 1);
+}
+
+/**
+ * Sends `request` (a GET carrying `Upgrade` and `Connection: upgrade`; `request.url` absolute
+ * `http:` or `https:`) on a new connection, or on `options.socket`, and reads the response
+ * head. On 101 `options.check` and then the `client.onUpgrade` taps run (one throwing refuses
+ * the handshake: the socket is destroyed, unless the caller owns it) and the socket is handed
+ * over; any other final status is returned as it is, for the caller to report.
+ *
+ * Throws `ArgumentError` for a request that is not an upgrade, the connect errors
+ * (`DNSError`, `ConnectError`, `TLSHandshakeError`, `TimeoutError` `connect`/`tls_handshake`),
+ * `TimeoutError` with `options.timeoutOperation` for the exchange's timeouts and
+ * `requestTimeout`, `ParseError`/`ProtocolError` for a bad or missing response head, the
+ * context's `CanceledError`, and what a tap throws.
+ */
+export async function upgradeRequest(request: Request, options: UpgradeOptions = {}): Promise<UpgradeResult> {
+  const started = performance.now();
+  const upgrade = request.headers.get('Upgrade');
+  if (upgrade === undefined || upgrade === '') throw new ArgumentError('upgradeRequest(): the request has no Upgrade header');
+  let url: URL;
+  try {
+    url = new URL(request.url);
+  } catch {
+    throw new ArgumentError(`upgradeRequest(): request.url must be an absolute http: or https: URL, got ${JSON.stringify(request.url)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ArgumentError(`upgradeRequest(): request.url must be http: or https:, got ${url.protocol}`);
+  const op = options.timeoutOperation ?? 'request';
+  const connectTimeout = ms(options.connectTimeout, 'connectTimeout', 30_000);
+  const requestTimeout = ms(options.requestTimeout, 'requestTimeout', 0);
+  const headerTimeout = ms(options.responseHeaderTimeout, 'responseHeaderTimeout', 0);
+  const readIdle = ms(options.readIdleTimeout, 'readIdleTimeout', 0);
+  const writeIdle = ms(options.writeIdleTimeout, 'writeIdleTimeout', 0);
+
+  const k = options.kernel ?? null;
+  let hooks: Tapped<ClientHooks> | null = null;
+  if (k !== null) {
+    if (k.state !== 'ready') await k.ready();
+    hooks = k.tapped.client;
+  }
+  const parent = options.context;
+  const deadline = requestTimeout > 0 ? started + requestTimeout : 0;
+  const ctx = parent !== undefined ? parent.child(deadline) : new RequestContext({ deadline });
+  request.ctx = ctx;
+  const owned = options.socket === undefined || options.socket === null;
+  let socket: Duplex;
+  try {
+    if (!owned) socket = options.socket!;
+    else {
+      const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+      const protocol = url.protocol as 'http:' | 'https:';
+      const o: ConnectOptions = {
+        protocol,
+        host,
+        port: url.port !== '' ? Number(url.port) : protocol === 'https:' ? 443 : 80,
+        servername: options.tls?.servername,
+        alpnProtocols: ['http/1.1'],
+        httpVersion: 'h1',
+        localAddress: options.localAddress,
+        timeoutMs: connectTimeout,
+        proxy: options.proxy,
+        tls: options.tls,
+      };
+      let given: Duplex | null = null;
+      if (hooks !== null && hooks.connect !== null) given = (await hooks.connect.promise(o, ctx)) ?? null;
+      socket = await openConnection(o, ctx, given, started);
+    }
+    const { response, head } = await exchange(request, socket, ctx, {
+      op,
+      started,
+      requestTimeout,
+      headerTimeout,
+      readIdle,
+      writeIdle,
+      owned,
+      maxLineBytes: options.maxLineBytes,
+      maxHeaderBytes: options.maxHeaderBytes,
+    });
+    if (response.status === 101) {
+      try {
+        options.check?.(response);
+        if (hooks !== null && hooks.onUpgrade !== null) await hooks.onUpgrade.promise(request, response, socket);
+      } catch (err) {
+        if (owned) socket.destroy();
+        throw err;
+      }
+    }
+    return { response, socket, head };
+  } catch (err) {
+    // The connect step's deadline error names the request; this deadline is the handshake's.
+    if (err instanceof TimeoutError && err.operation === 'request' && op !== 'request' && deadline > 0 && performance.now() >= deadline - 1) {
+      throw new TimeoutError(op, requestTimeout, Math.round(performance.now() - started));
+    }
+    throw err;
+  } finally {
+    ctx.detach();
+  }
+}
+
+interface ExchangeSettings {
+  op: TimeoutOperation;
+  started: number;
+  requestTimeout: number;
+  headerTimeout: number;
+  readIdle: number;
+  writeIdle: number;
+  owned: boolean;
+  maxLineBytes?: number;
+  maxHeaderBytes?: number;
+}
+
+/** Writes the request head and reads the final (or 101) response head, under the timeouts. */
+function exchange(request: Request, socket: Duplex, ctx: RequestContext, s: ExchangeSettings): Promise<{ response: Response; head: Uint8Array }> {
+  const text = serializeRequestHead(request.method, request.target, request.headers, request.host, 'none');
+  const parser = new HeadParser('response', { maxLineBytes: s.maxLineBytes, maxHeaderBytes: s.maxHeaderBytes });
+  return new Promise((resolve, reject) => {
+    let done = false;
+    let headTimer: NodeJS.Timeout | null = null;
+    let idleTimer: NodeJS.Timeout | null = null;
+    let deadlineTimer: NodeJS.Timeout | null = null;
+    let writeTimer: NodeJS.Timeout | null = null;
+    let removeCancel: () => void = () => {};
+    const cleanup = (): void => {
+      done = true;
+      if (headTimer !== null) clearTimeout(headTimer);
+      if (idleTimer !== null) clearTimeout(idleTimer);
+      if (deadlineTimer !== null) clearTimeout(deadlineTimer);
+      if (writeTimer !== null) clearTimeout(writeTimer);
+      removeCancel();
+      socket.removeListener('data', onData);
+      socket.removeListener('end', onEnd);
+      socket.removeListener('close', onEnd);
+      socket.removeListener('error', onError);
+      socket.removeListener('drain', onDrain);
+      socket.pause();
+    };
+    const fail = (err: unknown): void => {
+      if (done) return;
+      cleanup();
+      if (s.owned) socket.destroy();
+      reject(err);
+    };
+    const timeout = (timeoutMs: number, what: string) => (): void =>
+      fail(new TimeoutError(s.op, timeoutMs, Math.round(performance.now() - s.started), `${s.op} timed out after ${timeoutMs} ms (${what})`));
+    const armIdle = (): void => {
+      if (s.readIdle <= 0 || s.headerTimeout > 0) return;
+      if (idleTimer !== null) clearTimeout(idleTimer);
+      idleTimer = setTimeout(timeout(s.readIdle, 'readIdleTimeout: no response bytes'), s.readIdle);
+    };
+    const onData = (chunk: Buffer): void => {
+      if (done) return;
+      let n: number;
+      try {
+        n = parser.execute(chunk, 0, chunk.length);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      if (!parser.complete) {
+        armIdle();
+        return;
+      }
+      const status = parser.status;
+      if (status < 200 && status !== 101) {
+        // Interim (100, 103): the final response follows on the same connection.
+        parser.reset();
+        if (n < chunk.length) onData(chunk.subarray(n));
+        return;
+      }
+      const response = new Response(status, nobody, {
+        headers: parser.headers,
+        copyHeaders: false,
+        reason: parser.reason,
+        protoMinor: parser.versionMinor,
+        close: status !== 101,
+        request,
+      });
+      response.url = request.url;
+      cleanup();
+      resolve({ response, head: n < chunk.length ? chunk.subarray(n) : EMPTY });
+    };
+    const onEnd = (): void => {
+      const seen = parser.bytesSeen;
+      fail(new ParseError(seen === 0 ? 'the connection closed before the upgrade response arrived' : `the connection closed inside the upgrade response head (after ${seen} bytes)`));
+    };
+    const onError = (err: Error): void => fail(err);
+    const onDrain = (): void => {
+      if (writeTimer !== null) clearTimeout(writeTimer);
+      writeTimer = null;
+    };
+
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('close', onEnd);
+    socket.on('error', onError);
+    removeCancel = ctx.onCancel((err) => fail(err));
+    const dl = ctx.deadline;
+    if (dl > 0) {
+      const fromRequest = s.requestTimeout > 0 && Math.abs(dl - (s.started + s.requestTimeout)) < 1;
+      deadlineTimer = setTimeout(
+        fromRequest ? timeout(s.requestTimeout, 'requestTimeout') : () => fail(new TimeoutError('request', 0, Math.round(performance.now() - s.started), 'request deadline passed during the upgrade handshake')),
+        Math.max(0, dl - performance.now()),
+      );
+    }
+    if (done) return;
+    if (s.headerTimeout > 0) headTimer = setTimeout(timeout(s.headerTimeout, 'responseHeaderTimeout'), s.headerTimeout);
+    const flushed = socket.write(Buffer.from(text, 'latin1'));
+    if (!flushed && s.writeIdle > 0) {
+      writeTimer = setTimeout(timeout(s.writeIdle, 'writeIdleTimeout: the request was not taken'), s.writeIdle);
+      socket.once('drain', onDrain);
+    }
+    armIdle();
+    socket.resume();
+  });
+}

@@ -1,0 +1,59 @@
+/**
+ * The `websockets` plugin: one `server.onUpgrade` tap that takes WebSocket upgrades arriving
+ * at a `WebSockets.listen` server straight off the connection (before `onRequest`), answers
+ * the handshake and runs the server's handler. Upgrades for other servers, and requests that
+ * are not WebSocket upgrades, are left alone (the tap returns nothing), so a stream handler
+ * can still `WebSockets.upgrade(stream, …)` them, on a route or anywhere.
+ *
+ * The client side needs no tap: `WebSockets.open` runs the kernel's `client.connect` taps
+ * (proxies) and `client.onUpgrade` taps through `upgradeRequest`.
+ */
+import type { Duplex } from 'node:stream';
+import { createKernel, definePlugin, Stage, type Kernel, type Request } from '../../kernel/index.js';
+import { isUpgrade, negotiate } from './handshake.js';
+import { entryFor, trackSocket } from './registry.js';
+import { serveSession, writeRefusal } from './session.js';
+import { loadWs } from './ws-lib.js';
+
+const NAME = 'websockets';
+
+/** Claims an upgrade for a `WebSockets.listen` server; nothing for any other. */
+async function claim(request: Request, socket: Duplex, head: Uint8Array): Promise<true | undefined> {
+  const e = entryFor(socket);
+  if (e === null || !isUpgrade(request)) return undefined;
+  const mod = await loadWs();
+  const n = await negotiate(mod, request, e.options);
+  if (!n.ok) {
+    writeRefusal(socket, n.status, n.message, n.headers);
+    return true;
+  }
+  trackSocket(socket);
+  void serveSession(mod, socket, head, request, n, e.options, e.handler, e.report);
+  return true;
+}
+
+/** The WebSockets plugin (server side of `WebSockets.listen`). Registered without options. */
+export const websockets = definePlugin({
+  name: NAME,
+  register(kernel) {
+    kernel.hooks.server.onUpgrade.tapPromise({ name: NAME, stage: Stage.DEFAULT }, claim);
+  },
+});
+
+let getDefault: (() => Kernel) | null = null;
+let own: Kernel | null = null;
+
+/**
+ * Sets the kernel `WebSockets.listen` and `WebSockets.open` use when given no `kernel`
+ * (the top-level API passes its default kernel). Until then they use a kernel of their own
+ * holding just this plugin.
+ */
+export function setDefaultWebSocketKernel(get: () => Kernel): void {
+  getDefault = get;
+}
+
+/** @internal The kernel for calls given none. */
+export function defaultKernel(): Kernel {
+  if (getDefault !== null) return getDefault();
+  return (own ??= createKernel().register(websockets));
+}

@@ -1,0 +1,74 @@
+/**
+ * One WebSocket session: answer the handshake on a socket the kernel handed over (101, or the
+ * refusal), hand the socket to ws, and run the handler to completion, closing the connection
+ * when it returns (1000) or throws (1011).
+ */
+import type { Duplex } from 'node:stream';
+import { PeerAddr, Response, serializeResponseHead, type Headers, type Request } from '../../kernel/index.js';
+import { WebSocketError } from './errors.js';
+import type { Negotiation } from './handshake.js';
+import type { ResolvedServerOptions } from './options.js';
+import { WebSocket } from './websocket.js';
+import { attachSocket, type WsModule } from './ws-lib.js';
+
+/** What runs on each connection: reads and writes the `WebSocket`; the connection closes when it returns. */
+export type WebSocketHandler<T = unknown> = (ws: WebSocket) => T | Promise<T>;
+
+/** The address of the other end of `socket`, when it is a TCP socket. */
+export function peerOf(socket: Duplex): PeerAddr | null {
+  const s = socket as Duplex & { remoteAddress?: string; remotePort?: number; remoteFamily?: string };
+  return typeof s.remoteAddress === 'string' && typeof s.remotePort === 'number' ? new PeerAddr(s.remoteAddress, s.remotePort, s.remoteFamily) : null;
+}
+
+/**
+ * Runs `handler(ws)`, then closes: 1000 when it returned, 1011 when it threw (and rethrows).
+ * Resolves to the handler's result once the connection is closed.
+ */
+export async function runHandler<T>(ws: WebSocket, handler: WebSocketHandler<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await handler(ws);
+  } catch (err) {
+    if (!ws.isClosed) await ws.close(1011, 'handler error');
+    else await ws.closed();
+    throw err;
+  }
+  await ws.close(1000);
+  return result;
+}
+
+/** Writes a refusal (status, text body, `Connection: close`) on a socket we own, then ends it. */
+export function writeRefusal(socket: Duplex, status: number, message: string, headers: Headers): void {
+  const body = Buffer.from(`${message}\n`, 'utf8');
+  headers.set('Content-Type', 'text/plain; charset=utf-8');
+  headers.set('Connection', 'close');
+  socket.on('error', () => {});
+  socket.end(Buffer.concat([Buffer.from(serializeResponseHead(status, '', headers, body.length), 'latin1'), body]));
+  socket.resume();
+}
+
+/**
+ * Answers an accepted handshake with 101 on `socket` (handed over by the kernel: paused, our
+ * listeners only), gives it to ws and runs `handler`. Resolves when the connection is closed;
+ * a handler error goes to `report` (a peer that closed abnormally is not an error here).
+ */
+export async function serveSession(
+  mod: WsModule,
+  socket: Duplex,
+  head: Uint8Array,
+  request: Request,
+  n: Extract<Negotiation, { ok: true }>,
+  o: ResolvedServerOptions,
+  handler: WebSocketHandler,
+  report: (err: unknown) => void,
+): Promise<void> {
+  const response = new Response(101, null, { headers: n.headers, copyHeaders: false, request });
+  socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
+  const raw = attachSocket(mod, socket, head, { isServer: true, protocol: n.protocol, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
+  const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
+  try {
+    await runHandler(ws, handler);
+  } catch (err) {
+    if (!(err instanceof WebSocketError)) report(err);
+  }
+}
