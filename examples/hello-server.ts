@@ -1,5 +1,5 @@
 /**
- * `npm start` (until the demo lands): a request handler and a stream handler on one server
+ * A request handler and a stream handler on one server
  * each, from the top-level API. Try:
  *   curl http://127.0.0.1:8080/hello?name=you
  *   curl -d 'some body' http://127.0.0.1:8080/echo
