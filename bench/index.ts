@@ -4,6 +4,7 @@
  */
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
+import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
 import { runRouterBench } from './router.js';
 import { runServerBench } from './server.js';
@@ -17,6 +18,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['hooks', runHooksBench],
   ['server', () => runServerBench()],
   ['client', () => runClientBench()],
+  ['h2', () => runH2Bench()],
   ['static', () => runStaticBench()],
   ['sse', () => runSseBench()],
   ['router', () => runRouterBench()],

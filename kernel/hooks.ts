@@ -26,6 +26,7 @@ import { ArgumentError, PluginError } from './errors.js';
 import type { RequestContext } from './message/context.js';
 import type { Request } from './message/request.js';
 import type { Response } from './message/response.js';
+import type { ProtocolHost } from './server/pipeline.js';
 
 // ---------------------------------------------------------------------------------------
 // Hook class aliases. tapable passes only as many arguments as the hook declared names for
@@ -113,6 +114,22 @@ export interface SessionInfo {
   readonly alpnProtocol: string | false | null;
   /** The options the connection was opened with. */
   readonly connect: ConnectOptions;
+  /**
+   * The context of the call that opened the connection: a session reads its settings from
+   * that call's options (`getCallOptions(ctx).http2Settings`). Set by the client's pool.
+   */
+  readonly ctx?: RequestContext;
+  /** The pool the session will live in: a multiplexed session tells it when it is gone. Set by the client's pool. */
+  readonly pool?: SessionPool;
+}
+
+/** The client pool as a session it holds sees it. */
+export interface SessionPool {
+  /**
+   * The session is closed or will take no new exchanges (GOAWAY, error, idle close): the pool
+   * drops it and opens a new connection for the next request.
+   */
+  discard(session: ClientSession): void;
 }
 
 /**
@@ -135,6 +152,11 @@ export interface ClientSession {
   close(): Promise<void>;
   /** Closes the connection now, failing exchanges in flight with `error`. */
   destroy(error?: Error): void;
+  /**
+   * When the session last became idle (`performance.now()`); the pool closes an idle session
+   * after its `idleTimeout`. Absent: the session manages its own idle close.
+   */
+  readonly idleSince?: number;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -162,6 +184,13 @@ export interface ProtocolInfo {
   readonly head: Uint8Array;
   /** The listener. */
   readonly server: ServerInfo;
+  /**
+   * The server's pipeline and lifecycle for a connection the tap takes: run each exchange
+   * with `host.runExchange(request, wire)`, register the connection with `host.addConnection`
+   * so `close()`/`forceClose()` reach it. Always set by the server (optional in the type only
+   * so hand-built `ProtocolInfo` values, in tests, need not make one).
+   */
+  readonly host?: ProtocolHost;
 }
 
 /** Address of the peer of a server connection. */

@@ -8,6 +8,8 @@ import './options.js';
 import { cookies } from './cookies/index.js';
 import { decompression } from './decompression/index.js';
 import { fileserver } from './fileserver/index.js';
+import { h2 } from './h2/index.js';
+import { h2c } from './h2c/index.js';
 import { proxy } from './proxy/index.js';
 import { sse } from './sse/index.js';
 import { websockets } from './websockets/index.js';
@@ -15,6 +17,8 @@ import { redirects } from './redirects/index.js';
 import { retries } from './retries/index.js';
 import { router } from './router/index.js';
 
+export * from './h2/index.js';
+export * from './h2c/index.js';
 export * from './cookies/index.js';
 export * from './redirects/index.js';
 export * from './decompression/index.js';
@@ -31,13 +35,13 @@ export * from './websockets/index.js';
 export interface Presets {
   /**
    * The default bundle: h2, h2c, proxy, cookies, redirects, decompression, retries, router,
-   * fileserver, sse and websockets. It grows as each plugin's issue lands (today: proxy,
-   * cookies, redirects, decompression, retries, router, fileserver, sse, websockets), so code written against `presets.defaults` picks them up without changes.
+   * fileserver, sse and websockets. Plugins that have nothing to do without options (the
+   * fileserver without mounts, the router without routes) cost little or nothing.
    */
   readonly defaults: readonly AnyPlugin[];
 }
 
 /** The presets. `createKernel().register(presets.defaults)` boots the default stack. */
 export const presets: Presets = Object.freeze({
-  defaults: Object.freeze([proxy, cookies, redirects, decompression, retries, router, fileserver, sse, websockets] as AnyPlugin[]),
+  defaults: Object.freeze([h2, h2c, proxy, cookies, redirects, decompression, retries, router, fileserver, sse, websockets] as AnyPlugin[]),
 });

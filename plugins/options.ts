@@ -8,17 +8,18 @@ import type { DecompressionOptions } from './decompression/index.js';
 import type { RedirectOptions } from './redirects/index.js';
 import type { RetryOptions } from './retries/index.js';
 import type { SSEOptions } from './sse/index.js';
+import type { H2Options } from './h2/index.js';
 import type { RequestHandler } from '../kernel/index.js';
 import type { Router, RouteMethod } from './router/index.js';
 
 declare module '../kernel/index.js' {
-  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions {}
+  interface CallOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions, H2Options {}
   /** The router plugin's decorations. */
   interface Kernel {
     readonly router: Router<RequestHandler>;
     readonly route: RouteMethod;
   }
-  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions {}
+  interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions, H2Options {}
 }
 
 export {};

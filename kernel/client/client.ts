@@ -50,6 +50,15 @@ export function getAttempt(ctx: RequestContext): number {
 }
 
 const EMPTY_OPTIONS: CallOptions = Object.freeze({});
+
+/**
+ * Marks an error of an exchange the server provably did not process (HTTP/2: refused stream,
+ * or a stream past a GOAWAY's last stream id): the client sends the request again on another
+ * connection, whatever its method, when the body can be replayed (RFC 9113 §8.7).
+ */
+export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') as never;
+/** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
+const MAX_UNPROCESSED_RETRIES = 3;
 const USER_AGENT = 'switchyard/0.1';
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
 
@@ -290,12 +299,7 @@ export class Client {
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
-    let u: URL;
-    try {
-      u = url instanceof URL ? url : new URL(url);
-    } catch {
-      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}`);
-    }
+    const u = url instanceof URL ? url : parseUrl(url);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
     const headers = new Headers(o.headers ?? undefined);
     const d = this.defaultHeaders;
@@ -336,11 +340,12 @@ export class Client {
       maxLineBytes: o.maxLineBytes,
       maxHeaderBytes: o.maxHeaderBytes,
     };
-    const acquire = { connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? 'auto', hooks, proxy: o.proxy } as const;
+    const acquire = { connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? (o.http2PriorKnowledge === true ? 'h2' : 'auto'), hooks, proxy: o.proxy } as const;
     let req = first;
     let attempt = 1;
     let redirects = 0;
     let staleRetried = false;
+    let unprocessedRetries = 0;
     for (;;) {
       ctx.set(kAttempt, attempt);
       let res: Response | null = null;
@@ -378,10 +383,15 @@ export class Client {
       } catch (err) {
         if (res !== null) discard(res.body);
         res = null;
-        const stale = typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[kStale] === true;
-        if (stale && !staleRetried && isIdempotent(req.method) && isReplayable(req.body)) {
+        const marks = typeof err === 'object' && err !== null ? (err as Record<symbol, unknown>) : null;
+        if (marks !== null && marks[kStale] === true && !staleRetried && isIdempotent(req.method) && isReplayable(req.body)) {
           // The server closed a pooled connection just as we used it: once more on a fresh one.
           staleRetried = true;
+          continue;
+        }
+        if (marks !== null && marks[kUnprocessed] === true && unprocessedRetries < MAX_UNPROCESSED_RETRIES && isReplayable(req.body)) {
+          // The server never processed it (HTTP/2 GOAWAY past it, REFUSED_STREAM): any method is safe to send again.
+          unprocessedRetries++;
           continue;
         }
         error = err;
@@ -430,6 +440,38 @@ export function isHeadersValue(a: unknown): boolean {
 }
 
 function noop(): void {}
+
+/** The parts of a URL `buildRequest` reads. */
+interface UrlParts {
+  readonly protocol: string;
+  readonly host: string;
+  readonly username: string;
+  readonly password: string;
+  readonly pathname: string;
+  readonly search: string;
+}
+
+const parsedUrls = new Map<string, UrlParts>();
+
+/**
+ * A URL string parsed once: calls repeat the same few URLs, and `new URL` (a native round
+ * trip, about 2 µs) was a visible part of a pooled request. Bounded like the origin cache.
+ */
+function parseUrl(url: string): UrlParts {
+  let p = parsedUrls.get(url);
+  if (p === undefined) {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}`);
+    }
+    p = { protocol: u.protocol, host: u.host, username: u.username, password: u.password, pathname: u.pathname, search: u.search };
+    if (parsedUrls.size >= 256) parsedUrls.clear();
+    parsedUrls.set(url, p);
+  }
+  return p;
+}
 
 const origins = new Map<string, Origin>();
 
@@ -480,6 +522,7 @@ async function bufferBody(res: Response, sink: Writable | undefined): Promise<vo
     return;
   }
   if (body instanceof ResponseBody) res.body = await body.readRest();
+  else if (hasReadRest(body)) res.body = await body.readRest();
   else if (body instanceof AbstractBody) {
     try {
       res.body = await readAll(body);
@@ -488,6 +531,11 @@ async function bufferBody(res: Response, sink: Writable | undefined): Promise<vo
     }
   } else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
   else if (body === null) res.body = new Uint8Array(0);
+}
+
+/** A protocol plugin's response body that can hand over the rest at once (HTTP/2), like the kernel's own. */
+function hasReadRest(body: Body): body is AbstractBody & { readRest(): Promise<Uint8Array> } {
+  return body instanceof AbstractBody && typeof (body as { readRest?: unknown }).readRest === 'function';
 }
 
 function sleep(ms: number, ctx: RequestContext): Promise<void> {

@@ -64,6 +64,8 @@ export interface CallOptions extends TimeoutOptions {
   basicauth?: readonly [string, string];
   /** `auto` (default), `h1`, or `h2` (HTTP/2; on http:// h2c prior knowledge, with the h2 plugin). */
   httpVersion?: 'auto' | 'h1' | 'h2';
+  /** Speak HTTP/2 to plain `http://` origins without asking first (h2c prior knowledge, with the h2c plugin): `httpVersion: 'h2'` unless httpVersion is given. Default false. */
+  http2PriorKnowledge?: boolean;
   /** 1: one-line summaries on stderr; 2: also the heads. */
   verbose?: 0 | 1 | 2;
   /** Receives each {@link ClientEvent} of the call. */
@@ -109,5 +111,6 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   if (o.httpVersion !== undefined && o.httpVersion !== 'auto' && o.httpVersion !== 'h1' && o.httpVersion !== 'h2') {
     throw new ArgumentError(`${where}: httpVersion must be 'auto', 'h1' or 'h2'`);
   }
+  if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
 }

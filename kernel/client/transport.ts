@@ -6,7 +6,7 @@
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { ArgumentError } from '../errors.js';
-import type { ClientHooks, ClientSession, ConnectOptions, Tapped } from '../hooks.js';
+import type { ClientHooks, ClientSession, ConnectOptions, SessionPool, Tapped } from '../hooks.js';
 import type { RequestContext } from '../message/context.js';
 import { checkLocalAddr, openConnection } from './connect.js';
 import { H1ClientSession, type SessionOwner } from './h1-session.js';
@@ -51,10 +51,14 @@ export interface AcquireOptions {
   readonly proxy?: unknown;
 }
 
-class Pool implements SessionOwner {
+class Pool implements SessionOwner, SessionPool {
   readonly key: string;
   readonly idle: H1ClientSession[] = [];
   readonly all = new Set<ClientSession>();
+  /** Multiplexed sessions (HTTP/2): shared by concurrent exchanges while they have capacity. */
+  readonly shared: ClientSession[] = [];
+  /** A connection being opened that may turn out multiplexed: later acquirers wait for it rather than dial their own. */
+  pending: Promise<ClientSession | null> | null = null;
   private readonly transport: Transport;
   constructor(key: string, transport: Transport) {
     this.key = key;
@@ -65,11 +69,16 @@ class Pool implements SessionOwner {
     this.transport.onRelease(this, session);
   }
 
-  discard(session: H1ClientSession): void {
-    const i = this.idle.indexOf(session);
+  discard(session: ClientSession): void {
+    const i = this.idle.indexOf(session as H1ClientSession);
     if (i >= 0) {
       this.idle.splice(i, 1);
       this.transport.idleTotal--;
+    }
+    const j = this.shared.indexOf(session);
+    if (j >= 0) {
+      this.shared.splice(j, 1);
+      this.transport.sharedTotal--;
     }
     this.all.delete(session);
   }
@@ -97,6 +106,8 @@ export class Transport {
   readonly preferHttp2: boolean;
   /** @internal */
   idleTotal = 0;
+  /** @internal Multiplexed (HTTP/2) sessions across all origins. */
+  sharedTotal = 0;
   private readonly pools = new Map<string, Pool>();
   private sweeper: NodeJS.Timeout | null = null;
   private closed = false;
@@ -131,12 +142,20 @@ export class Transport {
     return n;
   }
 
-  /** Closes every idle connection now. */
+  /** Closes every idle connection now (an HTTP/2 session without exchanges in flight included). */
   closeIdleConnections(): void {
     for (const p of this.pools.values()) {
       for (const s of p.idle.splice(0)) {
         this.idleTotal--;
+        p.all.delete(s);
         s.destroy();
+      }
+      for (let i = p.shared.length - 1; i >= 0; i--) {
+        const s = p.shared[i]!;
+        if (s.closed || s.isIdle()) {
+          p.discard(s);
+          s.destroy();
+        }
       }
     }
   }
@@ -145,6 +164,9 @@ export class Transport {
   close(): void {
     this.closed = true;
     this.closeIdleConnections();
+    // Busy multiplexed sessions finish their exchanges, then close (HTTP/2: GOAWAY).
+    for (const p of this.pools.values()) for (const s of p.shared.splice(0)) void s.close();
+    this.sharedTotal = 0;
     if (this.sweeper !== null) clearInterval(this.sweeper);
     this.sweeper = null;
   }
@@ -154,10 +176,29 @@ export class Transport {
    * connection costs no promise (the common case of every call after the first).
    */
   acquireIdle(origin: Origin, a: AcquireOptions): ClientSession | null {
-    if (this.closed || this.idleTotal === 0) return null;
+    if (this.closed || (this.idleTotal === 0 && this.sharedTotal === 0)) return null;
     const pool = this.pools.get(poolKey(origin, a.proxy !== undefined ? a.proxy : this.proxy, a.httpVersion));
     if (pool === undefined) return null;
+    if (pool.shared.length > 0) {
+      const s = this.takeShared(pool);
+      if (s !== null) return s;
+    }
     return this.takeIdle(pool);
+  }
+
+  /** A multiplexed session of `pool` with a free stream, dropping closed ones (Go's first-fit). */
+  private takeShared(pool: Pool): ClientSession | null {
+    const shared = pool.shared;
+    for (let i = 0; i < shared.length; i++) {
+      const s = shared[i]!;
+      if (s.closed) {
+        pool.discard(s);
+        i--;
+        continue;
+      }
+      if (s.capacity() > 0) return s;
+    }
+    return null;
   }
 
   private takeIdle(pool: Pool): ClientSession | null {
@@ -182,7 +223,17 @@ export class Transport {
       pool = new Pool(key, this);
       this.pools.set(key, pool);
     }
-    return this.takeIdle(pool) ?? this.connect(pool, origin, ctx, a, proxy);
+    const ready = (pool.shared.length > 0 ? this.takeShared(pool) : null) ?? this.takeIdle(pool);
+    if (ready !== null) return ready;
+    while (pool.pending !== null) {
+      // A connection that may be HTTP/2 is on its way: share it instead of dialing another.
+      const s = await pool.pending;
+      if (s !== null && !s.closed && s.capacity() > 0) return s;
+      const again = this.takeShared(pool);
+      if (again !== null) return again;
+      if (s === null || s.capacity() === 0) break;
+    }
+    return this.connect(pool, origin, ctx, a, proxy);
   }
 
   private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, proxy: unknown): Promise<ClientSession> {
@@ -200,20 +251,53 @@ export class Transport {
       proxy,
       tls: this.tlsConfig,
     };
-    if (origin.protocol === 'https:' && hooks !== null && hooks.alpnProtocols !== null && a.httpVersion !== 'h1' && this.preferHttp2) {
+    if (origin.protocol === 'https:' && hooks !== null && hooks.alpnProtocols !== null && a.httpVersion !== 'h1' && (this.preferHttp2 || a.httpVersion === 'h2')) {
       o.alpnProtocols = hooks.alpnProtocols.call(o.alpnProtocols, o);
     }
+    if (hooks === null || hooks.session === null || pool.pending !== null || (a.httpVersion !== 'h2' && !o.alpnProtocols.includes('h2'))) {
+      return this.open(pool, o, ctx, hooks, started);
+    }
+    // This connection may be multiplexed: requests arriving meanwhile wait for it (see acquire).
+    const opening = this.open(pool, o, ctx, hooks, started);
+    const shared = opening.then(
+      (s) => (s instanceof H1ClientSession ? null : s),
+      () => null,
+    );
+    pool.pending = shared;
+    void shared.then(() => {
+      if (pool.pending === shared) pool.pending = null;
+    });
+    return opening;
+  }
+
+  private async open(pool: Pool, o: ConnectOptions, ctx: RequestContext, hooks: Tapped<ClientHooks> | null, started: number): Promise<ClientSession> {
     let given: Duplex | null = null;
     if (hooks !== null && hooks.connect !== null) given = (await hooks.connect.promise(o, ctx)) ?? null;
     const socket = await openConnection(o, ctx, given, started);
     let session: ClientSession | null = null;
     if (hooks !== null && hooks.session !== null) {
       const alpn = 'alpnProtocol' in socket ? ((socket as { alpnProtocol?: string | false }).alpnProtocol ?? false) : null;
-      session = hooks.session.call(socket, { alpnProtocol: alpn, connect: o }) ?? null;
+      session = hooks.session.call(socket, { alpnProtocol: alpn, connect: o, ctx, pool }) ?? null;
     }
     if (session === null) session = new H1ClientSession(socket, pool, { maxLineBytes: this.maxLineBytes, maxHeaderBytes: this.maxHeaderBytes });
+    else if (!(session instanceof H1ClientSession)) this.addShared(pool, session);
     pool.all.add(session);
     return session;
+  }
+
+  private addShared(pool: Pool, session: ClientSession): void {
+    if (session.closed) return;
+    pool.shared.push(session);
+    this.sharedTotal++;
+    this.startSweeper();
+  }
+
+  private startSweeper(): void {
+    if (this.idleTimeout > 0 && this.sweeper === null) {
+      // One timer for the whole transport, not one per connection.
+      this.sweeper = setInterval(() => this.sweep(), Math.max(1000, this.idleTimeout / 2));
+      this.sweeper.unref();
+    }
   }
 
   /** @internal */
@@ -225,11 +309,7 @@ export class Transport {
     }
     pool.idle.push(session);
     this.idleTotal++;
-    if (this.idleTimeout > 0 && this.sweeper === null) {
-      // One timer for the whole transport, not one per connection.
-      this.sweeper = setInterval(() => this.sweep(), Math.max(1000, this.idleTimeout / 2));
-      this.sweeper.unref();
-    }
+    this.startSweeper();
   }
 
   private sweep(): void {
@@ -244,9 +324,17 @@ export class Transport {
           s.destroy();
         }
       }
-      if (p.all.size === 0) this.pools.delete(p.key);
+      for (let i = p.shared.length - 1; i >= 0; i--) {
+        const s = p.shared[i]!;
+        if (s.closed) p.discard(s);
+        else if (s.isIdle() && s.idleSince !== undefined && now - s.idleSince >= this.idleTimeout) {
+          p.discard(s);
+          void s.close();
+        }
+      }
+      if (p.all.size === 0 && p.pending === null) this.pools.delete(p.key);
     }
-    if (this.idleTotal === 0 && this.sweeper !== null) {
+    if (this.idleTotal === 0 && this.sharedTotal === 0 && this.sweeper !== null) {
       clearInterval(this.sweeper);
       this.sweeper = null;
     }
@@ -256,8 +344,20 @@ export class Transport {
 const proxyIds = new WeakMap<object, number>();
 let nextProxyId = 1;
 
+/** Keys of direct (proxy-less) pools per origin object and version wish: the client reuses its Origin objects, so most acquires build no string. */
+const directKeys = new WeakMap<Origin, Record<string, string>>();
+
 /** Pool key: origin, HTTP version wish, and the proxy policy (by identity). */
 function poolKey(o: Origin, proxy: unknown, v: string): string {
+  if (proxy === undefined || proxy === null) {
+    let byVersion = directKeys.get(o);
+    if (byVersion === undefined) directKeys.set(o, (byVersion = {}));
+    return (byVersion[v] ??= `${o.protocol}//${o.host}:${o.port}|${v}`);
+  }
+  return buildKey(o, proxy, v);
+}
+
+function buildKey(o: Origin, proxy: unknown, v: string): string {
   let p = '';
   if (typeof proxy === 'object' && proxy !== null) {
     let id = proxyIds.get(proxy);

@@ -28,6 +28,7 @@ import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
 import { Stream, type StreamConnection } from './stream.js';
+import { setUpgradeHost, type ProtocolHost } from './pipeline.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -45,6 +46,8 @@ export interface ConnectionHost {
   readonly closing: boolean;
   removeConnection(conn: H1Connection): void;
   reportError(err: unknown, request: Request | null): void;
+  /** The server as protocol plugins see it (handed on with an upgraded socket: `Upgrade: h2c`). */
+  readonly protocolHost: ProtocolHost;
 }
 
 const P_HEAD = 0;
@@ -463,6 +466,7 @@ export class H1Connection implements StreamConnection {
     socket.removeListener('data', this.onData);
     const head = this.stash ?? EMPTY;
     this.stash = null;
+    setUpgradeHost(socket, this.host.protocolHost);
     hook.promise(req, socket, head).then(
       (claimed) => {
         if (claimed === true) {

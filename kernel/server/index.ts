@@ -11,7 +11,8 @@ import { Server, type ServerInit } from './server.js';
 import type { Stream } from './stream.js';
 
 export { Server, type ServerInit } from './server.js';
-export { Stream, HOLD_BYTES } from './stream.js';
+export { Stream, HOLD_BYTES, type ExchangeConnection, type ResponseWire } from './stream.js';
+export { getProtocolHost, protocolRequest, type ProtocolHost, type ProtocolConnection, type ExchangeWire, type ServerLimits } from './pipeline.js';
 export { PeerAddr } from './peer.js';
 export type { ServerOptions } from './options.js';
 export type { RequestHandler, StreamHandler } from './h1-connection.js';

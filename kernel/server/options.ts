@@ -100,6 +100,28 @@ function bool(o: Record<string, unknown>, key: string, dflt: boolean): boolean {
   return v;
 }
 
+/**
+ * HTTP/2 options are read by the h2 plugin per connection; their bounds (the reference's
+ * Limits) are checked here, when the server is made, so a bad value fails `serve`/`listen`
+ * instead of every HTTP/2 connection later.
+ */
+function checkHttp2(o: Record<string, unknown>): void {
+  int(o, 'maxConcurrentStreams', 100, 0, 2 ** 32 - 1);
+  const s = o.http2Settings;
+  if (s === undefined || s === null) return;
+  if (typeof s !== 'object' || Array.isArray(s)) throw new ArgumentError('http2Settings must be an HTTP2Settings or { initialWindowSize, connectionWindowSize }');
+  const w = s as Record<string, unknown>;
+  const check = (key: string, min: number): void => {
+    const v = w[key];
+    if (v === undefined) return;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > 2 ** 31 - 1) {
+      throw new ArgumentError(`http2Settings.${key} must be an integer from ${min} to ${2 ** 31 - 1}, got ${typeof v === 'number' ? v : typeof v}`);
+    }
+  };
+  check('initialWindowSize', 1);
+  check('connectionWindowSize', 65535);
+}
+
 /** @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`. */
 export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean): ResolvedServerOptions {
   if (options === undefined) options = {};
@@ -122,6 +144,7 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   const tls = o.tls ?? null;
   if (tls !== null && (typeof tls !== 'object' || Array.isArray(tls))) throw new ArgumentError('tls must be an object of TLS options (key, cert, ...)');
   if (tls !== null && listener !== null) throw new ArgumentError('pass either tls options or a listener, not both (make the tls.Server yourself)');
+  checkHttp2(o);
   const readTimeout = ms(o, 'readTimeout');
   const readHeaderTimeout = ms(o, 'readHeaderTimeout') || readTimeout;
   const idleTimeout = ms(o, 'idleTimeout') || readTimeout;

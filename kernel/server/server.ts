@@ -16,6 +16,7 @@ import { hostPort } from '../message/uri.js';
 import { matchH2Preface } from '../http1/head-parser.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
+import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -32,7 +33,7 @@ export interface ServerInit extends ServerOptions {
 type State = 'configured' | 'listening' | 'closing' | 'closed';
 
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
-export class Server implements ConnectionHost {
+export class Server implements ConnectionHost, PipelineServer {
   /** @internal */
   readonly opts: ResolvedServerOptions;
   /** @internal */
@@ -49,6 +50,10 @@ export class Server implements ConnectionHost {
   private ownsListener = false;
   private state: State = 'configured';
   private readonly connections = new Set<H1Connection>();
+  /** Connections protocol plugins took over (HTTP/2). */
+  private readonly protocolConns = new Set<ProtocolConnection>();
+  /** @internal The server as protocol plugins see it (`ProtocolInfo.host`). */
+  readonly protocolHost: ProtocolHost;
   /** Sockets accepted but not yet handed to HTTP/1 (protocol detection, TLS handshake). */
   private readonly pending = new Set<Socket>();
   private boundPort = 0;
@@ -73,6 +78,7 @@ export class Server implements ConnectionHost {
     this.info = Object.freeze({ tls: isTls, allowH2c: !isTls && this.opts.allowH2c, options: this.opts.raw });
     this.boundPort = this.opts.port;
     this.boundHost = this.opts.host;
+    this.protocolHost = new PipelineHost(this);
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -98,9 +104,9 @@ export class Server implements ConnectionHost {
     return this.state === 'closing' || this.state === 'closed';
   }
 
-  /** Number of open HTTP/1 connections (for tests and metrics). */
+  /** Number of open connections, HTTP/1 and those protocol plugins serve (for tests and metrics). */
   get connectionCount(): number {
-    return this.connections.size + this.pending.size;
+    return this.connections.size + this.pending.size + this.protocolConns.size;
   }
 
   /** Starts listening; resolves to this server once bound. Binding an address in use throws `AddressInUseError`. */
@@ -158,8 +164,11 @@ export class Server implements ConnectionHost {
   }
 
   private alpn(given: unknown): string[] {
-    const base = Array.isArray(given) && given.every((p) => typeof p === 'string') ? (given as string[]) : ['http/1.1'];
-    const h = this.kernel !== null ? this.kernel.tapped.server.alpnProtocols : null;
+    let base = Array.isArray(given) && given.every((p) => typeof p === 'string') ? (given as string[]) : ['http/1.1'];
+    const tapped = this.kernel !== null ? this.kernel.tapped.server : null;
+    // Offer only what can be served: without a protocol plugin, 'h2' would meet the HTTP/1 loop.
+    if (tapped === null || tapped.protocol === null) base = base.filter((p) => p !== 'h2');
+    const h = tapped !== null ? tapped.alpnProtocols : null;
     return h !== null ? h.call([...base], this.info) : base;
   }
 
@@ -178,6 +187,7 @@ export class Server implements ConnectionHost {
       this.stopAccepting();
       for (const s of this.pending) s.destroy();
       for (const c of this.connections) c.closeIfIdle();
+      for (const c of this.protocolConns) c.shutdown();
       this.maybeClosed();
     }
     return this.closed;
@@ -194,6 +204,7 @@ export class Server implements ConnectionHost {
     this.stopAccepting();
     for (const s of this.pending) s.destroy();
     for (const c of this.connections) c.destroy();
+    for (const c of this.protocolConns) c.destroy();
     this.maybeClosed();
     return this.closed;
   }
@@ -214,7 +225,7 @@ export class Server implements ConnectionHost {
 
   private maybeClosed(): void {
     if (this.state !== 'closing') return;
-    if (this.connections.size > 0 || this.pending.size > 0) return;
+    if (this.connections.size > 0 || this.pending.size > 0 || this.protocolConns.size > 0) return;
     if (this.listener !== null && this.listener.listening) return;
     this.state = 'closed';
     this.resolveClosed();
@@ -223,6 +234,18 @@ export class Server implements ConnectionHost {
   /** @internal */
   removeConnection(conn: H1Connection): void {
     if (this.connections.delete(conn)) this.maybeClosed();
+  }
+
+  /** @internal A protocol plugin's connection joins the lifecycle; false when the server is closing. */
+  addProtocolConnection(conn: ProtocolConnection): boolean {
+    if (this.state !== 'listening') return false;
+    this.protocolConns.add(conn);
+    return true;
+  }
+
+  /** @internal */
+  removeProtocolConnection(conn: ProtocolConnection): void {
+    if (this.protocolConns.delete(conn)) this.maybeClosed();
   }
 
   /** @internal */
@@ -274,7 +297,7 @@ export class Server implements ConnectionHost {
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.protocol !== null) {
-      const claimed = hooks.protocol.call(socket, { alpnProtocol: socket.alpnProtocol ?? null, head: EMPTY, server: this.info });
+      const claimed = hooks.protocol.call(socket, { alpnProtocol: socket.alpnProtocol ?? false, head: EMPTY, server: this.info, host: this.protocolHost });
       if (claimed === true) return;
     }
     this.startHttp1(socket, null);
@@ -299,7 +322,7 @@ export class Server implements ConnectionHost {
         this.maybeClosed();
         return;
       }
-      const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info });
+      const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.protocolHost });
       if (claimed === true) return;
       this.startHttp1(socket, head);
       socket.resume();

@@ -25,8 +25,12 @@ import type { PeerAddr } from './peer.js';
 /** A fixed-length body is held (not sent) until it grows past this many bytes. */
 export const HOLD_BYTES = 4096;
 
-/** @internal What a {@link Stream} needs from the connection it runs on. */
-export interface StreamConnection {
+/**
+ * What a {@link Stream} needs from the connection it runs on, whatever the protocol: the
+ * request body, the peer, the hooks. HTTP/1 adds byte-level writing ({@link StreamConnection});
+ * a protocol that frames messages itself (HTTP/2) writes through a {@link ResponseWire}.
+ */
+export interface ExchangeConnection {
   /** The listener, as hooks see it. */
   readonly info: ServerInfo;
   /** The client's address. */
@@ -37,13 +41,9 @@ export interface StreamConnection {
   discardBody(): void;
   /** Sends `100 Continue` if the request asked for it and it was not sent yet. */
   sendContinue(): void;
-  /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
-  send(data: Uint8Array | string): Promise<void> | undefined;
-  /** `Date` and Connection fields `headers` lacks for this exchange, and whether the connection closes after it. */
-  connectionFields(close: boolean, headers: Headers): { fields: string; close: boolean };
   /** Runs the `onResponseHead` taps, if any. */
   responseHead(response: Response, request: Request): void;
-  /** True while the socket can still be written. */
+  /** True while the response can still be written. */
   readonly writable: boolean;
   /**
    * Hands the connection's socket to the caller (HTTP/1 only; absent on protocols that
@@ -51,6 +51,39 @@ export interface StreamConnection {
    * already read past the request head.
    */
   takeSocket?(): { socket: Duplex; head: Uint8Array };
+}
+
+/** @internal What a {@link Stream} needs from an HTTP/1 connection: the neutral part plus byte-level writing. */
+export interface StreamConnection extends ExchangeConnection {
+  /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
+  send(data: Uint8Array | string): Promise<void> | undefined;
+  /** `Date` and Connection fields `headers` lacks for this exchange, and whether the connection closes after it. */
+  connectionFields(close: boolean, headers: Headers): { fields: string; close: boolean };
+}
+
+/**
+ * The response side of one exchange on a protocol that frames messages itself (HTTP/2): the
+ * {@link Stream} decides status, headers, length and trailers, the wire puts them on the
+ * connection. Each method returns a Promise when the peer asks to wait (flow control).
+ */
+export interface ResponseWire {
+  /** The protocol's ALPN name, such as `h2` (what `stream.protocol` and `exchange.protocol` say). */
+  readonly protocol: string;
+  /**
+   * Sends the response head. `contentLength` is the body's length, -1 when unknown; `end`:
+   * nothing follows (no body, no trailers). The wire drops the framing and connection-specific
+   * fields `headers` may hold (Content-Length, Transfer-Encoding, Connection, …) and adds its
+   * own; it must not change `headers` (a Response may be answered to many requests).
+   * `trailers`: false when the caller knows none will follow the body (default true: the
+   * wire must be ready to send them at `end`).
+   */
+  head(status: number, headers: Headers, contentLength: number, end: boolean, trailers?: boolean): void;
+  /** Sends body bytes (a string is UTF-8); `end` ends the body with them (no trailers follow). */
+  data(bytes: Uint8Array | string, end: boolean): Promise<void> | undefined;
+  /** Ends the body, sending `trailers` when there are any. */
+  end(trailers: Headers | null): Promise<void> | undefined;
+  /** Abandons a response whose head went out (HTTP/2: RST_STREAM): the peer sees it incomplete. */
+  abort(error: unknown): void;
 }
 
 const enum Mode {
@@ -64,15 +97,25 @@ const enum Mode {
   Raw,
   /** No body allowed (HEAD, 1xx, 204, 304): writes are dropped. */
   None,
+  /** A {@link ResponseWire} frames the message (HTTP/2): head sent, body streamed through it. */
+  Wire,
+}
+
+/** The Content-Length a HEAD answer declares (what a GET would send), -1 when none. */
+function headLength(h: Headers): number {
+  const v = h.get('Content-Length');
+  return v === undefined ? -1 : parseContentLength(v);
 }
 
 /** One server exchange as a stream handler sees it. */
 export class Stream implements ServerExchange {
   /** The request head; its body stays on the stream. The reference's `stream.message`. */
   readonly request: Request;
-  /** `http/1.1`. */
-  readonly protocol: string = 'http/1.1';
-  private readonly conn: StreamConnection;
+  /** `http/1.1`, or the wire's protocol (`h2`). */
+  readonly protocol: string;
+  private readonly conn: ExchangeConnection;
+  /** Set on protocols that frame messages themselves (HTTP/2); null on HTTP/1. */
+  private readonly wire: ResponseWire | null;
   private status = 200;
   private reason = '';
   private readonly headers = new Headers();
@@ -90,11 +133,20 @@ export class Stream implements ServerExchange {
   private committed = false;
   private readonly isHead: boolean;
 
-  /** @internal Made by the server for each request. */
-  constructor(request: Request, conn: StreamConnection) {
+  /** @internal Made by the server for each request: HTTP/1 passes its connection, other protocols a wire too. */
+  constructor(request: Request, conn: StreamConnection);
+  constructor(request: Request, conn: ExchangeConnection, wire: ResponseWire);
+  constructor(request: Request, conn: ExchangeConnection, wire: ResponseWire | null = null) {
     this.request = request;
     this.conn = conn;
+    this.wire = wire;
+    this.protocol = wire === null ? 'http/1.1' : wire.protocol;
     this.isHead = request.method === 'HEAD';
+  }
+
+  /** The HTTP/1 connection (only ever called when `wire` is null). */
+  private get h1(): StreamConnection {
+    return this.conn as StreamConnection;
   }
 
   /** The request message (the reference's `stream.message`). */
@@ -289,7 +341,7 @@ export class Stream implements ServerExchange {
     return this.response();
   }
 
-  private decide(): void {
+  private decide(ending = false): void {
     this.headStarted = true;
     const r = this.response();
     this.conn.responseHead(r, this.request);
@@ -297,6 +349,10 @@ export class Stream implements ServerExchange {
     this.status = r.status;
     this.reason = r.reason;
     const h = this.headers;
+    if (this.wire !== null) {
+      this.decideWire(this.wire, h, ending);
+      return;
+    }
     if (statusHasNoBody(this.status) || this.isHead) {
       this.mode = Mode.None;
       if (this.status === 204 || this.status < 200) {
@@ -326,17 +382,47 @@ export class Stream implements ServerExchange {
     this.sendHead(null);
   }
 
+  /**
+   * The head on a wire (HTTP/2): sent now, as the issue asks (at `startWrite` or the first
+   * write); the wire frames the body, so only the declared length is checked here.
+   */
+  private decideWire(wire: ResponseWire, h: Headers, ending: boolean): void {
+    h.delete('Transfer-Encoding');
+    if (statusHasNoBody(this.status) || this.isHead) {
+      this.mode = Mode.None;
+      if (this.status === 204 || this.status < 200) h.delete('Content-Length');
+      this.writeClosed = ending;
+      this.committed = true;
+      wire.head(this.status, h, headLength(h), true);
+      return;
+    }
+    const cl = h.indexOf('Content-Length');
+    if (cl >= 0) {
+      const n = parseContentLength(h.getAll('Content-Length').join(', '));
+      if (n < 0) throw new ArgumentError(`invalid Content-Length header "${h.valueAt(cl)}"`);
+      this.declared = n;
+    }
+    this.mode = Mode.Wire;
+    this.committed = true;
+    if (ending && this.declared <= 0 && this.trailerFields === null) {
+      this.writeClosed = true;
+      wire.head(this.status, h, 0, true);
+      return;
+    }
+    wire.head(this.status, h, this.declared, false);
+  }
+
   /** Serializes and sends the head, with `body` (already framed) behind it in one write. */
   private sendHead(body: Uint8Array | null): Promise<void> | undefined {
-    const { fields, close } = this.conn.connectionFields(this.closeAfter, this.headers);
+    const { fields, close } = this.h1.connectionFields(this.closeAfter, this.headers);
     this.closeAfter = close;
     const head = serializeStatusLine(this.status, this.reason) + serializeFields(this.headers, -1, false) + fields + '\r\n';
     this.committed = true;
-    if (body === null || body.length === 0) return this.conn.send(head);
+    if (body === null || body.length === 0) return this.h1.send(head);
     const out = Buffer.allocUnsafe(head.length + body.length);
     out.write(head, 0, 'latin1');
     out.set(body, head.length);
-    return this.conn.send(out);
+    return this.h1.send(out);
   }
 
   // ---- writing -------------------------------------------------------------------------
@@ -375,15 +461,24 @@ export class Stream implements ServerExchange {
           throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
         }
         this.sent += bytes.length;
-        await this.conn.send(bytes);
+        await this.h1.send(bytes);
         return;
       }
       case Mode.Chunked:
-        await this.conn.send(encodeChunk(bytes));
+        await this.h1.send(encodeChunk(bytes));
         return;
       case Mode.Raw:
-        await this.conn.send(bytes);
+        await this.h1.send(bytes);
         return;
+      case Mode.Wire: {
+        if (this.declared >= 0 && this.sent + bytes.length > this.declared) {
+          throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
+        }
+        this.sent += bytes.length;
+        // Copy: the wire may hold the bytes after write resolves while the caller reuses its buffer.
+        await this.wire!.data(Buffer.from(bytes), false);
+        return;
+      }
     }
   }
 
@@ -399,10 +494,14 @@ export class Stream implements ServerExchange {
       if (!this.isHead && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding') && !statusHasNoBody(this.status)) {
         this.headers.set('Content-Length', '0');
       }
-      this.decide();
+      this.decide(true);
     }
     switch (this.mode) {
       case Mode.None:
+        if (this.wire !== null) {
+          this.writeClosed = true;
+          return;
+        }
         this.writeClosed = true;
         await this.sendHead(null);
         return;
@@ -425,7 +524,15 @@ export class Stream implements ServerExchange {
         return;
       case Mode.Chunked:
         this.writeClosed = true;
-        await this.conn.send(serializeLastChunk(this.trailerFields));
+        await this.h1.send(serializeLastChunk(this.trailerFields));
+        return;
+      case Mode.Wire:
+        if (this.writeClosed) return;
+        this.writeClosed = true;
+        if (this.declared >= 0 && this.sent !== this.declared) {
+          throw new ProtocolError(`response body has ${this.sent} bytes but Content-Length says ${this.declared}; the stream is reset`);
+        }
+        await this.wire!.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);
         return;
       case Mode.Raw:
         this.writeClosed = true;

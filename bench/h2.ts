@@ -1,0 +1,305 @@
+/**
+ * HTTP/2 benchmark, side by side in one run:
+ *
+ * - server: `h2load -c 10 -m 100` against switchyard (h2 and h2c plugins) over h2c and TLS,
+ *   a bare `node:http2` server, and fastify with `http2: true`; hello-world responses. Each
+ *   server runs in its own child process (this file with `--serve <kind>`), pinned to one core
+ *   with `taskset`, h2load to another. Ratios are paired per round against bare node:http2.
+ * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
+ *   process): switchyard's `Client` (`http2PriorKnowledge`) vs a bare node:http2 client session.
+ *
+ * Environment: BENCH_H2_RUNS (rounds, default 3), BENCH_H2_SECONDS (h2load seconds per server
+ * and round, default 2), BENCH_H2_CLIENT_REQUESTS (requests per client round, default 20000),
+ * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0). Needs h2load (Debian
+ * `nghttp2-client`). `node --import tsx bench/h2.ts` runs it alone.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http2 from 'node:http2';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { childTracker, fmtInt, fmtRatio, pairedRatio, prepareLaunches, printTable, stopChild, type Launch } from './common.js';
+import { median, pinned, tasksetUsable } from './load.js';
+
+type ServerKind = 'switchyard-h2c' | 'switchyard-h2' | 'node-h2c' | 'node-h2' | 'fastify-h2c' | 'fastify-h2';
+
+const SERVERS: { kind: ServerKind; label: string; tls: boolean }[] = [
+  { kind: 'node-h2c', label: 'node:http2 h2c', tls: false },
+  { kind: 'switchyard-h2c', label: 'switchyard h2c', tls: false },
+  { kind: 'fastify-h2c', label: 'fastify http2 h2c', tls: false },
+  { kind: 'node-h2', label: 'node:http2 TLS', tls: true },
+  { kind: 'switchyard-h2', label: 'switchyard TLS h2', tls: true },
+  { kind: 'fastify-h2', label: 'fastify http2 TLS', tls: true },
+];
+
+const BODY = 'hello world';
+const SELF = fileURLToPath(import.meta.url);
+
+// ---------------------------------------------------------------------------------------
+// Child: one server
+
+async function serveKind(kind: ServerKind): Promise<void> {
+  const tls = kind.endsWith('-h2') ? await certificate() : null;
+  let port = 0;
+  let close: () => Promise<unknown> = async () => undefined;
+  if (kind.startsWith('switchyard')) {
+    const { createKernel, Response, serve } = await import('../kernel/index.js');
+    const { h2 } = await import('../plugins/h2/index.js');
+    const { h2c } = await import('../plugins/h2c/index.js');
+    const kernel = await createKernel().register(h2).register(h2c).ready();
+    const headers = { 'Content-Type': 'text/plain' };
+    const server = await serve(() => new Response(200, BODY, { headers }), { kernel, host: '127.0.0.1', port: 0, ...(tls ? { tls } : {}) });
+    port = server.port;
+    close = () => server.forceClose();
+  } else if (kind.startsWith('node')) {
+    const server = tls ? http2.createSecureServer(tls) : http2.createServer();
+    server.on('stream', (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/plain', 'content-length': BODY.length });
+      stream.end(BODY);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    port = (server.address() as { port: number }).port;
+    close = () => new Promise((r) => server.close(() => r(undefined)));
+  } else {
+    const { fastify } = await import('fastify');
+    // One call shape for both (fastify's typings split them); https: set for TLS only.
+    const app = fastify({ http2: true, logger: false, ...(tls ? { https: tls } : {}) } as { http2: true; logger: false });
+    app.get('/', (_req, reply) => {
+      void reply.type('text/plain').send(BODY);
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    port = (app.server.address() as { port: number }).port;
+    close = () => app.close();
+  }
+  const cpu0 = process.cpuUsage();
+  process.stdout.write(`PORT ${port}\n`);
+  const exit = (): void => {
+    // CPU spent serving, for the harness's µs-per-request column (less noisy than req/s on a shared machine).
+    const d = process.cpuUsage(cpu0);
+    process.stdout.write(`CPU ${d.user + d.system}\n`);
+    void close().finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', exit);
+  process.stdin.on('end', exit);
+  process.stdin.resume();
+}
+
+async function certificate(): Promise<{ key: string; cert: string }> {
+  const { selfSignedCertificate } = await import('../kernel/index.js');
+  const c = selfSignedCertificate();
+  return { key: c.key, cert: c.cert };
+}
+
+// ---------------------------------------------------------------------------------------
+// Harness
+
+const children = childTracker();
+/** How children run this file: precompiled with esbuild (as the other benches do), else through tsx. */
+let launch: Launch = { argv: ['--import', 'tsx', SELF] };
+
+function childArgv(cpu: number | null, args: string[]): string[] {
+  if ('error' in launch) throw new Error(launch.error);
+  return pinned(cpu, [process.execPath, ...launch.argv, ...args]);
+}
+
+async function startServer(kind: ServerKind, cpu: number | null): Promise<{ child: ChildProcess; port: number; cpu(): Promise<number> }> {
+  const argv = childArgv(cpu, ['--serve', kind]);
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.track(child);
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /PORT (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${kind} exited (${code}) before listening`)));
+  });
+  const cpuUs = async (): Promise<number> => {
+    await stopChild(child);
+    const m = /CPU (\d+)/.exec(out);
+    return m ? Number(m[1]) : NaN;
+  };
+  return { child, port, cpu: cpuUs };
+}
+
+function h2load(url: string, seconds: number, cpu: number | null): Promise<{ rps: number; errors: number; succeeded: number; raw: string }> {
+  const argv = pinned(cpu, ['h2load', '-c', '10', '-m', '100', '-D', String(seconds), url]);
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.track(child);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('error', reject);
+    child.once('exit', () => {
+      const rps = /finished in [\d.]+s, ([\d.]+) req\/s/.exec(out);
+      const req = /requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored/.exec(out);
+      if (!rps) {
+        reject(new Error(`h2load output not understood: ${out.slice(0, 300)}`));
+        return;
+      }
+      const done = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded/.exec(out);
+      resolve({ rps: Number(rps[1]), errors: req ? Number(req[1]) + Number(req[2]) : NaN, succeeded: done ? Number(done[1]) : NaN, raw: out });
+    });
+  });
+}
+
+interface Row {
+  label: string;
+  runs: number[];
+  reqPerSec: number;
+  errors: number;
+  /** Server CPU µs per request, per round. */
+  cpu: number[];
+}
+
+async function serverBench(runs: number, seconds: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
+  const rows = new Map<ServerKind, Row>(SERVERS.map((s) => [s.kind, { label: s.label, runs: [], reqPerSec: NaN, errors: 0, cpu: [] }]));
+  for (let round = 0; round < runs; round++) {
+    for (const s of SERVERS) {
+      const { child, port, cpu } = await startServer(s.kind, serverCpu);
+      try {
+        const r = await h2load(`${s.tls ? 'https' : 'http'}://127.0.0.1:${port}/`, seconds, loadCpu);
+        const row = rows.get(s.kind)!;
+        row.runs.push(r.rps);
+        row.errors += r.errors;
+        row.cpu.push((await cpu()) / r.succeeded);
+      } finally {
+        await stopChild(child);
+      }
+    }
+    log(`  server round ${round + 1}/${runs} done`);
+  }
+  for (const r of rows.values()) r.reqPerSec = median(r.runs);
+  return [...rows.values()];
+}
+
+/** `n` requests, at most 100 in flight, on one session; resolves to requests per second. */
+async function clientRound(kind: 'switchyard' | 'node', port: number, n: number): Promise<number> {
+  const url = `http://127.0.0.1:${port}/`;
+  if (kind === 'node') {
+    const s = http2.connect(url);
+    await once(s, 'connect');
+    const one = (): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const st = s.request({ ':path': '/' });
+        st.on('data', () => undefined);
+        st.once('end', resolve);
+        st.once('error', reject);
+      });
+    const t0 = performance.now();
+    await pump(n, one);
+    const rps = n / ((performance.now() - t0) / 1000);
+    s.close();
+    return rps;
+  }
+  const { Client, createKernel } = await import('../kernel/index.js');
+  const { h2 } = await import('../plugins/h2/index.js');
+  const { h2c } = await import('../plugins/h2c/index.js');
+  const kernel = await createKernel().register(h2).register(h2c).ready();
+  const c = new Client({ kernel, http2PriorKnowledge: true });
+  await c.get(url);
+  const t0 = performance.now();
+  await pump(n, async () => void (await c.get(url)));
+  const rps = n / ((performance.now() - t0) / 1000);
+  if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
+  c.close();
+  return rps;
+}
+
+async function pump(n: number, one: () => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < n) {
+      next++;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: 100 }, worker));
+}
+
+/** One client round in a child process (compiled like the servers), pinned to `cpu`. */
+function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: number | null): Promise<number> {
+  const argv = childArgv(cpu, ['--client', kind, String(port), String(n)]);
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.track(child);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      const m = /RPS ([\d.]+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+      else reject(new Error(`client ${kind} failed (${code}): ${out.slice(0, 200)}`));
+    });
+  });
+}
+
+async function clientBench(runs: number, n: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
+  const { child, port } = await startServer('node-h2c', serverCpu);
+  const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] } };
+  try {
+    for (let round = 0; round < runs; round++) {
+      for (const k of ['node', 'switchyard'] as const) rows[k].runs.push(await clientChild(k, port, n, loadCpu));
+      log(`  client round ${round + 1}/${runs} done`);
+    }
+  } finally {
+    await stopChild(child);
+  }
+  for (const r of Object.values(rows)) r.reqPerSec = median(r.runs);
+  return [rows.node, rows.switchyard];
+}
+
+/** Runs the HTTP/2 benchmark and prints its tables. */
+export async function runH2Bench(log: (s: string) => void = console.log): Promise<void> {
+  const runs = Number(process.env.BENCH_H2_RUNS ?? 3) || 3;
+  const seconds = Number(process.env.BENCH_H2_SECONDS ?? 2) || 2;
+  const n = Number(process.env.BENCH_H2_CLIENT_REQUESTS ?? 20000) || 20000;
+  const sCpu = Number(process.env.BENCH_SERVER_CPU ?? 1);
+  const lCpu = Number(process.env.BENCH_LOAD_CPU ?? 0);
+  const pin = tasksetUsable(sCpu) && tasksetUsable(lCpu) && sCpu !== lCpu;
+  log(pin ? `pinning: servers on core ${sCpu}, load on core ${lCpu}` : 'WARNING: not pinning (taskset unusable or one core); figures are noisier');
+  try {
+    const root = join(SELF, '..', '..');
+    const prepared = await prepareLaunches([{ key: 'h2', source: SELF, outName: 'h2-bench.mjs' }], 'esbuild', join(root, 'node_modules', '.cache', 'switchyard-bench'), { sourcemap: false, what: 'HTTP/2 bench programs' });
+    if (prepared.note !== undefined) log(prepared.note);
+    launch = prepared.launches.get('h2') ?? launch;
+    const rows = await serverBench(runs, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
+    const base = (label: string): Row | undefined => rows.find((r) => r.label === label);
+    log(`\nh2load -c 10 -m 100, ${seconds} s per server and round, median of ${runs} rounds (hello world)`);
+    printTable(
+      ['server', 'req/s', 'vs node:http2', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
+      rows.map((r) => {
+        const tls = r.label.includes('TLS');
+        const node = base(tls ? 'node:http2 TLS' : 'node:http2 h2c');
+        const fastify = base(tls ? 'fastify http2 TLS' : 'fastify http2 h2c');
+        const cpu = median(r.cpu);
+        // Efficiency as a throughput-like ratio: node's CPU per request over ours (>1: cheaper than node).
+        const cpuRatio = node !== undefined ? median(node.cpu) / cpu : NaN;
+        return [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, node, runs)), fmtRatio(pairedRatio(r, fastify, runs)), cpu.toFixed(1), fmtRatio(cpuRatio), String(r.errors), r.runs.map(fmtInt).join(' ')];
+      }),
+      log,
+      true,
+    );
+    const crow = await clientBench(runs, n, pin ? sCpu : null, pin ? lCpu : null, log);
+    log(`\nclient: ${n} requests, 100 concurrent streams on one session, against a bare node:http2 h2c server, median of ${runs} rounds`);
+    printTable(
+      ['client', 'req/s', 'vs node:http2 session', 'runs (req/s)'],
+      crow.map((r) => [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, crow[0], runs)), r.runs.map(fmtInt).join(' ')]),
+      log,
+      true,
+    );
+  } finally {
+    children.killAllNow();
+  }
+}
+
+if (process.argv[2] === '--serve') {
+  await serveKind(process.argv[3] as ServerKind);
+} else if (process.argv[2] === '--client') {
+  const rps = await clientRound(process.argv[3] as 'switchyard' | 'node', Number(process.argv[4]), Number(process.argv[5]));
+  process.stdout.write(`RPS ${rps}\n`);
+  process.exit(0);
+} else if (process.argv[1] === SELF) {
+  await runH2Bench();
+}

@@ -1,0 +1,513 @@
+/**
+ * The HTTP/2 client session: one node:http2 session on a connection the kernel's pool opened
+ * (TLS with ALPN `h2`, or plain TCP with h2c prior knowledge), implementing the kernel's
+ * `ClientSession` so the pool multiplexes exchanges over it.
+ *
+ * - capacity: the server's SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive, as
+ *   Go assumes; capped at 1000) minus the streams in flight; 0 after GOAWAY or close;
+ * - GOAWAY: the pool drops the session at once (new requests get a new connection); streams
+ *   the server did not process (REFUSED_STREAM, or past GOAWAY's last stream id) fail with an
+ *   error marked `kUnprocessed`, which the client sends again on another connection;
+ * - an idle session is pinged every 30 s; a ping without an answer within 15 s closes it;
+ * - per exchange: `responseHeaderTimeout`, `readIdleTimeout`, `writeIdleTimeout`, the request's
+ *   deadline and cancellation (which resets only that stream) apply as over HTTP/1.
+ */
+import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { Duplex } from 'node:stream';
+import {
+  AbstractBody,
+  DEFAULT_MAX_HEADER_BYTES,
+  getCallOptions,
+  hostPort,
+  kUnprocessed,
+  nobody,
+  ProtocolError,
+  Response,
+  TimeoutError,
+  type ClientSession,
+  type ExchangeOptions,
+  type Request,
+  type RequestContext,
+  type SessionInfo,
+} from '../../kernel/index.js';
+import { H2ResponseBody, type BodySource } from './client-body.js';
+import { addWireHeaders, headerListSize, headersFromObject, headersFromRaw, type H2HeaderObject } from './headers.js';
+import { loadHttp2 } from './server-connection.js';
+import { HTTP2Settings } from './settings.js';
+
+const NGHTTP2_CANCEL = 8;
+const NGHTTP2_REFUSED_STREAM = 7;
+/** Streams assumed before the server's SETTINGS arrive (Go's http2 transport assumes 100 too). */
+const INITIAL_MAX_STREAMS = 100;
+/** Upper bound on concurrent streams even when the server allows more. */
+const MAX_STREAMS_CAP = 1000;
+const PING_INTERVAL_MS = 30_000;
+const PING_TIMEOUT_MS = 15_000;
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+
+/** What {@link connectH2Session} takes beyond the connection itself. */
+export interface H2SessionOptions {
+  /** Flow-control windows. */
+  readonly settings: HTTP2Settings;
+}
+
+/** Starts an HTTP/2 client session on a connected socket (the `client.session` tap's answer). */
+export function connectH2Session(socket: Duplex, info: SessionInfo): H2ClientSession {
+  const o = info.ctx !== undefined ? getCallOptions(info.ctx) : {};
+  const settings = HTTP2Settings.from((o as { http2Settings?: unknown }).http2Settings);
+  return new H2ClientSession(socket, info, { settings });
+}
+
+function unprocessed(err: Error): Error {
+  (err as unknown as Record<symbol, boolean>)[kUnprocessed] = true;
+  return err;
+}
+
+/** @internal An HTTP/2 client connection as the kernel's pool sees it. */
+export class H2ClientSession implements ClientSession {
+  readonly protocol = 'h2';
+  readonly session: ClientHttp2Session;
+  /** @internal */
+  idleSince = performance.now();
+  private readonly socket: Duplex;
+  private readonly info: SessionInfo;
+  private readonly scheme: string;
+  private readonly authority: string;
+  private dead = false;
+  private goingAway = false;
+  /** Streams with a higher id were not processed by the server (GOAWAY). */
+  private lastStreamId = 2 ** 31;
+  private active = 0;
+  private maxStreams = INITIAL_MAX_STREAMS;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private closedPromise: Promise<void>;
+
+  constructor(socket: Duplex, info: SessionInfo, options: H2SessionOptions) {
+    this.socket = socket;
+    this.info = info;
+    const c = info.connect;
+    this.scheme = c.protocol === 'https:' ? 'https' : 'http';
+    const dflt = c.protocol === 'https:' ? 443 : 80;
+    this.authority = c.port === dflt ? hostPort(c.host, c.port).replace(/:\d+$/, '') : hostPort(c.host, c.port);
+    const h2 = loadHttp2();
+    this.session = h2.connect(`${c.protocol}//${hostPort(c.host, c.port)}`, {
+      createConnection: () => socket,
+      settings: { enablePush: false, initialWindowSize: options.settings.initialWindowSize },
+      maxHeaderListPairs: 4096,
+    });
+    const s = this.session;
+    s.on('error', noop);
+    s.on('remoteSettings', (settings) => {
+      const m = settings.maxConcurrentStreams;
+      this.maxStreams = m === undefined ? MAX_STREAMS_CAP : Math.min(m, MAX_STREAMS_CAP);
+    });
+    s.on('goaway', (_code: number, lastStreamId: number) => {
+      this.goingAway = true;
+      this.lastStreamId = lastStreamId;
+      this.leavePool();
+    });
+    this.closedPromise = new Promise((resolve) => {
+      s.once('close', () => {
+        this.dead = true;
+        this.clearPing();
+        this.leavePool();
+        resolve();
+      });
+    });
+    const win = options.settings.connectionWindowSize;
+    if (win > 65535) {
+      try {
+        s.setLocalWindowSize(win);
+      } catch {
+        // The session died during setup: 'close' follows.
+      }
+    }
+    this.armPing();
+  }
+
+  get closed(): boolean {
+    return this.dead || this.goingAway || this.session.closed || this.session.destroyed;
+  }
+
+  capacity(): number {
+    if (this.closed) return 0;
+    return Math.max(0, this.maxStreams - this.active);
+  }
+
+  isIdle(): boolean {
+    return this.active === 0;
+  }
+
+  close(): Promise<void> {
+    if (!this.session.closed && !this.session.destroyed) this.session.close();
+    this.leavePool();
+    return this.closedPromise;
+  }
+
+  destroy(error?: Error): void {
+    this.dead = true;
+    this.session.destroy(error);
+    this.socket.destroy();
+  }
+
+  private leavePool(): void {
+    this.info.pool?.discard(this);
+  }
+
+  dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response> {
+    if (this.closed) return Promise.reject(unprocessed(new ProtocolError('the HTTP/2 connection is closing (GOAWAY); the request was not sent')));
+    const headers = this.requestHeaders(request);
+    const body = request.body;
+    const streamed = body instanceof AbstractBody;
+    const bytes = streamed || body === null ? null : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    const hasBody = streamed || (bytes !== null && bytes.length > 0);
+    const trailers = request.hasTrailers;
+    let stream: ClientHttp2Stream;
+    try {
+      // No options object for the common body-less request: node:http2 copies and extends
+      // whatever it gets (priority defaults), which costs microseconds per request when given.
+      stream = this.session.request(headers as OutgoingHttpHeaders, hasBody || trailers ? (trailers ? TRAILER_OPTIONS : BODY_OPTIONS) : undefined);
+      if (!hasBody && !trailers && !stream.writableEnded) stream.end();
+    } catch (err) {
+      // GOAWAY arrived or the session died between the pool's check and here: nothing was sent.
+      return Promise.reject(unprocessed(err instanceof Error ? err : new ProtocolError(String(err))));
+    }
+    this.active++;
+    this.clearPing();
+    const ex = new H2ClientExchange(this, stream, request, ctx, options ?? NO_TIMEOUTS);
+    if (trailers) {
+      stream.once('wantTrailers', () => {
+        const out: H2HeaderObject = {};
+        addWireHeaders(request.trailers, out);
+        stream.sendTrailers(out);
+      });
+    }
+    if (hasBody) {
+      if (streamed) ex.writeStreamed(body as AbstractBody);
+      else stream.end(bytes);
+    }
+    return ex.promise;
+  }
+
+  private requestHeaders(req: Request): H2HeaderObject {
+    const host = req.headers.get('Host');
+    const out: H2HeaderObject = {
+      ':method': req.method,
+      ':scheme': this.scheme,
+      ':authority': host ?? req.host ?? this.authority,
+      ':path': req.target === '' ? '/' : req.target,
+    };
+    addWireHeaders(req.headers, out);
+    const body = req.body;
+    const len = req.contentLength >= 0 ? req.contentLength : body instanceof AbstractBody ? body.length : -1;
+    const userLength = req.headers.get('Content-Length');
+    if (userLength !== undefined && /^\d+$/.test(userLength)) out['content-length'] = userLength;
+    else if (len > 0 || (len === 0 && METHODS_WITH_BODY.has(req.method))) out['content-length'] = len;
+    return out;
+  }
+
+  /** @internal A stream of this session closed. */
+  streamClosed(): void {
+    this.active--;
+    if (this.active === 0) {
+      this.idleSince = performance.now();
+      this.armPing();
+    }
+  }
+
+  /** @internal True when a stream with this id was never processed (past GOAWAY's last id). */
+  wasRefused(id: number | undefined): boolean {
+    return id === undefined || id > this.lastStreamId;
+  }
+
+  private armPing(): void {
+    if (this.dead || this.pingTimer !== null) return;
+    this.pingTimer = setTimeout(this.onPingTimer, PING_INTERVAL_MS);
+    this.pingTimer.unref();
+  }
+
+  private clearPing(): void {
+    if (this.pingTimer !== null) clearTimeout(this.pingTimer);
+    this.pingTimer = null;
+  }
+
+  private readonly onPingTimer = (): void => {
+    this.pingTimer = null;
+    if (this.closed || this.active > 0) return;
+    // A dead peer (a NAT that dropped the mapping) is found here, not by the next request.
+    const timeout = setTimeout(() => this.destroy(new ProtocolError('HTTP/2 ping not answered')), PING_TIMEOUT_MS);
+    timeout.unref();
+    const sent = this.session.ping((err) => {
+      clearTimeout(timeout);
+      if (err !== null) {
+        this.destroy(err);
+        return;
+      }
+      this.armPing();
+    });
+    if (!sent) clearTimeout(timeout);
+  };
+}
+
+const BODY_OPTIONS = Object.freeze({ endStream: false });
+const TRAILER_OPTIONS = Object.freeze({ endStream: false, waitForTrailers: true });
+
+const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
+
+/** One request/response on an {@link H2ClientSession}. */
+class H2ClientExchange implements BodySource {
+  readonly promise: Promise<Response>;
+  private resolveHead!: (r: Response) => void;
+  private rejectHead!: (e: unknown) => void;
+  private readonly owner: H2ClientSession;
+  private readonly stream: ClientHttp2Stream;
+  private readonly req: Request;
+  private readonly t: ExchangeOptions;
+  private readonly started = performance.now();
+  private headDone = false;
+  private finished = false;
+  private body: H2ResponseBody | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private timerWhat = '';
+  private timerMs = 0;
+  private deadlineTimer: NodeJS.Timeout | null = null;
+  private removeCancel: (() => void) | null = null;
+  private writeTimer: NodeJS.Timeout | null = null;
+  private drainWait: (() => void) | null = null;
+
+  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions) {
+    this.owner = owner;
+    this.stream = stream;
+    this.req = req;
+    this.t = t;
+    this.promise = new Promise<Response>((resolve, reject) => {
+      this.resolveHead = resolve;
+      this.rejectHead = reject;
+    });
+    (stream as Tagged)[kExchange] = this;
+    stream.on('response', streamResponse);
+    stream.on('data', streamData);
+    stream.on('trailers', streamTrailers);
+    stream.on('end', streamEnd);
+    stream.on('close', streamClose);
+    stream.on('error', noop);
+    if (ctx.canceled || ctx.expired()) {
+      this.fail(ctx.error()!);
+      return;
+    }
+    this.removeCancel = ctx.onCancel((err) => this.fail(err));
+    if (ctx.deadline > 0) {
+      this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, ctx.deadline - performance.now()));
+      this.deadlineTimer.unref();
+    }
+    const ms = t.responseHeaderTimeout > 0 ? t.responseHeaderTimeout : t.readIdleTimeout;
+    if (ms > 0) this.arm(ms, t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout');
+  }
+
+  /** Sends a streamed request body with flow control; a failure resets the stream. */
+  writeStreamed(body: AbstractBody): void {
+    this.pump(body).catch((err: unknown) => this.fail(err));
+  }
+
+  private async pump(body: AbstractBody): Promise<void> {
+    const s = this.stream;
+    try {
+      const buf = Buffer.allocUnsafe(65536);
+      for (;;) {
+        const n = await body.read(buf);
+        if (n === 0) break;
+        if (this.finished || s.destroyed) return;
+        // Copy: `buf` is reused by the next read while the stream may still hold these bytes.
+        if (!s.write(Buffer.from(buf.subarray(0, n)))) await this.waitDrain();
+      }
+      if (!this.finished && !s.destroyed) s.end();
+    } finally {
+      body.close();
+    }
+  }
+
+  private waitDrain(): Promise<void> {
+    const ms = this.t.writeIdleTimeout;
+    if (ms > 0) {
+      this.writeTimer = setTimeout(() => {
+        this.writeTimer = null;
+        this.fail(new TimeoutError('request', ms, Math.round(performance.now() - this.started), `writeIdleTimeout of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
+      }, ms);
+      this.writeTimer.unref();
+    }
+    return new Promise((resolve) => {
+      this.drainWait = resolve;
+      this.stream.once('drain', () => this.onDrain());
+    });
+  }
+
+  /** @internal */
+  onDrain(): void {
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    const w = this.drainWait;
+    this.drainWait = null;
+    w?.();
+  }
+
+  /** @internal */
+  onResponse(headers: IncomingHttpHeaders, flags: number, raw?: string[]): void {
+    if (this.finished || this.headDone) return;
+    this.headDone = true;
+    this.disarm();
+    const status = Number(headers[':status']);
+    const max = this.t.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+    if (raw !== undefined && headerListSize(raw) > max) {
+      this.headDone = false;
+      this.fail(new ProtocolError(`response header block exceeds maxHeaderBytes (${max})`, { limit: 'maxHeaderBytes' }));
+      return;
+    }
+    const h = raw !== undefined ? headersFromRaw(raw, null) : headersFromObject(headers as Record<string, string | string[] | undefined>);
+    const cl = h.get('Content-Length');
+    const length = cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1;
+    const ended = (flags & 1) !== 0;
+    let body: Response['body'];
+    if (ended) body = nobody;
+    else {
+      this.body = new H2ResponseBody(this, length);
+      body = this.body;
+      if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'readIdleTimeout');
+    }
+    const res = new Response(status, body, { headers: h, copyHeaders: false, contentLength: ended ? 0 : length, protoMajor: 2, protoMinor: 0, request: this.req });
+    this.resolveHead(res);
+  }
+
+  /** @internal */
+  onData(chunk: Buffer): void {
+    if (this.timer !== null && this.timerWhat === 'readIdleTimeout') this.timer.refresh();
+    this.body?.push(chunk);
+  }
+
+  /** @internal */
+  onTrailers(trailers: IncomingHttpHeaders): void {
+    if (this.body !== null) this.body.trailerFields = headersFromObject(trailers as Record<string, string | string[] | undefined>);
+  }
+
+  /** @internal */
+  onEnd(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    this.body?.end();
+  }
+
+  /** @internal */
+  onClose(): void {
+    this.owner.streamClosed();
+    if (this.finished) {
+      this.cleanup();
+      return;
+    }
+    const code = this.stream.rstCode ?? 0;
+    let err: Error;
+    if (!this.headDone && (code === NGHTTP2_REFUSED_STREAM || this.owner.wasRefused(this.stream.id))) {
+      err = unprocessed(new ProtocolError(`the server did not process the request (HTTP/2 stream ${code === NGHTTP2_REFUSED_STREAM ? 'refused' : 'past GOAWAY'})`));
+    } else if (this.headDone && code === 0) {
+      // Closed without an error after the head: the body ended (the 'end' event may follow 'close' on a destroyed stream).
+      this.finished = true;
+      this.cleanup();
+      this.body?.end();
+      return;
+    } else {
+      err = new ProtocolError(`the HTTP/2 stream was reset by the server (code ${code})${this.headDone ? ' before the response body ended' : ''}`);
+    }
+    this.fail(err);
+  }
+
+  /** @internal See {@link BodySource}. */
+  pause(): void {
+    this.stream.pause();
+  }
+
+  /** @internal See {@link BodySource}. */
+  resume(): void {
+    this.stream.resume();
+  }
+
+  /** @internal The reader closed the body before its end: reset this stream only. */
+  abandon(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    if (!this.stream.destroyed) this.stream.close(NGHTTP2_CANCEL);
+  }
+
+  private fail(err: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cleanup();
+    const e = err instanceof Error ? err : new ProtocolError(String(err));
+    if (!this.headDone) this.rejectHead(e);
+    else this.body?.error(e);
+    if (!this.stream.destroyed) this.stream.close(NGHTTP2_CANCEL);
+  }
+
+  /** @internal */
+  onDeadline(): void {
+    this.deadlineTimer = null;
+    const limit = this.t.requestTimeout ?? 0;
+    const elapsed = Math.round(performance.now() - this.started);
+    this.fail(new TimeoutError('request', limit, elapsed, limit > 0 ? `requestTimeout of ${limit} ms passed` : 'request deadline expired'));
+  }
+
+  private arm(ms: number, what: string): void {
+    this.disarm();
+    this.timerWhat = what;
+    this.timerMs = ms;
+    this.timer = setTimeout(() => this.onTimer(), ms);
+    this.timer.unref();
+  }
+
+  private disarm(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** @internal */
+  onTimer(): void {
+    this.timer = null;
+    const ms = this.timerMs;
+    this.fail(new TimeoutError('request', ms, Math.round(performance.now() - this.started), `${this.timerWhat} of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
+  }
+
+  private cleanup(): void {
+    this.disarm();
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
+    if (this.removeCancel !== null) {
+      this.removeCancel();
+      this.removeCancel = null;
+    }
+    const w = this.drainWait;
+    this.drainWait = null;
+    w?.();
+  }
+}
+
+function noop(): void {}
+
+// Stream listeners shared by every exchange (no closures per request): the exchange rides on the stream.
+const kExchange = Symbol('switchyard.h2.exchange');
+type Tagged = ClientHttp2Stream & { [kExchange]?: H2ClientExchange };
+function streamResponse(this: Tagged, headers: IncomingHttpHeaders, flags: number, raw?: string[]): void {
+  this[kExchange]!.onResponse(headers, flags, raw);
+}
+function streamData(this: Tagged, chunk: Buffer): void {
+  this[kExchange]!.onData(chunk);
+}
+function streamTrailers(this: Tagged, trailers: IncomingHttpHeaders): void {
+  this[kExchange]!.onTrailers(trailers);
+}
+function streamEnd(this: Tagged): void {
+  this[kExchange]!.onEnd();
+}
+function streamClose(this: Tagged): void {
+  this[kExchange]!.onClose();
+}

@@ -1,0 +1,69 @@
+/**
+ * The h2 plugin: HTTP/2 over TLS, negotiated by ALPN, for servers and clients, on node:http2
+ * (nghttp2). Plugin h2c (cleartext HTTP/2) builds on it.
+ *
+ * Server: `server.alpnProtocols` offers `h2` first on a TLS listener the server creates when
+ * its `tls` options list no `ALPNProtocols` of their own (a list given is respected as is: `h2`
+ * only when it is there, as the reference says); `server.protocol` takes each connection whose
+ * ALPN result is `h2` and serves it through the server's pipeline (request and stream handlers,
+ * `onRequest`, `onResponseHead`, limits, timeouts, `close()`/`forceClose()`).
+ *
+ * Client: `client.alpnProtocols` offers `h2` first on https (unless `preferHttp2: false` or
+ * `httpVersion: 'h1'`); `client.session` returns an HTTP/2 session when the server agreed, and
+ * the kernel's pool multiplexes requests over it.
+ *
+ * Options: `http2Settings` (an {@link HTTP2Settings}) on `serve`/`listen` and on `Client` or a
+ * call; `maxConcurrentStreams` (default 100, 0 = no limit) on `serve`/`listen`.
+ */
+import { definePlugin, Stage } from '../../kernel/index.js';
+import { connectH2Session } from './client-session.js';
+import { serveH2 } from './server-connection.js';
+
+export { HTTP2Settings, type HTTP2SettingsInit, MAX_WINDOW, DEFAULT_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS } from './settings.js';
+export { serveH2, loadHttp2, H2ServerConnection } from './server-connection.js';
+export { connectH2Session, H2ClientSession, type H2SessionOptions } from './client-session.js';
+export { H2ResponseBody } from './client-body.js';
+
+/** Options of the h2 plugin (per call, as `Client` defaults, or on `serve`/`listen`). */
+export interface H2Options {
+  /** HTTP/2 flow-control windows: an `HTTP2Settings` or `{ initialWindowSize, connectionWindowSize }`. */
+  http2Settings?: import('./settings.js').HTTP2Settings | import('./settings.js').HTTP2SettingsInit;
+}
+
+const NAME = 'h2';
+
+/** The h2 plugin. */
+export const h2 = definePlugin({
+  name: NAME,
+  register(kernel) {
+    const stage = { name: NAME, stage: Stage.DEFAULT };
+
+    // ---- server ----
+    kernel.hooks.server.alpnProtocols.tap(stage, (protocols, server) => {
+      const tls = server.options.tls as { ALPNProtocols?: unknown } | undefined;
+      // A list the caller configured is theirs; the default list gains h2 first.
+      if (tls !== undefined && tls.ALPNProtocols !== undefined) return protocols;
+      return protocols.includes('h2') ? protocols : ['h2', ...protocols];
+    });
+    kernel.hooks.server.protocol.tap(stage, (socket, info) => {
+      if (info.alpnProtocol !== 'h2' || info.host === undefined) return undefined;
+      serveH2(socket, info.host, null);
+      return true;
+    });
+
+    // ---- client ----
+    kernel.hooks.client.alpnProtocols.tap(stage, (protocols, options) => {
+      if (options.httpVersion === 'h1' || protocols.includes('h2')) return protocols;
+      return ['h2', ...protocols];
+    });
+    kernel.hooks.client.session.tap(stage, (socket, info) => {
+      if (info.alpnProtocol !== 'h2') {
+        // TLS without ALPN while HTTP/2 was demanded: speak it anyway (prior knowledge over TLS).
+        if (!(info.alpnProtocol === false && info.connect.httpVersion === 'h2')) return undefined;
+      }
+      return connectH2Session(socket, info);
+    });
+  },
+});
+
+export default h2;

@@ -1,0 +1,247 @@
+/**
+ * One HTTP/2 server connection: a node:http2 (nghttp2) session on a socket the kernel handed
+ * over (TLS with ALPN `h2`, or plain TCP opening with the preface). Each stream becomes a
+ * kernel `Request` and runs through the server's pipeline (`ProtocolHost.runExchange`), so
+ * handlers and hooks behave as over HTTP/1.1. The connection joins the server's lifecycle:
+ * `close()` sends GOAWAY and lets the streams in flight finish, `forceClose()` drops them.
+ *
+ * node:http2 is loaded on the first HTTP/2 connection, not before.
+ */
+import { createRequire } from 'node:module';
+import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import type { Duplex } from 'node:stream';
+import { nobody, PeerAddr, protocolRequest, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
+import { headerListSize, headersFromRaw, type RequestPseudo } from './headers.js';
+import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
+import { serverConfig, type H2ServerConfig } from './settings.js';
+
+type Http2Module = typeof import('node:http2');
+
+let http2: Http2Module | null = null;
+
+/** node:http2, loaded on first use (synchronously: a protocol tap must claim without a tick). */
+export function loadHttp2(): Http2Module {
+  return (http2 ??= createRequire(import.meta.url)('node:http2') as Http2Module);
+}
+
+const NGHTTP2_ENHANCE_YOUR_CALM = 11;
+/** Client resets allowed in a burst on one connection, and their refill per second. */
+const RESET_BURST = 200;
+const RESET_RATE = 30;
+
+/** One node:http2 server object per switchyard server: it only turns sockets into sessions. */
+const factories = new WeakMap<ProtocolHost, { server: Http2Server; config: H2ServerConfig }>();
+
+function factoryFor(host: ProtocolHost): { server: Http2Server; config: H2ServerConfig } {
+  let f = factories.get(host);
+  if (f === undefined) {
+    const config = serverConfig(host.info, host.limits);
+    const h2 = loadHttp2();
+    const max = config.maxConcurrentStreams === 0 ? 2 ** 32 - 1 : config.maxConcurrentStreams;
+    const server = h2.createServer({
+      settings: {
+        initialWindowSize: config.settings.initialWindowSize,
+        maxConcurrentStreams: max,
+        maxHeaderListSize: Math.min(config.limits.maxHeaderBytes, 2 ** 32 - 1),
+        enablePush: false,
+      },
+      // Header pairs per block: generous (HTTP/1 has no count limit), bounded by maxHeaderListSize anyway.
+      maxHeaderListPairs: 4096,
+      // nghttp2 answers a flood of resets, pings or settings with GOAWAY (CVE-2023-44487 and kin).
+      maxSessionInvalidFrames: 1000,
+      maxSessionRejectedStreams: 100,
+    });
+    // The kernel's own timeouts apply; node's socket timeout is off.
+    (server as unknown as { timeout: number }).timeout = 0;
+    f = { server, config };
+    factories.set(host, f);
+  }
+  return f;
+}
+
+/**
+ * Serves HTTP/2 on `socket` for `host`. `head` holds bytes already read from it (the preface
+ * on plain TCP); they are put back before node:http2 reads. Returns the connection.
+ */
+export function serveH2(socket: Duplex, host: ProtocolHost, head: Uint8Array | null): H2ServerConnection {
+  const f = factoryFor(host);
+  if (head !== null && head.length > 0) socket.unshift(Buffer.from(head.buffer, head.byteOffset, head.length));
+  let session: ServerHttp2Session | null = null;
+  const grab = (s: ServerHttp2Session): void => {
+    session = s;
+  };
+  // node:http2 builds the session synchronously inside this emit.
+  f.server.once('session', grab);
+  f.server.emit('connection', socket);
+  f.server.removeListener('session', grab);
+  if (session === null) {
+    socket.destroy();
+    throw new Error('node:http2 did not start a session on the connection');
+  }
+  const conn = new H2ServerConnection(session, socket, host, f.config);
+  // node:http2 takes the bytes buffered in the socket on the next tick, then reads the handle
+  // directly; the handle must be reading, which a paused socket (or one whose buffer filled
+  // during protocol detection) is not. Resuming after that tick starts it without a byte
+  // going past the session.
+  process.nextTick(resumeSocket, socket);
+  return conn;
+}
+
+/** @internal One HTTP/2 server connection (a node:http2 session) in a switchyard server. */
+export class H2ServerConnection implements ProtocolConnection, StreamOwner {
+  readonly session: ServerHttp2Session;
+  private readonly socket: Duplex;
+  private readonly host: ProtocolHost;
+  readonly readTimeout: number;
+  readonly writeTimeout: number;
+  private readonly idleTimeout: number;
+  private readonly maxHeaderBytes: number;
+  private resetBudget = RESET_BURST;
+  private resetAt = performance.now();
+  private peer: PeerAddr | null = null;
+  private active = 0;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(session: ServerHttp2Session, socket: Duplex, host: ProtocolHost, config: H2ServerConfig) {
+    this.session = session;
+    this.socket = socket;
+    this.host = host;
+    this.readTimeout = config.limits.readTimeout;
+    this.writeTimeout = config.limits.writeTimeout;
+    this.idleTimeout = config.limits.idleTimeout;
+    this.maxHeaderBytes = config.limits.maxHeaderBytes;
+    session.on('stream', this.onStream);
+    session.on('error', noop);
+    session.once('close', this.onClose);
+    const win = config.settings.connectionWindowSize;
+    if (win > 65535) {
+      try {
+        session.setLocalWindowSize(win);
+      } catch {
+        // A session that died during setup: 'close' follows.
+      }
+    }
+    if (!host.addConnection(this)) {
+      this.shutdown();
+      return;
+    }
+    this.armIdle();
+  }
+
+  /** The client's address (one object per connection). */
+  peerAddr(): PeerAddr {
+    if (this.peer === null) {
+      const s = this.socket as Duplex & { remoteAddress?: string; remotePort?: number; remoteFamily?: string };
+      this.peer = new PeerAddr(s.remoteAddress ?? '', s.remotePort ?? 0, s.remoteFamily);
+    }
+    return this.peer;
+  }
+
+  /** Graceful close: GOAWAY now; the session closes once its streams are done. */
+  shutdown(): void {
+    if (this.closed || this.session.closed || this.session.destroyed) return;
+    this.session.close();
+  }
+
+  /** Forced close: every stream is dropped. */
+  destroy(): void {
+    this.session.destroy();
+    this.socket.destroy();
+  }
+
+  private readonly onStream = (stream: ServerHttp2Stream, _headers: IncomingHttpHeaders, flags: number, raw?: string[]): void => {
+    const list = raw ?? flatten(_headers);
+    if (headerListSize(list) > this.maxHeaderBytes) {
+      // node:http2 advertises SETTINGS_MAX_HEADER_LIST_SIZE but accepts larger blocks: enforce it.
+      stream.on('error', noop);
+      stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' }, { endStream: false });
+      stream.end(`request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})\n`);
+      return;
+    }
+    const pseudo: RequestPseudo = { method: undefined, path: undefined, authority: undefined, scheme: undefined };
+    const headers = headersFromRaw(list, pseudo);
+    const method = pseudo.method ?? 'GET';
+    const authority = pseudo.authority;
+    const target = method === 'CONNECT' ? (authority ?? '') : (pseudo.path ?? '/');
+    // HTTP/1 handlers read Host: give them the authority there (RFC 9113 §8.3.1).
+    if (authority !== undefined && headers.indexOf('Host') < 0) headers.push('Host', authority);
+    const ended = (flags & 1) !== 0; // END_STREAM on HEADERS: no body
+    let length = -1;
+    if (ended) length = 0;
+    else {
+      const cl = headers.get('Content-Length');
+      if (cl !== undefined && /^\d+$/.test(cl)) length = Number(cl);
+    }
+    const req = protocolRequest(method, target, headers, ended ? nobody : null, length, authority ?? null, 2);
+    if (!ended) stream.once('trailers', (t: Record<string, string | string[] | undefined>) => (req.trailers = trailersOf(t)));
+    const wire = new H2ServerStream(stream, this, req, ended);
+    this.active++;
+    if (this.idleTimer !== null) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+    }
+    void this.host.runExchange(req, wire);
+  };
+
+  /** A stream closed; `aborted`: the client reset it before its response ended. */
+  streamClosed(aborted: boolean): void {
+    if (aborted) this.onAborted();
+    this.active--;
+    if (this.active === 0) this.armIdle();
+  }
+
+  /**
+   * A stream the client reset before its response ended. Many of them fast is the rapid-reset
+   * attack (CVE-2023-44487): each costs a handler run and the client nothing. Past a budget
+   * (a burst of 200, refilled at 30 per second) the connection is closed with
+   * ENHANCE_YOUR_CALM, before nghttp2's own limit would end it without closing the socket.
+   */
+  private onAborted(): void {
+    const now = performance.now();
+    this.resetBudget = Math.min(RESET_BURST, this.resetBudget + ((now - this.resetAt) / 1000) * RESET_RATE);
+    this.resetAt = now;
+    this.resetBudget -= 1;
+    if (this.resetBudget < 0 && !this.closed) {
+      this.closed = true;
+      // Not from inside this event: nghttp2 is still on the stack (destroying now aborts node).
+      setImmediate(() => this.session.destroy(new Error('too many streams reset by the client'), NGHTTP2_ENHANCE_YOUR_CALM));
+    }
+  }
+
+  private armIdle(): void {
+    if (this.idleTimeout <= 0 || this.closed) return;
+    this.idleTimer = setTimeout(this.onIdle, this.idleTimeout);
+    this.idleTimer.unref();
+  }
+
+  private readonly onIdle = (): void => {
+    this.idleTimer = null;
+    if (this.active === 0) this.shutdown();
+  };
+
+  private readonly onClose = (): void => {
+    this.closed = true;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    if (!this.socket.destroyed) this.socket.destroy();
+    this.host.removeConnection(this);
+  };
+}
+
+function noop(): void {}
+
+function resumeSocket(socket: Duplex): void {
+  if (!socket.destroyed) socket.resume();
+}
+
+/** node's header object as a flat `[name, value, …]` list (for a node without rawHeaders). */
+function flatten(h: IncomingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const k of Object.keys(h)) {
+    const v = h[k];
+    if (Array.isArray(v)) for (const x of v) out.push(k, x);
+    else if (v !== undefined) out.push(k, String(v));
+  }
+  return out;
+}

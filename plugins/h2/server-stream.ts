@@ -1,0 +1,330 @@
+/**
+ * One HTTP/2 server stream as the kernel's pipeline drives it (`ExchangeWire`): the request
+ * body is read off the stream with flow control (past a high-water mark the stream is paused,
+ * so nghttp2 stops granting window and the client must wait: memory stays bounded); the
+ * response head, body and trailers go out through `respond`/`write`/`sendTrailers`.
+ */
+import type { ServerHttp2Stream } from 'node:http2';
+import { ParseError, TimeoutError, type ExchangeWire, type Headers, type PeerAddr, type Request } from '../../kernel/index.js';
+import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';
+
+/** Queued request-body bytes above which the stream is paused (no more window for the client). */
+const BODY_HIGH_WATER = 65536;
+/** Unread request-body bytes dropped after the response before the client is told to stop (as HTTP/1 drains). */
+const DRAIN_LIMIT = 256 * 1024;
+
+// node:http2 constants, inlined so this module does not load node:http2 by itself.
+const NGHTTP2_NO_ERROR = 0;
+const NGHTTP2_INTERNAL_ERROR = 2;
+const NGHTTP2_CANCEL = 8;
+
+/** What a stream needs from its connection. */
+export interface StreamOwner {
+  peerAddr(): PeerAddr;
+  readonly readTimeout: number;
+  readonly writeTimeout: number;
+  /** The stream closed; `aborted` when the client reset it before the response ended. */
+  streamClosed(aborted: boolean): void;
+}
+
+/** @internal The {@link ExchangeWire} of one server stream. */
+export class H2ServerStream implements ExchangeWire {
+  readonly protocol = 'h2';
+  bodyError: unknown = null;
+  private readonly stream: ServerHttp2Stream;
+  private readonly owner: StreamOwner;
+  private readonly request: Request;
+  /** Body chunks not read yet; the array is made on first need (most requests have no body). */
+  private queue: Buffer[] | null = null;
+  private queued = 0;
+  private ended: boolean;
+  private paused = false;
+  private discarding = false;
+  private discarded = 0;
+  private waiter: { resolve(v: Uint8Array | null): void; reject(e: unknown): void } | null = null;
+  private closed = false;
+  private finished = false;
+  private trailers: Headers | null = null;
+  private continueSent = false;
+  private readTimer: NodeJS.Timeout | null = null;
+  private drainWaiters: (() => void)[] | null = null;
+  private writeTimer: NodeJS.Timeout | null = null;
+
+  constructor(stream: ServerHttp2Stream, owner: StreamOwner, request: Request, bodyEnded: boolean) {
+    this.stream = stream;
+    this.owner = owner;
+    this.request = request;
+    this.ended = bodyEnded;
+    (stream as Tagged)[kWire] = this;
+    if (!bodyEnded) {
+      stream.on('data', streamData);
+      stream.on('end', streamEnd);
+      if (owner.readTimeout > 0) {
+        this.readTimer = setTimeout(() => this.onReadTimeout(), owner.readTimeout);
+        this.readTimer.unref();
+      }
+    }
+    // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
+    stream.on('close', streamClose);
+    stream.on('error', noop);
+  }
+
+  get writable(): boolean {
+    return !this.closed && !this.stream.destroyed;
+  }
+
+  /** True once the request body ended or was discarded. */
+  get bodyDone(): boolean {
+    return this.ended || this.discarding;
+  }
+
+  peerAddr(): PeerAddr {
+    return this.owner.peerAddr();
+  }
+
+  // ---- the request body ------------------------------------------------------------------
+
+  /** @internal */
+  onData(chunk: Buffer): void {
+    if (this.discarding) {
+      this.discarded += chunk.length;
+      if (this.finished && this.discarded > DRAIN_LIMIT && !this.stream.destroyed) this.stream.close(NGHTTP2_NO_ERROR);
+      return;
+    }
+    const w = this.waiter;
+    if (w !== null && this.queued === 0) {
+      this.waiter = null;
+      w.resolve(chunk);
+      return;
+    }
+    (this.queue ??= []).push(chunk);
+    this.queued += chunk.length;
+    if (this.queued > BODY_HIGH_WATER && !this.paused) {
+      this.paused = true;
+      this.stream.pause();
+    }
+  }
+
+  /** @internal */
+  onEnd(): void {
+    this.ended = true;
+    this.clearReadTimer();
+    const w = this.waiter;
+    if (w !== null && this.queued === 0) {
+      this.waiter = null;
+      w.resolve(null);
+    }
+  }
+
+  /** @internal */
+  onReadTimeout(): void {
+    this.readTimer = null;
+    if (this.ended || this.closed) return;
+    const ms = this.owner.readTimeout;
+    this.bodyError = new TimeoutError('request', ms, ms, `request body not received within readTimeout (${ms} ms)`);
+    const w = this.waiter;
+    this.waiter = null;
+    w?.reject(this.bodyError);
+  }
+
+  private clearReadTimer(): void {
+    if (this.readTimer !== null) clearTimeout(this.readTimer);
+    this.readTimer = null;
+  }
+
+  readBody(): Promise<Uint8Array | null> {
+    if (this.queued > 0) {
+      const q = this.queue!;
+      const out = q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
+      this.queue = null;
+      this.queued = 0;
+      if (this.paused) {
+        this.paused = false;
+        this.stream.resume();
+      }
+      return Promise.resolve(out);
+    }
+    if (this.bodyError !== null) return Promise.reject(this.bodyError);
+    if (this.ended || this.discarding) return Promise.resolve(null);
+    if (this.closed) return Promise.reject(new ParseError('the client reset the stream before the request body ended'));
+    if (this.waiter !== null) return Promise.reject(new ParseError('a read of this stream is already waiting'));
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  discardBody(): void {
+    if (this.discarding || this.ended) return;
+    this.discarding = true;
+    this.queue = null;
+    this.queued = 0;
+    this.clearReadTimer();
+    if (this.paused) {
+      this.paused = false;
+      this.stream.resume();
+    }
+  }
+
+  sendContinue(): void {
+    if (this.continueSent || this.ended || this.closed) return;
+    this.continueSent = true;
+    const expect = this.request.headers.get('Expect');
+    if (expect === undefined || expect.toLowerCase() !== '100-continue') return;
+    try {
+      this.stream.additionalHeaders({ ':status': 100 });
+    } catch {
+      // The head already went out or the stream closed: nothing to continue.
+    }
+  }
+
+  // ---- the response ----------------------------------------------------------------------
+
+  head(status: number, headers: Headers, contentLength: number, end: boolean, trailers = true): void {
+    if (!this.writable) return;
+    const out: H2HeaderObject = { ':status': status };
+    addWireHeaders(headers, out);
+    if (contentLength >= 0 && status !== 204 && status >= 200) out['content-length'] = contentLength;
+    // node:http2 ends these itself (no body may follow).
+    if (status === 204 || status === 205 || status === 304) end = true;
+    if (end) this.finished = true;
+    try {
+      this.stream.respond(out, end ? END_OPTIONS : trailers ? TRAILER_OPTIONS : BODY_OPTIONS);
+    } catch (err) {
+      // Invalid header names or values (node validates them): the stream cannot be answered.
+      this.abort(err);
+      throw err;
+    }
+    if (!end && trailers) this.stream.on('wantTrailers', streamWantTrailers);
+    if (end) this.afterEnd();
+  }
+
+  data(bytes: Uint8Array | string, end: boolean): Promise<void> | undefined {
+    if (!this.writable || this.finished) return undefined;
+    if (end) {
+      this.finished = true;
+      this.stream.end(bytes);
+      this.afterEnd();
+      return undefined;
+    }
+    if (this.stream.write(bytes)) return undefined;
+    return this.waitDrain();
+  }
+
+  end(trailers: Headers | null): Promise<void> | undefined {
+    if (!this.writable || this.finished) return undefined;
+    this.finished = true;
+    this.trailers = trailers;
+    this.stream.end();
+    this.afterEnd();
+    return undefined;
+  }
+
+  /** @internal */
+  onWantTrailers(): void {
+    const t = this.trailers;
+    const out: H2HeaderObject = {};
+    if (t !== null) addWireHeaders(t, out);
+    try {
+      // Empty trailers end the stream with an empty DATA frame (node's way).
+      this.stream.sendTrailers(out);
+    } catch {
+      this.stream.close(NGHTTP2_INTERNAL_ERROR);
+    }
+  }
+
+  /**
+   * The response is complete: an unread request body is not wanted any more. The rest is read
+   * and dropped; past {@link DRAIN_LIMIT} the client is asked to stop with RST_STREAM(NO_ERROR)
+   * (RFC 9113 §8.1). Not at once: nghttp2 sends RST_STREAM ahead of queued DATA, so an early
+   * reset could cut off the response it follows.
+   */
+  private afterEnd(): void {
+    if (!this.ended && !this.closed) this.discardBody();
+  }
+
+  abort(_error: unknown): void {
+    if (this.closed || this.stream.destroyed) return;
+    this.finished = true;
+    this.stream.close(NGHTTP2_INTERNAL_ERROR);
+  }
+
+  private waitDrain(): Promise<void> {
+    const ms = this.owner.writeTimeout;
+    if (ms > 0 && this.writeTimer === null) {
+      this.writeTimer = setTimeout(() => this.onWriteTimeout(), ms);
+      this.writeTimer.unref();
+    }
+    if (this.drainWaiters === null) {
+      this.drainWaiters = [];
+      this.stream.once('drain', () => this.onDrain());
+    }
+    const waiters = this.drainWaiters;
+    return new Promise((resolve) => waiters.push(resolve));
+  }
+
+  /** @internal */
+  onDrain(): void {
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    const w = this.drainWaiters;
+    if (w === null) return;
+    this.drainWaiters = null;
+    for (const fn of w) fn();
+  }
+
+  /** @internal */
+  onWriteTimeout(): void {
+    // The client stopped reading (no window for writeTimeout ms): reset only this stream.
+    this.writeTimer = null;
+    this.finished = true;
+    this.stream.close(NGHTTP2_CANCEL);
+  }
+
+  /** @internal */
+  onClose(): void {
+    this.closed = true;
+    this.clearReadTimer();
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    const w = this.waiter;
+    this.waiter = null;
+    if (w !== null) {
+      if (this.ended) w.resolve(null);
+      else w.reject((this.bodyError ??= new ParseError('the client reset the stream before the request body ended')));
+    }
+    this.onDrain();
+    // A stream closed before its response ended was reset by the client (or by us): whatever
+    // still works on it learns through the request's context.
+    const aborted = !this.finished;
+    if (aborted || this.stream.rstCode !== NGHTTP2_NO_ERROR) this.request.ctx.cancel('the client reset the HTTP/2 stream');
+    this.owner.streamClosed(aborted);
+  }
+}
+
+function noop(): void {}
+
+// Stream listeners shared by every stream (no closures per stream): the wire rides on the stream.
+const kWire = Symbol('switchyard.h2.wire');
+type Tagged = ServerHttp2Stream & { [kWire]?: H2ServerStream };
+function streamData(this: Tagged, chunk: Buffer): void {
+  this[kWire]!.onData(chunk);
+}
+function streamEnd(this: Tagged): void {
+  this[kWire]!.onEnd();
+}
+function streamClose(this: Tagged): void {
+  this[kWire]!.onClose();
+}
+function streamWantTrailers(this: Tagged): void {
+  this[kWire]!.onWantTrailers();
+}
+
+// node:http2 copies the options of respond(): shared constants save an object per stream.
+const END_OPTIONS = Object.freeze({ endStream: true });
+const TRAILER_OPTIONS = Object.freeze({ endStream: false, waitForTrailers: true });
+const BODY_OPTIONS = Object.freeze({ endStream: false });
+
+/** Trailers received with a request (node's 'trailers' event), as kernel Headers. */
+export function trailersOf(obj: Record<string, string | string[] | undefined>): Headers {
+  return headersFromObject(obj);
+}

@@ -1,0 +1,52 @@
+/**
+ * The h2c plugin: cleartext HTTP/2 on plain listeners and to plain `http://` origins, on the
+ * h2 plugin's machinery.
+ *
+ * Server: `server.protocol` takes a plain connection that opens with the HTTP/2 preface (prior
+ * knowledge) when the listener allows it (`allowH2c`, default true), so HTTP/1.1 and h2c share
+ * one port; with `allowH2c: false` the preface goes on to HTTP/1.1, which answers 400. A TLS
+ * listener ignores `allowH2c` (HTTP/2 there is negotiated by ALPN, plugin h2). `server.onUpgrade`
+ * serves the HTTP/1.1 `Upgrade: h2c` path (RFC 7540 §3.2): 101, then the request is answered
+ * as stream 1 of the new HTTP/2 connection.
+ *
+ * Client: `client.session` speaks HTTP/2 on a plain connection when the call asks for it
+ * (`http2PriorKnowledge: true`, or `httpVersion: 'h2'` on an `http://` URL).
+ */
+import { definePlugin, isH2Preface, Stage } from '../../kernel/index.js';
+import { connectH2Session, serveH2 } from '../h2/index.js';
+import { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
+
+export { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
+
+/** Options of the h2c plugin (per call or as `Client` defaults). */
+export interface H2cOptions {
+  /** Speak HTTP/2 to plain `http://` origins without asking first (prior knowledge). Default false. */
+  http2PriorKnowledge?: boolean;
+}
+
+const NAME = 'h2c';
+
+/** The h2c plugin (needs plugin h2). */
+export const h2c = definePlugin({
+  name: NAME,
+  dependencies: ['h2'],
+  register(kernel) {
+    const stage = { name: NAME, stage: Stage.DEFAULT };
+    kernel.hooks.server.protocol.tap(stage, (socket, info) => {
+      if (info.alpnProtocol !== null || !info.server.allowH2c || info.host === undefined || !isH2Preface(info.head)) return undefined;
+      serveH2(socket, info.host, info.head);
+      return true;
+    });
+    kernel.hooks.server.onUpgrade.tapPromise(stage, async (request, socket, head) => {
+      if (!isH2cUpgrade(request)) return undefined;
+      return upgradeToH2c(request, socket, head);
+    });
+    kernel.hooks.client.session.tap(stage, (socket, info) => {
+      const c = info.connect;
+      if (info.alpnProtocol !== null || c.protocol !== 'http:' || c.httpVersion !== 'h2') return undefined;
+      return connectH2Session(socket, info);
+    });
+  },
+});
+
+export default h2c;

@@ -1,0 +1,159 @@
+/**
+ * Helpers of the HTTP/2 tests: a booted kernel with h2 and h2c, servers on port 0 (plain and
+ * TLS with a self-signed certificate made here), clients, curl/nghttp/h2load runs, and a raw
+ * HTTP/2 frame writer for the bad-input tests. Everything started here is closed after each test.
+ */
+import { execFile } from 'node:child_process';
+import { connect as netConnect, type Socket } from 'node:net';
+import http2 from 'node:http2';
+import { afterEach } from 'vitest';
+import {
+  Client,
+  createKernel,
+  listen,
+  selfSignedCertificate,
+  serve,
+  type ClientOptions,
+  type Kernel,
+  type RequestHandler,
+  type Server,
+  type ServeOptions,
+  type StreamHandler,
+} from '../../../kernel/index.js';
+import { h2 } from '../../../plugins/h2/index.js';
+import { h2c } from '../../../plugins/h2c/index.js';
+
+const servers = new Set<Server>();
+const clients = new Set<Client>();
+const sockets = new Set<Socket>();
+const sessions = new Set<http2.ClientHttp2Session>();
+const cleanups: (() => unknown)[] = [];
+
+/** Runs `fn` after the current test. */
+export function onCleanup(fn: () => unknown): void {
+  cleanups.push(fn);
+}
+
+afterEach(async () => {
+  for (const fn of cleanups.splice(0)) await fn();
+  for (const c of clients) c.close();
+  clients.clear();
+  for (const s of sessions) s.destroy();
+  sessions.clear();
+  for (const s of sockets) s.destroy();
+  sockets.clear();
+  const all = [...servers];
+  servers.clear();
+  await Promise.all(all.map((s) => s.forceClose()));
+});
+
+let booted: Kernel | null = null;
+
+/** One kernel with h2 and h2c for the whole file (booting is per process, not per test). */
+export async function h2Kernel(): Promise<Kernel> {
+  if (booted === null) {
+    booted = createKernel().register(h2).register(h2c);
+    await booted.ready();
+  }
+  return booted;
+}
+
+/** A self-signed certificate for 127.0.0.1 and localhost, made once. */
+export const cert = selfSignedCertificate();
+
+/** A started server, its port and the errors it reported. */
+export interface Started {
+  server: Server;
+  port: number;
+  errors: { error: unknown; request: unknown }[];
+}
+
+async function opts(options: ServeOptions, errors: Started['errors']): Promise<ServeOptions> {
+  return { host: '127.0.0.1', port: 0, kernel: await h2Kernel(), onError: (error, request) => void errors.push({ error, request }), ...options };
+}
+
+/** `serve(handler)` with h2/h2c; `tls: true` makes it HTTPS with the test certificate. */
+export async function startServer(handler: RequestHandler, options: ServeOptions & { secure?: boolean } = {}): Promise<Started> {
+  const errors: Started['errors'] = [];
+  const { secure, ...rest } = options;
+  if (secure === true) rest.tls = { key: cert.key, cert: cert.cert, ...(rest.tls ?? {}) };
+  const server = await serve(handler, await opts(rest, errors));
+  servers.add(server);
+  return { server, port: server.port, errors };
+}
+
+/** `listen(handler)` with h2/h2c; `secure: true` makes it HTTPS. */
+export async function startStreamServer(handler: StreamHandler, options: ServeOptions & { secure?: boolean } = {}): Promise<Started> {
+  const errors: Started['errors'] = [];
+  const { secure, ...rest } = options;
+  if (secure === true) rest.tls = { key: cert.key, cert: cert.cert, ...(rest.tls ?? {}) };
+  const server = await listen(handler, await opts(rest, errors));
+  servers.add(server);
+  return { server, port: server.port, errors };
+}
+
+/** A client on the h2 kernel that trusts the test certificate; closed after the test. */
+export async function h2Client(options: ClientOptions = {}): Promise<Client> {
+  const c = new Client({ kernel: await h2Kernel(), tlsConfig: { ca: cert.cert }, ...options });
+  clients.add(c);
+  return c;
+}
+
+/** A bare node:http2 client session (a peer nobody here wrote); destroyed after the test. */
+export function nodeSession(url: string, options: http2.SecureClientSessionOptions = {}): http2.ClientHttp2Session {
+  const s = http2.connect(url, { ca: cert.cert, ...options });
+  s.on('error', () => undefined);
+  sessions.add(s);
+  return s;
+}
+
+/** One request on a node:http2 session: status, headers and body. */
+export function nodeRequest(
+  s: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: string | Buffer,
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: Buffer; trailers: http2.IncomingHttpHeaders | null; rstCode: number }> {
+  return new Promise((resolve, reject) => {
+    const st = s.request(headers, { endStream: body === undefined });
+    const chunks: Buffer[] = [];
+    let head: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders | null = null;
+    st.on('response', (h) => (head = h));
+    st.on('trailers', (t) => (trailers = t));
+    st.on('data', (c: Buffer) => chunks.push(c));
+    st.on('error', () => undefined);
+    st.on('close', () => resolve({ status: Number(head[':status'] ?? 0), headers: head, body: Buffer.concat(chunks), trailers, rstCode: st.rstCode ?? 0 }));
+    st.on('aborted', () => undefined);
+    if (body !== undefined) st.end(body);
+    void reject;
+  });
+}
+
+/** Runs a program and resolves with its exit code and output (never rejects on a non-zero exit). */
+export function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+/** A raw TCP socket to the server; destroyed after the test. */
+export function rawSocket(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = netConnect({ host: '127.0.0.1', port });
+    sockets.add(s);
+    s.once('connect', () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** Polls `cond` once per event-loop turn until it holds; throws after `ms`. */
+export async function waitFor(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+  const start = performance.now();
+  while (!cond()) {
+    if (performance.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise<void>((r) => setTimeout(r, 2));
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The HTTP/2 client against nginx from Debian (/usr/sbin/nginx) configured with `http2` over
+ * TLS (self-signed certificate made here), started by the test on a free port: ALPN h2, one
+ * connection multiplexing concurrent requests (nginx's `$connection`), a 2 MiB download, gzip.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, createKernel } from '../../../kernel/index.js';
+import { h2 } from '../../../plugins/h2/index.js';
+import { decompression } from '../../../plugins/index.js';
+import { cleanEnv, findBinary, freePort, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../interop/helpers.js';
+import { cert } from './helpers.js';
+
+let dir = '';
+let peer: Peer | null = null;
+let origin = '';
+let client: Client | null = null;
+const BINARY = randomBytes(2 * 1024 * 1024 + 3);
+
+beforeAll(async () => {
+  const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
+  dir = await tempDir('swy-nginx-h2-');
+  await mkdir(join(dir, 'www'), { mode: 0o755 });
+  await mkdir(join(dir, 'tmp'), { mode: 0o755 });
+  await writeFile(join(dir, 'www', 'big.bin'), BINARY);
+  await writeFile(join(dir, 'www', 'text.txt'), 'hello nginx over h2 '.repeat(1000));
+  await writeFile(join(dir, 'cert.pem'), cert.cert);
+  await writeFile(join(dir, 'key.pem'), cert.key);
+  const port = await freePort();
+  await writeFile(
+    join(dir, 'nginx.conf'),
+    `
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/tmp/body;
+  proxy_temp_path ${dir}/tmp/proxy;
+  fastcgi_temp_path ${dir}/tmp/fastcgi;
+  uwsgi_temp_path ${dir}/tmp/uwsgi;
+  scgi_temp_path ${dir}/tmp/scgi;
+  types { text/plain txt; application/octet-stream bin; }
+  gzip on;
+  gzip_types text/plain;
+  server {
+    listen 127.0.0.1:${port} ssl http2;
+    ssl_certificate ${dir}/cert.pem;
+    ssl_certificate_key ${dir}/key.pem;
+    root ${dir}/www;
+    location = /conn { default_type text/plain; return 200 "$connection $server_protocol"; }
+    location = /echo { default_type text/plain; return 200 "$request_method $http_x_test $host"; }
+    location / { }
+  }
+}
+`,
+  );
+  // daemon off: nginx stays the child the test stops (a daemon would outlive the test).
+  peer = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
+  await waitListening(port, peer);
+  origin = `https://127.0.0.1:${port}`;
+  const kernel = await createKernel().register(h2).register(decompression).ready();
+  client = new Client({ kernel, tlsConfig: { ca: cert.cert } });
+});
+
+afterAll(async () => {
+  client?.close();
+  await stopPeer(peer);
+  if (dir !== '') await rm(dir, { recursive: true, force: true });
+});
+
+describe('client against nginx (http2 over TLS)', () => {
+  it('negotiates h2 and multiplexes concurrent requests over one connection', async () => {
+    const c = client!;
+    const all = await Promise.all(Array.from({ length: 20 }, () => c.get(`${origin}/conn`)));
+    const texts = all.map((r) => Buffer.from(r.body as Uint8Array).toString());
+    expect(new Set(texts).size).toBe(1);
+    expect(texts[0]).toMatch(/^\d+ HTTP\/2\.0$/);
+    expect(all[0]!.protoMajor).toBe(2);
+    expect(c.transport.connectionCount()).toBe(1);
+  });
+
+  it('sends headers and :authority; downloads 2 MiB intact; decompresses gzip', async () => {
+    const c = client!;
+    const e = await c.get(`${origin}/echo`, { headers: { 'X-Test': 'abc' } });
+    expect(Buffer.from(e.body as Uint8Array).toString()).toBe('GET abc 127.0.0.1');
+    const big = await c.get(`${origin}/big.bin`);
+    const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+    expect(sha(big.body as Uint8Array)).toBe(sha(BINARY));
+    const t = await c.get(`${origin}/text.txt`, { headers: { 'Accept-Encoding': 'gzip' } });
+    expect(Buffer.from(t.body as Uint8Array).toString()).toBe('hello nginx over h2 '.repeat(1000));
+  });
+});
