@@ -1,12 +1,13 @@
 import { defineConfig } from 'tsup';
 
 // Three public entries, matching package.json "exports": the top-level API,
-// the kernel on its own, and the plugin bundle.
+// the kernel on its own, and the plugin bundle; plus the `switchyard` command (bin/).
 export default defineConfig({
   entry: {
     index: 'index.ts',
     'kernel/index': 'kernel/index.ts',
     'plugins/index': 'plugins/index.ts',
+    'cli/main': 'cli/main.ts',
   },
   format: ['esm'],
   target: 'node20',

@@ -1,0 +1,110 @@
+/**
+ * The `switchyard` command: picks the subcommand, turns every failure into a message on
+ * stderr and an exit code (see {@link ExitCode}). `run()` is what the binary calls;
+ * `main()` takes the arguments and streams, for callers that bring their own.
+ */
+import { readFileSync } from 'node:fs';
+import { ArgumentError } from '../kernel/index.js';
+import { ExitCode, UsageError } from './errors.js';
+import { TOP_HELP } from './help.js';
+import { writeOut, type Io } from './io.js';
+import { REQUEST_COMMANDS, runRequest } from './request.js';
+import { runServe } from './serve.js';
+import { runWs } from './ws.js';
+
+export { ExitCode, UsageError } from './errors.js';
+
+/** Runs one command line (without the program name); resolves to the exit code. Never throws. */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    if (cmd === undefined) {
+      await writeOut(io.stderr, TOP_HELP);
+      return ExitCode.USAGE;
+    }
+    if (cmd === '-h' || cmd === '--help' || cmd === 'help') {
+      // `switchyard help get` is `switchyard get --help`.
+      if (cmd === 'help' && rest[0] !== undefined) return await main([rest[0], '--help'], io);
+      await writeOut(io.stdout, TOP_HELP);
+      return ExitCode.OK;
+    }
+    if (cmd === '--version' || cmd === '-V') {
+      await writeOut(io.stdout, `switchyard ${version()}\n`);
+      return ExitCode.OK;
+    }
+    if (Object.hasOwn(REQUEST_COMMANDS, cmd)) return await runRequest(cmd, rest, io);
+    if (cmd === 'serve') return await runServe(rest, io);
+    if (cmd === 'ws') return await runWs(rest, io);
+    if (cmd.startsWith('-')) throw new UsageError(`${cmd} before a command: options follow the command (switchyard get URL ${cmd} …)`);
+    throw new UsageError(`unknown command ${JSON.stringify(cmd)}: expected ${[...Object.keys(REQUEST_COMMANDS), 'serve', 'ws'].join(', ')}`);
+  } catch (err) {
+    return report(err, cmd ?? '', io);
+  }
+}
+
+/** Prints `err` and gives its exit code: usage and argument errors 2, everything else 1. */
+async function report(err: unknown, cmd: string, io: Io): Promise<number> {
+  if (err instanceof UsageError) {
+    const c = err.command !== '' ? err.command : '';
+    const hint = c !== '' ? `Run 'switchyard ${c} --help' for its options.` : `Run 'switchyard --help' for the commands.`;
+    await writeOut(io.stderr, `switchyard${c !== '' ? ` ${c}` : ''}: ${err.message}\n${hint}\n`);
+    return ExitCode.USAGE;
+  }
+  if (err instanceof ArgumentError) {
+    await writeOut(io.stderr, `switchyard ${cmd}: ${err.message}\n`);
+    return ExitCode.USAGE;
+  }
+  await writeOut(io.stderr, `switchyard: ${describe(err)}\n`);
+  return ExitCode.FAILURE;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message !== '' ? err.message : err.name;
+  return String(err);
+}
+
+function version(): string {
+  // ../package.json from cli/ (sources), ../../package.json from dist/cli/ (the build).
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'switchyard' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // not there: try the next
+    }
+  }
+  return 'unknown';
+}
+
+/**
+ * The binary's entry: runs `process.argv`, waits until stdout and stderr have taken
+ * everything, and exits with the code (explicitly, so a lingering handle never keeps a
+ * finished command alive).
+ */
+export async function run(argv: readonly string[] = process.argv.slice(2)): Promise<never> {
+  // A reader that went away (`| head`) ends the command quietly.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(ExitCode.OK);
+  });
+  let interrupt: Promise<void> | null = null;
+  const io: Io = {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    waitForInterrupt: () =>
+      (interrupt ??= new Promise<void>((resolve) => {
+        const stop = (): void => {
+          // A second Ctrl-C does not wait for a graceful close.
+          process.once('SIGINT', () => process.exit(130));
+          resolve();
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      })),
+  };
+  const code = await main(argv, io);
+  await writeOut(process.stdout, '');
+  await writeOut(process.stderr, '');
+  process.exit(code);
+}

@@ -1,0 +1,151 @@
+/**
+ * `switchyard serve [DIR]`: a static file server on the default preset, through `fileServer`
+ * (weak ETags from size and mtime, conditional and range requests, canonical-path
+ * redirects, `index.html` for directories), wrapped in `loggingMiddleware` writing one access
+ * line per request to stdout.
+ *
+ * HTTP/2: with `--tls-self-signed` the listener is HTTPS with a certificate made at start
+ * (nothing written unless `--cert-out FILE`), and ALPN offers h2 when the h2 plugin is in the
+ * preset; a plain listener serves h2c (prior knowledge) on the same port when the h2c plugin
+ * is. The banner says which protocols are on. Ctrl-C closes gracefully (requests in flight
+ * finish; a second Ctrl-C exits at once).
+ */
+import { stat, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Response, selfSignedCertificate, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
+import { fileServer } from '../plugins/fileserver/index.js';
+import { loggingMiddleware, type Logger } from '../plugins/middleware/index.js';
+import { intOption, parseArgs, type OptionSpec } from './args.js';
+import { ExitCode, UsageError } from './errors.js';
+import { formatHelp } from './help.js';
+import { writeOut, type Io, type Output } from './io.js';
+import { bootKernel } from './stack.js';
+
+const COMMAND = 'serve';
+/** How long a graceful close may take before connections are cut. */
+const CLOSE_GRACE_MS = 5000;
+
+/** Options of `switchyard serve`. */
+export const SERVE_OPTIONS: readonly OptionSpec[] = [
+  { name: 'port', short: 'p', kind: 'value', metavar: 'N', help: 'port to listen on (default 8080; 0 picks a free one)' },
+  { name: 'host', kind: 'value', metavar: 'ADDR', help: 'address to bind (default 127.0.0.1; 0.0.0.0 for every interface)' },
+  { name: 'tls-self-signed', kind: 'flag', help: 'serve HTTPS (and HTTP/2) with a certificate made at start' },
+  { name: 'cert-out', kind: 'value', metavar: 'FILE', help: 'with --tls-self-signed: save the certificate (PEM) so clients can trust it' },
+  { name: 'spa', kind: 'value', metavar: 'FILE', help: 'answer missing extension-less paths with FILE (a single-page app, e.g. index.html)' },
+  { name: 'cors', kind: 'flag', help: 'allow cross-origin requests (Access-Control-Allow-Origin: *, preflights answered)' },
+  { name: 'quiet', short: 'q', kind: 'flag', help: 'no access log' },
+  { name: 'help', short: 'h', kind: 'flag', help: 'this help' },
+];
+
+/** The `--help` text of `switchyard serve`. */
+export function serveHelp(): string {
+  return formatHelp({
+    synopsis: 'switchyard serve [DIR] [options]',
+    description:
+      'Serves the files under DIR (default: the current directory) with ETags, conditional and range requests,\n' +
+      'HTTP/2 (h2c on the plain port; h2 over TLS with --tls-self-signed) and an access log on stdout.\n' +
+      'Ctrl-C stops it gracefully.',
+    options: SERVE_OPTIONS,
+    examples: [
+      '# the current directory on http://127.0.0.1:8080/',
+      'switchyard serve',
+      '# a built single-page app, on every interface, callable from other origins',
+      'switchyard serve dist --host 0.0.0.0 --port 3000 --spa index.html --cors',
+      '# HTTPS and HTTP/2; trust the certificate in a client',
+      'switchyard serve public --tls-self-signed --port 8443 --cert-out cert.pem',
+      'switchyard get https://localhost:8443/ --cacert cert.pem --http2',
+    ],
+  });
+}
+
+/** Runs `switchyard serve` until interrupted; resolves to the exit code. */
+export async function runServe(argv: readonly string[], io: Io): Promise<number> {
+  const { options: o, positionals } = parseArgs(argv, SERVE_OPTIONS, COMMAND);
+  if (o.help === true) {
+    await writeOut(io.stdout, serveHelp());
+    return ExitCode.OK;
+  }
+  if (positionals.length > 1) throw new UsageError(`one directory expected, got ${positionals.length}`, COMMAND);
+  const dir = positionals[0] ?? '.';
+  const st = await stat(dir).catch(() => null);
+  if (st === null || !st.isDirectory()) throw new UsageError(`${dir} is not a directory`, COMMAND);
+  const root = resolve(dir);
+  const port = o.port === undefined ? 8080 : intOption(o.port as string, '--port', COMMAND, 0, 65535);
+  const host = (o.host as string | undefined) ?? '127.0.0.1';
+  if (host === '') throw new UsageError('--host needs an address', COMMAND);
+  const tls = o['tls-self-signed'] === true;
+  const certOut = o['cert-out'] as string | undefined;
+  if (certOut !== undefined && !tls) throw new UsageError('--cert-out needs --tls-self-signed', COMMAND);
+  const spa = o.spa as string | undefined;
+
+  let handler: RequestHandler = fileServer(root, { etag: 'weak_stat', ...(spa !== undefined ? { spaFallback: spa } : {}) });
+  if (o.cors === true) handler = withCors(handler);
+  if (o.quiet !== true) handler = loggingMiddleware(handler, { logger: accessLogger(io.stdout) });
+
+  const kernel = await bootKernel();
+  let server: Server | null = null;
+  try {
+    let fingerprint = '';
+    let certificate: { key: string; cert: string } | null = null;
+    if (tls) {
+      const hosts = ['localhost', '127.0.0.1', '::1'];
+      if (!['0.0.0.0', '::', ...hosts].includes(host)) hosts.push(host.replace(/^\[|\]$/g, ''));
+      const c = selfSignedCertificate({ hosts });
+      certificate = { key: c.key, cert: c.cert };
+      fingerprint = c.fingerprint256;
+      if (certOut !== undefined) await writeFile(certOut, c.cert);
+    }
+    server = await serve(handler, { kernel, host, port, ...(certificate !== null ? { tls: certificate } : {}) });
+    const shownHost = host.includes(':') ? `[${host}]` : host;
+    const protocols = tls ? ['HTTP/1.1', ...(kernel.hasPlugin('h2') ? ['HTTP/2'] : [])] : ['HTTP/1.1', ...(kernel.hasPlugin('h2c') ? ['h2c'] : [])];
+    const lines = [`switchyard serve: ${root} at ${tls ? 'https' : 'http'}://${shownHost}:${server.port}/ (${protocols.join(', ')})`];
+    if (tls) lines.push(`certificate SHA-256 ${fingerprint}${certOut !== undefined ? `, saved to ${certOut}` : ''}`);
+    lines.push('Ctrl-C to stop');
+    await writeOut(io.stdout, `${lines.join('\n')}\n`);
+
+    await io.waitForInterrupt();
+    await writeOut(io.stdout, 'switchyard serve: closing\n');
+    const s = server;
+    const cut = setTimeout(() => void s.forceClose(), CLOSE_GRACE_MS);
+    await s.close();
+    clearTimeout(cut);
+    return ExitCode.OK;
+  } finally {
+    if (server !== null) await server.forceClose();
+    await kernel.close();
+  }
+}
+
+/** The access log: one readable line per request on `out` (`time method target status bytes ms`). */
+function accessLogger(out: Output): Logger {
+  const line = (obj: object, msg?: string): void => {
+    const r = obj as { group?: string; method?: string; target?: string; status?: number; length?: number | null; elapsedMs?: number; err?: unknown };
+    if (r.group !== 'access') {
+      out.write(`${new Date().toISOString()} ${msg ?? ''}\n`);
+      return;
+    }
+    const failure = r.err !== undefined ? ` error: ${r.err instanceof Error ? r.err.message : String(r.err)}` : '';
+    out.write(`${new Date().toISOString()} ${r.method} ${r.target} ${r.status} ${r.length ?? '-'} ${(r.elapsedMs ?? 0).toFixed(1)}ms${failure}\n`);
+  };
+  return { info: line, warn: line, error: line, debug: () => undefined };
+}
+
+/** Cross-origin access for every origin: preflights answered here, the headers added to every response. */
+function withCors(handler: RequestHandler): RequestHandler {
+  return async (req: Request): Promise<Response> => {
+    if (req.method === 'OPTIONS' && req.headers.has('Access-Control-Request-Method')) {
+      const h: [string, string][] = [
+        ['Access-Control-Allow-Origin', '*'],
+        ['Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS'],
+        ['Access-Control-Max-Age', '86400'],
+      ];
+      const asked = req.headers.get('Access-Control-Request-Headers');
+      if (asked !== undefined) h.push(['Access-Control-Allow-Headers', asked]);
+      return new Response(204, h, null);
+    }
+    const res = await handler(req);
+    res.headers.set('Access-Control-Allow-Origin', '*');
+    res.headers.set('Access-Control-Expose-Headers', 'Content-Length, Content-Range, Accept-Ranges, ETag, Last-Modified');
+    return res;
+  };
+}

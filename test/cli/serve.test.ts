@@ -1,0 +1,134 @@
+/**
+ * `switchyard serve`, run as the real binary, checked with curl (a client nobody here wrote):
+ * files, index, ETag and 304, ranges, the access log, --spa, --cors, --tls-self-signed with
+ * --cert-out, and a graceful stop on SIGINT.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { cleanEnv } from '../interop/helpers.js';
+import { startCli, tempDir, type Running } from './helpers.js';
+
+const run = promisify(execFile);
+
+interface Curl {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  version: string;
+}
+
+/** curl: the head (`-D -`, written before the body) split from the body and the HTTP version (`-w`). */
+async function curl(args: string[]): Promise<Curl> {
+  const { stdout } = await run('/usr/bin/curl', ['-s', '-S', '-D', '-', '-w', '\n%{http_version}', ...args], { env: cleanEnv(), encoding: 'utf8' });
+  const split = stdout.indexOf('\r\n\r\n');
+  const lines = stdout.slice(0, split).split('\r\n');
+  const rest = stdout.slice(split + 4);
+  const status = Number(/^HTTP\/[\d.]+ (\d{3})/.exec(lines[0]!)![1]);
+  const headers: Record<string, string> = {};
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(':');
+    headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+  }
+  const nl = rest.lastIndexOf('\n');
+  return { status, headers, body: rest.slice(0, nl), version: rest.slice(nl + 1) };
+}
+
+async function site(): Promise<string> {
+  const dir = await tempDir();
+  await writeFile(join(dir, 'index.html'), '<!doctype html><title>home</title>\n');
+  await writeFile(join(dir, 'hello.txt'), 'hello, files\n');
+  await mkdir(join(dir, 'docs'));
+  await writeFile(join(dir, 'docs', 'index.html'), '<p>docs</p>\n');
+  return dir;
+}
+
+async function started(c: Running): Promise<string> {
+  const m = await c.waitLine(/^switchyard serve: .* at (https?:\/\/[^ ]+\/) \((.*)\)$/);
+  return m[1]!;
+}
+
+describe('switchyard serve', () => {
+  it('serves files with ETags, 304s and ranges, logs each request, and stops on SIGINT', async () => {
+    const dir = await site();
+    const c = startCli(['serve', dir, '--port', '0']);
+    const url = await started(c);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    expect(c.stdout()).toContain(`switchyard serve: ${dir} at ${url} (HTTP/1.1, h2c)`);
+
+    // h2c on the same port (prior knowledge), and HTTP/1.1.
+    const h2 = await curl(['--http2-prior-knowledge', `${url}hello.txt`]);
+    expect(h2.version).toBe('2');
+    expect(h2.body).toBe('hello, files\n');
+
+    const a = await curl([`${url}hello.txt`]);
+    expect(a.version).toBe('1.1');
+    expect(a.status).toBe(200);
+    expect(a.body).toBe('hello, files\n');
+    expect(a.headers['content-type']).toMatch(/^text\/plain/);
+    expect(a.headers.etag).toMatch(/^W\/"/);
+    expect(a.headers['accept-ranges']).toBe('bytes');
+
+    const b = await curl([`${url}hello.txt`, '-H', `If-None-Match: ${a.headers.etag}`]);
+    expect(b.status).toBe(304);
+    const r = await curl([`${url}hello.txt`, '-H', 'Range: bytes=0-4']);
+    expect(r.status).toBe(206);
+    expect(r.body).toBe('hello');
+    expect(r.headers['content-range']).toBe('bytes 0-4/13');
+    const i = await curl([`${url}`]);
+    expect(i.body).toBe('<!doctype html><title>home</title>\n');
+    const d = await curl([`${url}docs`]);
+    expect(d.status).toBe(301);
+    expect(d.headers.location).toBe('/docs/');
+    const n = await curl([`${url}missing.txt`]);
+    expect(n.status).toBe(404);
+
+    await c.waitLine(/ GET \/missing\.txt 404 /);
+    expect(c.stdout()).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z GET \/hello\.txt 200 13 [\d.]+ms$/m);
+    expect(c.stdout()).toMatch(/ GET \/hello\.txt 304 /);
+    expect(c.stdout()).toMatch(/ GET \/hello\.txt 206 /);
+
+    c.child.kill('SIGINT');
+    expect(await c.exited).toBe(0);
+    expect(c.stdout()).toMatch(/switchyard serve: closing\n$/);
+  });
+
+  it('--spa answers client-side routes with the app page; --cors answers preflights; -q logs nothing', async () => {
+    const dir = await site();
+    const c = startCli(['serve', dir, '--port', '0', '--spa', 'index.html', '--cors', '-q']);
+    const url = await started(c);
+    const route = await curl([`${url}app/settings`]);
+    expect(route.status).toBe(200);
+    expect(route.body).toBe('<!doctype html><title>home</title>\n');
+    expect(route.headers['access-control-allow-origin']).toBe('*');
+    const asset = await curl([`${url}app.js`]);
+    expect(asset.status).toBe(404);
+    const pre = await curl(['-X', 'OPTIONS', `${url}hello.txt`, '-H', 'Origin: http://example.test', '-H', 'Access-Control-Request-Method: GET', '-H', 'Access-Control-Request-Headers: range']);
+    expect(pre.status).toBe(204);
+    expect(pre.headers['access-control-allow-origin']).toBe('*');
+    expect(pre.headers['access-control-allow-headers']).toBe('range');
+    expect(pre.headers['access-control-allow-methods']).toBe('GET, HEAD, OPTIONS');
+    c.child.kill('SIGINT');
+    expect(await c.exited).toBe(0);
+    expect(c.stdout()).not.toMatch(/ GET /);
+  });
+
+  it('--tls-self-signed serves HTTPS with a fresh certificate that --cert-out saves for clients', async () => {
+    const dir = await site();
+    const cert = join(dir, '..', `${Date.now()}-cert.pem`);
+    const c = startCli(['serve', dir, '--port', '0', '--tls-self-signed', '--cert-out', cert]);
+    const m = await c.waitLine(/^switchyard serve: .* at (https:\/\/127\.0\.0\.1:(\d+)\/) \((.*)\)$/);
+    await c.waitLine(/^certificate SHA-256 ([0-9A-F]{2}:){31}[0-9A-F]{2}, saved to /);
+    const a = await curl(['--cacert', cert, `https://localhost:${m[2]}/hello.txt`]);
+    expect(a.status).toBe(200);
+    expect(a.body).toBe('hello, files\n');
+    // curl offers h2 by ALPN and gets it, as the banner says.
+    expect(m[3]).toBe('HTTP/1.1, HTTP/2');
+    expect(a.version).toBe('2');
+    c.child.kill('SIGINT');
+    expect(await c.exited).toBe(0);
+    await run('/bin/rm', ['-f', cert]);
+  });
+});
