@@ -89,7 +89,9 @@ export class Client {
     if (defaultBasicauth !== undefined && (!Array.isArray(defaultBasicauth) || defaultBasicauth.length !== 2)) throw new ArgumentError('defaultBasicauth must be [user, password]');
     this.defaultBasicauth = defaultBasicauth ?? null;
     checkCallOptions(rest as CallOptions, 'new Client()');
-    this.defaults = Object.freeze({ connectTimeout: 30_000, proxy, ...rest }) as CallOptions;
+    // A policy given only to a shared Transport still counts as the client's (the proxy plugin
+    // reads it from the call options, to forward plain http rather than tunnel it).
+    this.defaults = Object.freeze({ connectTimeout: 30_000, proxy: proxy ?? this.transport.proxy, ...rest }) as CallOptions;
   }
 
   /** False after {@link Client.close}. */
@@ -500,6 +502,22 @@ function discard(body: Body): void {
   if (body instanceof AbstractBody) body.close();
 }
 
+/** Resolves at the sink's next 'drain', rejects on its 'error'; either way both listeners go. */
+function drained(sink: Writable): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onDrain = (): void => {
+      sink.removeListener('error', onError);
+      resolve();
+    };
+    const onError = (err: Error): void => {
+      sink.removeListener('drain', onDrain);
+      reject(err);
+    };
+    sink.once('drain', onDrain);
+    sink.once('error', onError);
+  });
+}
+
 /** Reads the final body into memory, or into `sink`. */
 async function bufferBody(res: Response, sink: Writable | undefined): Promise<void> {
   const body = res.body;
@@ -507,10 +525,7 @@ async function bufferBody(res: Response, sink: Writable | undefined): Promise<vo
     if (body instanceof AbstractBody) {
       try {
         for await (const chunk of body) {
-          if (!sink.write(chunk)) await new Promise<void>((resolve, reject) => {
-            sink.once('drain', resolve);
-            sink.once('error', reject);
-          });
+          if (!sink.write(chunk)) await drained(sink);
         }
       } finally {
         body.close();

@@ -138,7 +138,8 @@ export function verbosePrinter(level: 1 | 2, out: (line: string) => void = (l) =
         if (level === 2) for (const [k, v] of e.request.headers) out(`switchyard >   ${k}: ${v}`);
         break;
       case 'ResponseHeadEvent':
-        out(`switchyard < ${e.status} ${e.response.reason} ${e.url} (${e.elapsedMs.toFixed(1)} ms)`);
+        // HTTP/2 has no reason phrase: no double space then.
+        out(`switchyard < ${e.status}${e.response.reason === '' ? '' : ` ${e.response.reason}`} ${e.url} (${e.elapsedMs.toFixed(1)} ms)`);
         if (level === 2) for (const [k, v] of e.response.headers) out(`switchyard <   ${k}: ${v}`);
         break;
       case 'RetryEvent':

@@ -23,7 +23,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
-import { encodeChunk, encodeMessage, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { encodeMessage, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
@@ -55,6 +55,9 @@ const P_BODY = 1;
 const P_BUSY = 2;
 const P_CLOSED = 3;
 const P_UPGRADED = 4;
+
+/** Bytes read from a streamed response body per write. */
+const STREAM_CHUNK = 65536;
 
 const B_NONE = 0;
 const B_LENGTH = 1;
@@ -493,12 +496,22 @@ export class H1Connection implements StreamConnection {
   private dispatch(req: Request): void {
     const hooks = this.host.hooks;
     if (hooks !== null && hooks.onRequest !== null) {
-      this.phase = P_BUSY;
       const ex = new RequestExchange(req, this);
-      hooks.onRequest.promise(req, ex).then(
-        (res) => (res != null ? this.respondLater(req, res) : this.callHandler(req)),
-        (err: unknown) => this.handlerFailed(req, err),
-      );
+      // callAsync, not promise(): when every tap is synchronous (the router answering, or
+      // passing on an unrouted path) the callback runs on this tick, with no Promise made,
+      // exactly like the untapped path; only a tap that really waits makes this async.
+      let sync = true;
+      let done = false;
+      hooks.onRequest.callAsync(req, ex, (err, res) => {
+        done = true;
+        if (err != null) this.handlerFailed(req, err);
+        else if (res != null) {
+          if (sync) this.respond(req, res);
+          else this.respondLater(req, res);
+        } else this.callHandler(req);
+      });
+      sync = false;
+      if (!done) this.phase = P_BUSY;
       return;
     }
     this.callHandler(req);
@@ -628,27 +641,60 @@ export class H1Connection implements StreamConnection {
       }
       if ((flags & H_DATE) === 0) head += dateField();
       head += connectionField(close, flags, req.protoMinor) + '\r\n';
-      await this.send(head);
-      if (mode === 'none') return close;
+      if (mode === 'none') {
+        await this.send(head);
+        return close;
+      }
+      // A body of known length (a file) goes out with its head in one write; any other body
+      // (SSE, a producer) gets its head at once, since its first bytes may be long in coming.
+      let pendingHead: string | null = mode === 'fixed' ? head : null;
+      if (pendingHead === null) await this.send(head);
+      this.outBody = body;
+      // Bytes are read into `frame` behind room for the chunk-size line and framed in place.
+      // The frame is reused whenever the socket took the bytes at once (writableLength back to
+      // 0); while it still holds them, the next read gets a fresh one.
+      const room = mode === 'chunked' ? 10 : 0;
+      let frame = Buffer.allocUnsafe(room + STREAM_CHUNK + 2);
       let sent = 0;
-      const buf = Buffer.allocUnsafe(65536);
       for (;;) {
-        const n = await body.read(buf);
+        const n = await body.read(frame.subarray(room, room + STREAM_CHUNK));
+        // The client went away (its request context is canceled): nothing to report, as with
+        // node:http and Go; the body was closed, so its producer stops.
+        if (this.phase === P_CLOSED) return true;
         if (n === 0) break;
-        if (this.phase === P_CLOSED) throw new ProtocolError('client closed the connection during the response');
         sent += n;
         if (mode === 'fixed' && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
-        // Copy: `buf` is reused for the next read while the socket may still hold this one.
-        const piece = Buffer.from(buf.subarray(0, n));
-        await this.send(mode === 'chunked' ? encodeChunk(piece) : piece);
+        let piece: Buffer;
+        if (mode === 'chunked') {
+          const hex = n.toString(16);
+          const start = room - hex.length - 2;
+          frame.write(hex, start, 'latin1');
+          frame[room - 2] = 13;
+          frame[room - 1] = 10;
+          frame[room + n] = 13;
+          frame[room + n + 1] = 10;
+          piece = frame.subarray(start, room + n + 2);
+        } else piece = frame.subarray(0, n);
+        let wait: Promise<void> | undefined;
+        if (pendingHead !== null) {
+          wait = this.send(encodeMessage(pendingHead, piece));
+          pendingHead = null;
+        } else wait = this.send(piece);
+        if (this.batching || this.socket.writableLength !== 0) frame = Buffer.allocUnsafe(room + STREAM_CHUNK + 2);
+        if (wait !== undefined) await wait;
       }
+      if (pendingHead !== null) await this.send(pendingHead);
       if (mode === 'fixed' && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);
       if (mode === 'chunked') await this.send(serializeLastChunk(res.hasTrailers ? res.trailers : null));
       return close;
     } finally {
+      this.outBody = null;
       body.close();
     }
   }
+
+  /** The streamed response body being written, closed when the client goes (stops its producer). */
+  private outBody: AbstractBody | null = null;
 
   private runStream(req: Request): void {
     const stream = new Stream(req, this);
@@ -949,6 +995,13 @@ export class H1Connection implements StreamConnection {
     this.drainWaiters = [];
     const req = this.req;
     if (req !== null && !wasClosed) req.ctx.cancel('client closed the connection');
+    // A producer behind a streamed body (SSE, a file) stops now, not at its next write; after
+    // the cancel, so a body that follows the context reports why.
+    const out = this.outBody;
+    if (out !== null) {
+      this.outBody = null;
+      out.close();
+    }
     this.host.removeConnection(this);
   };
 
