@@ -1,9 +1,8 @@
 /**
  * The file server over HTTP/2, unchanged: the same `fileServer` handler on a kernel with the
- * h2 and h2c plugins, fetched by curl over TLS with ALPN `h2`. Streamed big file, ranges,
- * HEAD, 304, redirects and traversal all behave as over HTTP/1.1. (`start(false)` serves h2c
- * for `--http2-prior-knowledge`; that case joins the table once cleartext HTTP/2 answers a
- * hello-world handler, which it did not when this was written.)
+ * h2 and h2c plugins, fetched by curl over TLS with ALPN `h2` and in cleartext with
+ * `--http2-prior-knowledge`. Streamed big file, ranges, HEAD, 304, redirects and traversal
+ * all behave as over HTTP/1.1.
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -59,7 +58,10 @@ async function start(tls: boolean): Promise<{ base: string; flags: string[] }> {
   return tls ? { base: `https://127.0.0.1:${port}`, flags: ['-k', '--http2'] } : { base: `http://127.0.0.1:${port}`, flags: ['--http2-prior-knowledge'] };
 }
 
-describe.each([['h2 over TLS (ALPN)', true]])('fileServer over %s', (_name, tls) => {
+describe.each([
+  ['h2 over TLS (ALPN)', true],
+  ['h2c (prior knowledge)', false],
+])('fileServer over %s', (_name, tls) => {
   it('a 3 MiB file streamed whole; a range; HEAD; 304; traversal refused', async () => {
     const { base, flags } = await start(tls);
     const big = await curl([...flags, `${base}/big.bin`]);
