@@ -17,7 +17,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
 import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
-import { encodeMessage, expectsBody, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
+import { CHUNK_ROOM, encodeMessage, expectsBody, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
 export interface SessionOwner {
@@ -262,7 +262,7 @@ class Exchange {
       // written from there. The buffer is reused only when the socket took the bytes at once
       // (writableLength back to 0); while the socket still holds it, the next read gets a new
       // one. A fast peer thus costs no allocation per chunk, a slow one one per 'drain'.
-      const room = chunked ? 10 : 0; // "ffffffff\r\n" at most, for 64 KiB reads 6
+      const room = chunked ? CHUNK_ROOM : 0;
       let frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
       let total = 0;
       for (;;) {
@@ -271,17 +271,7 @@ class Exchange {
         if (this.finished) return;
         total += n;
         if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
-        let piece: Buffer;
-        if (chunked) {
-          const hex = n.toString(16);
-          const start = room - hex.length - 2;
-          frame.write(hex, start, 'latin1');
-          frame[room - 2] = 13;
-          frame[room - 1] = 10;
-          frame[room + n] = 13;
-          frame[room + n + 1] = 10;
-          piece = frame.subarray(start, room + n + 2);
-        } else piece = frame.subarray(0, n);
+        const piece = chunked ? frameChunkInPlace(frame, n) : frame.subarray(0, n);
         const ok = sock.write(piece);
         if (sock.writableLength !== 0) frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
         await this.flushed(ok);

@@ -212,6 +212,25 @@ export function serializeLastChunk(trailers: Headers | null): string {
   return `0\r\n${serializeFields(trailers, -1, false)}\r\n`;
 }
 
+/** Bytes a {@link frameChunkInPlace} frame keeps before its data for the size line ("ffffffff\r\n"). */
+export const CHUNK_ROOM = 10;
+
+/**
+ * Frames `n` (> 0) bytes that sit at `frame[CHUNK_ROOM ..]` as one chunk of the chunked
+ * coding, in place: the size line goes into the room before them, CRLF after them (the frame
+ * needs 2 spare bytes there). Returns the framed view; no byte of data is copied.
+ */
+export function frameChunkInPlace(frame: Buffer, n: number): Buffer {
+  const hex = n.toString(16);
+  const start = CHUNK_ROOM - hex.length - 2;
+  frame.write(hex, start, 'latin1');
+  frame[CHUNK_ROOM - 2] = 13;
+  frame[CHUNK_ROOM - 1] = 10;
+  frame[CHUNK_ROOM + n] = 13;
+  frame[CHUNK_ROOM + n + 1] = 10;
+  return frame.subarray(start, CHUNK_ROOM + n + 2);
+}
+
 /** One chunk of the chunked coding (`size CRLF data CRLF`) as a new Buffer; empty data gives an empty Buffer (an empty chunk would end the body). */
 export function encodeChunk(data: Uint8Array): Buffer {
   const n = data.length;

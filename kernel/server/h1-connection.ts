@@ -23,7 +23,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
-import { encodeMessage, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { CHUNK_ROOM, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
@@ -653,7 +653,7 @@ export class H1Connection implements StreamConnection {
       // Bytes are read into `frame` behind room for the chunk-size line and framed in place.
       // The frame is reused whenever the socket took the bytes at once (writableLength back to
       // 0); while it still holds them, the next read gets a fresh one.
-      const room = mode === 'chunked' ? 10 : 0;
+      const room = mode === 'chunked' ? CHUNK_ROOM : 0;
       let frame = Buffer.allocUnsafe(room + STREAM_CHUNK + 2);
       let sent = 0;
       for (;;) {
@@ -665,16 +665,8 @@ export class H1Connection implements StreamConnection {
         sent += n;
         if (mode === 'fixed' && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
         let piece: Buffer;
-        if (mode === 'chunked') {
-          const hex = n.toString(16);
-          const start = room - hex.length - 2;
-          frame.write(hex, start, 'latin1');
-          frame[room - 2] = 13;
-          frame[room - 1] = 10;
-          frame[room + n] = 13;
-          frame[room + n + 1] = 10;
-          piece = frame.subarray(start, room + n + 2);
-        } else piece = frame.subarray(0, n);
+        if (mode === 'chunked') piece = frameChunkInPlace(frame, n);
+        else piece = frame.subarray(0, n);
         let wait: Promise<void> | undefined;
         if (pendingHead !== null) {
           wait = this.send(encodeMessage(pendingHead, piece));
