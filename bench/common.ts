@@ -3,7 +3,7 @@
  * ending child processes, precompiling the child programs with esbuild, paired ratios, and
  * table formatting.
  */
-import { type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { median } from './load.js';
@@ -104,6 +104,56 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
   await gone;
   clearTimeout(timer);
+}
+
+/** A child program that printed `PORT <n>`; see {@link spawnListening}. */
+export interface ListeningChild {
+  child: ChildProcess;
+  pid: number;
+  port: number;
+  /** The last 4,000 characters it wrote to stderr. */
+  stderr: () => string;
+  exited: () => boolean;
+}
+
+/**
+ * Spawns `argv` (already pinned, see load.ts `pinned`) and resolves once it prints
+ * `PORT <n>` on stdout; rejects with a one-line reason when it exits first or stays silent
+ * for 20 s. `track` registers the child for cleanup.
+ */
+export function spawnListening(argv: string[], cwd: string, env: NodeJS.ProcessEnv, track: (child: ChildProcess) => void): Promise<ListeningChild> {
+  const [cmd, ...args] = argv;
+  const child = spawn(cmd as string, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  track(child);
+  let err = '';
+  let exited = false;
+  child.stderr?.setEncoding('utf8').on('data', (s: string) => {
+    err = (err + s).slice(-4000);
+  });
+  child.stdin?.on('error', () => {});
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`did not print "PORT <n>" within 20 s${err ? `: ${firstLines(err)}` : ''}`));
+    }, 20_000);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once('exit', (code, signal) => {
+      exited = true;
+      clearTimeout(timer);
+      reject(new Error(`exited (${signal ?? `status ${code}`}) before listening${err ? `: ${firstLines(err)}` : ''}`));
+    });
+    child.stdout?.setEncoding('utf8').on('data', (s: string) => {
+      out += s;
+      const m = /^PORT (\d+)$/m.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      resolve({ child, pid: child.pid as number, port: Number(m[1]), stderr: () => err, exited: () => exited });
+    });
+  });
 }
 
 // ---------------------------------------------------------------------------------------

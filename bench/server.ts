@@ -33,7 +33,7 @@
  * fastify, net-raw), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -65,6 +65,7 @@ import {
   printTable as printTableWith,
   runSpread,
   sleep,
+  spawnListening,
   stopChild,
   type Launch,
 } from './common.js';
@@ -196,51 +197,10 @@ function prepareServerLaunches(specs: ServerSpec[], runner: 'esbuild' | 'tsx', d
 }
 
 /** Starts one server; rejects with a one-line reason when it does not come up. */
-function startServer(spec: ServerSpec, launch: Launch, scenario: 'hello' | 'big', cpu: number | null): Promise<ServerProc> {
-  if ('error' in launch) return Promise.reject(new Error(launch.error));
-  const [cmd, ...args] = pinned(cpu, [process.execPath, ...launch.argv]);
-  const child = spawn(cmd as string, args, {
-    cwd: ROOT,
-    env: { ...process.env, SCENARIO: scenario, PORT: '0', BENCH_CHILD: '1', NODE_ENV: 'production' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  track(child);
-  let err = '';
-  let exited = false;
-  child.stderr?.setEncoding('utf8').on('data', (s: string) => {
-    err = (err + s).slice(-4000);
-  });
-  child.stdin?.on('error', () => {});
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`did not print "PORT <n>" within 20 s${err ? `: ${firstLines(err)}` : ''}`));
-    }, 20_000);
-    child.once('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.once('exit', (code, signal) => {
-      exited = true;
-      clearTimeout(timer);
-      reject(new Error(`exited (${signal ?? `status ${code}`}) before listening${err ? `: ${firstLines(err)}` : ''}`));
-    });
-    child.stdout?.setEncoding('utf8').on('data', (s: string) => {
-      out += s;
-      const m = /^PORT (\d+)$/m.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      resolve({
-        spec,
-        child,
-        pid: child.pid as number,
-        port: Number(m[1]),
-        stderr: () => err,
-        exited: () => exited,
-      });
-    });
-  });
+async function startServer(spec: ServerSpec, launch: Launch, scenario: 'hello' | 'big', cpu: number | null): Promise<ServerProc> {
+  if ('error' in launch) throw new Error(launch.error);
+  const env = { ...process.env, SCENARIO: scenario, PORT: '0', BENCH_CHILD: '1', NODE_ENV: 'production' };
+  return { spec, ...(await spawnListening(pinned(cpu, [process.execPath, ...launch.argv]), ROOT, env, track)) };
 }
 
 /** SIGTERM, then SIGKILL after 2 s; resolves when the child is gone. */

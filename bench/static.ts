@@ -21,7 +21,7 @@
  * BENCH_RUNS (default 3), BENCH_CONNECTIONS (default 32), BENCH_SERVER_CPU / BENCH_LOAD_CPU
  * (default 1 / 0), BENCH_RUNNER (esbuild | tsx), BENCH_STATIC_SIZES (comma list of 4k, 1m).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -40,6 +40,7 @@ import {
   prepareLaunches,
   printTable,
   runSpread,
+  spawnListening,
   stopChild,
   type Launch,
 } from './common.js';
@@ -174,44 +175,11 @@ interface Proc {
 
 const children = childTracker();
 
-function startServer(id: ServerId, label: string, launch: Launch, root: string, cpu: number | null): Promise<Proc> {
-  if ('error' in launch) return Promise.reject(new Error(launch.error));
-  const [cmd, ...args] = pinned(cpu, [process.execPath, ...launch.argv]);
-  const child = spawn(cmd as string, args, {
-    cwd: ROOT,
-    env: { ...process.env, STATIC_BENCH_ROLE: id, STATIC_ROOT: root, NODE_ENV: 'production' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  children.track(child);
-  let err = '';
-  let exited = false;
-  child.stderr?.setEncoding('utf8').on('data', (s: string) => {
-    err = (err + s).slice(-4000);
-  });
-  child.stdin?.on('error', () => {});
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`did not print "PORT <n>" within 20 s${err ? `: ${firstLines(err)}` : ''}`));
-    }, 20_000);
-    child.once('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.once('exit', (code, signal) => {
-      exited = true;
-      clearTimeout(timer);
-      reject(new Error(`exited (${signal ?? `status ${code}`}) before listening${err ? `: ${firstLines(err)}` : ''}`));
-    });
-    child.stdout?.setEncoding('utf8').on('data', (s: string) => {
-      out += s;
-      const m = /^PORT (\d+)$/m.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      resolve({ id, label, child, pid: child.pid as number, port: Number(m[1]), stderr: () => err, exited: () => exited });
-    });
-  });
+async function startServer(id: ServerId, label: string, launch: Launch, root: string, cpu: number | null): Promise<Proc> {
+  if ('error' in launch) throw new Error(launch.error);
+  const env = { ...process.env, STATIC_BENCH_ROLE: id, STATIC_ROOT: root, NODE_ENV: 'production' };
+  const proc = await spawnListening(pinned(cpu, [process.execPath, ...launch.argv]), ROOT, env, (c) => children.track(c));
+  return { id, label, ...proc };
 }
 
 /** Fetches `url` once and checks status, length and bytes against `expected`. */
