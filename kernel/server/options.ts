@@ -9,6 +9,10 @@ import { DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_LINE_BYTES } from '../http1/head-
 
 /** Options of `serve`, `listen` and `new Server` (all optional). */
 export interface ServerOptions {
+  /** The reference's `network`: only `'tcp'` (the default) is served; anything else is an `ArgumentError`. */
+  network?: 'tcp';
+  /** The reference's `address`: `'host:port'` (`'[::1]:8080'` for IPv6), instead of `host` and `port`. */
+  address?: string;
   /** Address to bind; default `127.0.0.1`. */
   host?: string;
   /** Port to bind; default 8080; 0 picks a free one. */
@@ -68,7 +72,7 @@ export interface ResolvedServerOptions {
 }
 
 const KNOWN = new Set([
-  'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
+  'network', 'address', 'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
   'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
   // Server constructor and entry points
   'handler', 'stream', 'kernel',
@@ -122,6 +126,16 @@ function checkHttp2(o: Record<string, unknown>): void {
   check('connectionWindowSize', 65535);
 }
 
+/** `address` (`host:port`, IPv6 in brackets) split; it may not be combined with `host`/`port`. */
+function splitAddress(v: unknown, o: Record<string, unknown>): { host: string; port: number } {
+  if (typeof v !== 'string') throw new ArgumentError(`address must be a 'host:port' string, got ${typeof v}`);
+  if (o.host !== undefined || o.port !== undefined) throw new ArgumentError('pass either address or host and port, not both');
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(v);
+  const port = m === null ? -1 : Number(m[3]);
+  if (m === null || port > 65535) throw new ArgumentError(`address must be 'host:port' (IPv6 as '[::1]:8080'), got ${JSON.stringify(v)}`);
+  return { host: (m[1] ?? m[2])!, port };
+}
+
 /** @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`. */
 export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean): ResolvedServerOptions {
   if (options === undefined) options = {};
@@ -133,9 +147,13 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   if (stream && o.maxBodyBytes !== undefined) {
     throw new ArgumentError('maxBodyBytes applies to request handlers (serve); a stream handler (listen) reads the body itself');
   }
-  const host = o.host ?? '127.0.0.1';
+  if (o.network !== undefined && o.network !== 'tcp') {
+    throw new ArgumentError(`network must be 'tcp' (the only network served), got ${JSON.stringify(o.network)}`);
+  }
+  const addr = o.address === undefined ? null : splitAddress(o.address, o);
+  const host = addr?.host ?? o.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host === '') throw new ArgumentError(`host must be a non-empty string, got ${typeof host}`);
-  let port = int(o, 'port', 8080, 0, 65535);
+  let port = addr?.port ?? int(o, 'port', 8080, 0, 65535);
   if (bool(o, 'listenAny', false)) port = 0;
   const listener = o.listener ?? null;
   if (listener !== null && (typeof listener !== 'object' || typeof (listener as NetServer).listen !== 'function' || typeof (listener as NetServer).on !== 'function')) {

@@ -946,6 +946,20 @@ describe('server life cycle', () => {
     expect(transfers(r.stdout)[0]).toMatchObject({ status: 200, body: 'hello' });
   });
 
+  it("new Server({ network: 'tcp', address: 'host:port' }) as the reference writes it; bad forms are ArgumentErrors", async () => {
+    const s = track(new Server({ network: 'tcp', address: '127.0.0.1:0', handler: hello }));
+    await s.listen();
+    const r = await curl(['-w', W, `http://127.0.0.1:${s.port}/`]);
+    expect(transfers(r.stdout)[0]).toMatchObject({ status: 200, body: 'hello' });
+    const v6 = track(await serve(hello, { address: '[::1]:0' }));
+    const r6 = await curl(['-g', '-w', W, `http://[::1]:${v6.port}/`]);
+    expect(transfers(r6.stdout)[0]).toMatchObject({ status: 200, body: 'hello' });
+    expect(() => new Server({ handler: hello, network: 'unix' as 'tcp' })).toThrow(/network must be 'tcp'/);
+    expect(() => new Server({ handler: hello, address: 'localhost' })).toThrow(/address must be 'host:port'/);
+    expect(() => new Server({ handler: hello, address: '127.0.0.1:70000' })).toThrow(ArgumentError);
+    expect(() => new Server({ handler: hello, address: '127.0.0.1:80', port: 80 })).toThrow(/either address or host and port/);
+  });
+
   it('AddressInUseError on an IPv6 host names it in brackets', async () => {
     const first = track(await serve(hello, { host: '::1', port: 0 }));
     const err = await serve(hello, { host: '::1', port: first.port }).then(
