@@ -118,14 +118,14 @@ describe('squid as a CONNECT proxy (https, TLS end to end)', () => {
     expect(err.message).toMatch(/refused CONNECT closed\.test:\d+ with 503/);
   });
 
-  it('plain http goes through a CONNECT tunnel when only the Transport has the policy', async () => {
+  it('plain http is forwarded when only the Transport has the policy', async () => {
     const squid = await startSquid({ hosts: HOSTS });
     const origin = await startOrigin();
     const client = await makeClient({ transport: new Transport({ proxy: new ProxyConfig(squid.url) }) });
     expect((await client.get(`http://origin.test:${origin.port}/via-transport`)).text()).toBe('http /via-transport');
     expect(origin.hits[0]!.target).toBe('/via-transport');
     client.transport.close();
-    await squid.waitLog(new RegExp(`TCP_TUNNEL/200 .* CONNECT origin\\.test:${origin.port} `));
+    await squid.waitLog(new RegExp(`TCP_MISS/200 .* GET http://origin\\.test:${origin.port}/via-transport `));
   });
 
   it('TLS failure after the tunnel (wrong CA) is a TLSHandshakeError', async () => {

@@ -112,11 +112,12 @@ describe('forward mode (plain http through an http proxy)', () => {
     expect(r.heads[0]).toMatch(/^CONNECT example\.test:8080 HTTP\/1\.1\r\n/);
   });
 
-  it('a Transport-only policy tunnels (forward needs the call to see the policy)', async () => {
-    const r = await recordingProxy('HTTP/1.1 403 Forbidden\r\n\r\n');
+  it('a policy given only to the Transport forwards plain http too (the client reads it from there)', async () => {
+    const r = await recordingProxy();
     const client = await makeClient({ transport: new Transport({ proxy: new ProxyConfig(`http://127.0.0.1:${r.port}`) }) });
-    await rejection(client.get('http://example.test:8080/'));
-    expect(r.heads[0]).toMatch(/^CONNECT example\.test:8080 /);
+    const res = await client.get('http://example.test:8080/t');
+    await (res.body as { close?(): void } | null)?.close?.();
+    expect(r.heads[0]).toMatch(/^GET http:\/\/example\.test:8080\/t HTTP\/1\.1\r\n/);
   });
 });
 
