@@ -8,6 +8,8 @@
  * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
  *   process): switchyard's `Client` (`http2PriorKnowledge`) vs a bare node:http2 client session.
  *
+ * Each server gets a short h2load warm-up first (not counted in req/s nor CPU).
+ *
  * Environment: BENCH_H2_RUNS (rounds, default 3), BENCH_H2_SECONDS (h2load seconds per server
  * and round, default 2), BENCH_H2_CLIENT_REQUESTS (requests per client round, default 20000),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0). Needs h2load (Debian
@@ -33,6 +35,8 @@ const SERVERS: { kind: ServerKind; label: string; tls: boolean }[] = [
 ];
 
 const BODY = 'hello world';
+/** h2load seconds against each server before it is measured (not counted). */
+const WARMUP_SECONDS = 0.5;
 const SELF = fileURLToPath(import.meta.url);
 
 // ---------------------------------------------------------------------------------------
@@ -71,8 +75,13 @@ async function serveKind(kind: ServerKind): Promise<void> {
     port = (app.server.address() as { port: number }).port;
     close = () => app.close();
   }
-  const cpu0 = process.cpuUsage();
+  let cpu0 = process.cpuUsage();
   process.stdout.write(`PORT ${port}\n`);
+  // The harness warms every server up first, then starts the count here (steady state: JIT
+  // warm-up and connection setup are not part of the per-request figure, for any server).
+  process.stdin.on('data', (c: Buffer) => {
+    if (c.toString().includes('RESET')) cpu0 = process.cpuUsage();
+  });
   const exit = (): void => {
     // CPU spent serving, for the harness's µs-per-request column (less noisy than req/s on a shared machine).
     const d = process.cpuUsage(cpu0);
@@ -124,7 +133,7 @@ async function startServer(kind: ServerKind, cpu: number | null): Promise<{ chil
 }
 
 function h2load(url: string, seconds: number, cpu: number | null): Promise<{ rps: number; errors: number; succeeded: number; raw: string }> {
-  const argv = pinned(cpu, ['h2load', '-c', '10', '-m', '100', '-D', String(seconds), url]);
+  const argv = pinned(cpu, ['h2load', '-c', '10', '-m', '100', ...(seconds < 1 ? ['-n', String(Math.round(seconds * 40000))] : ['-D', String(seconds)]), url]);
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     children.track(child);
@@ -133,7 +142,7 @@ function h2load(url: string, seconds: number, cpu: number | null): Promise<{ rps
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.once('error', reject);
     child.once('exit', () => {
-      const rps = /finished in [\d.]+s, ([\d.]+) req\/s/.exec(out);
+      const rps = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(out);
       const req = /requests: \d+ total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored/.exec(out);
       if (!rps) {
         reject(new Error(`h2load output not understood: ${out.slice(0, 300)}`));
@@ -160,6 +169,8 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
     for (const s of SERVERS) {
       const { child, port, cpu } = await startServer(s.kind, serverCpu);
       try {
+        await h2load(`${s.tls ? 'https' : 'http'}://127.0.0.1:${port}/`, WARMUP_SECONDS, loadCpu);
+        child.stdin!.write('RESET\n');
         const r = await h2load(`${s.tls ? 'https' : 'http'}://127.0.0.1:${port}/`, seconds, loadCpu);
         const row = rows.get(s.kind)!;
         row.runs.push(r.rps);
@@ -175,8 +186,8 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
   return [...rows.values()];
 }
 
-/** `n` requests, at most 100 in flight, on one session; resolves to requests per second. */
-async function clientRound(kind: 'switchyard' | 'node', port: number, n: number): Promise<number> {
+/** `n` requests, at most 100 in flight, on one session; resolves to requests per second and CPU µs per request. */
+async function clientRound(kind: 'switchyard' | 'node', port: number, n: number): Promise<{ rps: number; cpu: number }> {
   const url = `http://127.0.0.1:${port}/`;
   if (kind === 'node') {
     const s = http2.connect(url);
@@ -189,10 +200,12 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
         st.once('error', reject);
       });
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     await pump(n, one);
     const rps = n / ((performance.now() - t0) / 1000);
+    const cpu = cpuPer(c0, n);
     s.close();
-    return rps;
+    return { rps, cpu };
   }
   const { Client, createKernel } = await import('../kernel/index.js');
   const { h2 } = await import('../plugins/h2/index.js');
@@ -201,11 +214,19 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
   const c = new Client({ kernel, http2PriorKnowledge: true });
   await c.get(url);
   const t0 = performance.now();
+  const c0 = process.cpuUsage();
   await pump(n, async () => void (await c.get(url)));
   const rps = n / ((performance.now() - t0) / 1000);
+  const cpu = cpuPer(c0, n);
   if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
   c.close();
-  return rps;
+  return { rps, cpu };
+}
+
+/** CPU µs per request since `c0`. */
+function cpuPer(c0: NodeJS.CpuUsage, n: number): number {
+  const d = process.cpuUsage(c0);
+  return (d.user + d.system) / n;
 }
 
 async function pump(n: number, one: () => Promise<void>): Promise<void> {
@@ -220,7 +241,7 @@ async function pump(n: number, one: () => Promise<void>): Promise<void> {
 }
 
 /** One client round in a child process (compiled like the servers), pinned to `cpu`. */
-function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: number | null): Promise<number> {
+function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: number | null): Promise<{ rps: number; cpu: number }> {
   const argv = childArgv(cpu, ['--client', kind, String(port), String(n)]);
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -228,8 +249,8 @@ function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: 
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.once('exit', (code) => {
-      const m = /RPS ([\d.]+)/.exec(out);
-      if (m) resolve(Number(m[1]));
+      const m = /RPS ([\d.]+) CPU ([\d.]+)/.exec(out);
+      if (m) resolve({ rps: Number(m[1]), cpu: Number(m[2]) });
       else reject(new Error(`client ${kind} failed (${code}): ${out.slice(0, 200)}`));
     });
   });
@@ -240,7 +261,11 @@ async function clientBench(runs: number, n: number, serverCpu: number | null, lo
   const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] } };
   try {
     for (let round = 0; round < runs; round++) {
-      for (const k of ['node', 'switchyard'] as const) rows[k].runs.push(await clientChild(k, port, n, loadCpu));
+      for (const k of ['node', 'switchyard'] as const) {
+        const r = await clientChild(k, port, n, loadCpu);
+        rows[k].runs.push(r.rps);
+        rows[k].cpu.push(r.cpu);
+      }
       log(`  client round ${round + 1}/${runs} done`);
     }
   } finally {
@@ -284,8 +309,8 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
     const crow = await clientBench(runs, n, pin ? sCpu : null, pin ? lCpu : null, log);
     log(`\nclient: ${n} requests, 100 concurrent streams on one session, against a bare node:http2 h2c server, median of ${runs} rounds`);
     printTable(
-      ['client', 'req/s', 'vs node:http2 session', 'runs (req/s)'],
-      crow.map((r) => [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, crow[0], runs)), r.runs.map(fmtInt).join(' ')]),
+      ['client', 'req/s', 'vs node:http2 session', 'CPU µs/req', 'CPU vs node:http2', 'runs (req/s)'],
+      crow.map((r) => [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, crow[0], runs)), median(r.cpu).toFixed(1), fmtRatio(median(crow[0]!.cpu) / median(r.cpu)), r.runs.map(fmtInt).join(' ')]),
       log,
       true,
     );
@@ -297,8 +322,8 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
 if (process.argv[2] === '--serve') {
   await serveKind(process.argv[3] as ServerKind);
 } else if (process.argv[2] === '--client') {
-  const rps = await clientRound(process.argv[3] as 'switchyard' | 'node', Number(process.argv[4]), Number(process.argv[5]));
-  process.stdout.write(`RPS ${rps}\n`);
+  const r = await clientRound(process.argv[3] as 'switchyard' | 'node', Number(process.argv[4]), Number(process.argv[5]));
+  process.stdout.write(`RPS ${r.rps} CPU ${r.cpu}\n`);
   process.exit(0);
 } else if (process.argv[1] === SELF) {
   await runH2Bench();

@@ -7,10 +7,10 @@ import type { Writable } from 'node:stream';
 import { ArgumentError, StatusError } from '../errors.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
-import { AbstractBody, readAll, type Body } from '../message/body.js';
+import { AbstractBody, bodyLength, readAll, type Body } from '../message/body.js';
 import { RequestContext } from '../message/context.js';
 import { Headers, type HeadersInit } from '../message/headers.js';
-import { Request } from '../message/request.js';
+import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
@@ -74,6 +74,8 @@ export class Client {
   private readonly defaultBasicauth: readonly [string, string] | null;
   private readonly ownsTransport: boolean;
   private isOpenFlag = true;
+  /** Exchange and acquire options of calls that pass no options (made on the first such call). */
+  private defaultPlan: CallPlan | null = null;
 
   /** A client; with `kernel`, the kernel's plugins run on every call. */
   constructor(options: ClientOptions = {}) {
@@ -110,22 +112,29 @@ export class Client {
   }
 
   /** Sends `method url` and resolves to the response with its body buffered (see {@link CallOptions}). */
-  async request(method: string, url: string | URL, options: CallOptions = {}): Promise<Response> {
+  async request(method: string, url: string | URL, options: CallOptions = NO_OPTIONS): Promise<Response> {
     this.check();
-    checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`);
+    if (options !== NO_OPTIONS) checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`);
     const o = this.merge(options);
     const req = this.buildRequest(method, url, o);
-    const [ctx, unlink] = this.contextFor(o);
+    const ctx = this.contextFor(o);
+    const unlink = lastUnlink;
     req.ctx = ctx;
-    const started = performance.now();
     const trace = traceOf(o);
+    const started = trace !== null ? performance.now() : 0;
     let final: Response | null = null;
     let failure: unknown = null;
     let attempts = 1;
     try {
       const res = await this.run(req, o, ctx, trace);
       attempts = ctx.get<number>(kAttempt) ?? 1;
-      await bufferBody(res, o.responseStream);
+      // A body already in memory (or complete) is taken without another promise; a protocol
+      // body that hands over the rest at once is awaited directly.
+      if (!bufferedNow(res, o.responseStream)) {
+        const b = res.body;
+        if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) res.body = await b.readRest();
+        else await bufferBody(res, o.responseStream);
+      }
       final = res;
       if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
       return res;
@@ -142,14 +151,15 @@ export class Client {
    * The reference's `do!`: sends a prepared `Request` (its `url` must be absolute) and resolves
    * to the response with its body streamed (`response.body` is an AbstractBody to read or close).
    */
-  async dispatch(request: Request, options: CallOptions = {}): Promise<Response> {
+  async dispatch(request: Request, options: CallOptions = NO_OPTIONS): Promise<Response> {
     this.check();
     if (!(request instanceof Request)) throw new ArgumentError('dispatch(request, options) takes a Request');
     checkCallOptions(options, 'dispatch()');
     const o = this.merge(options);
     if (request.url === '') throw new ArgumentError('dispatch(): request.url must be the absolute URL to send it to');
     if (request.host === null) request.host = new URL(request.url).host;
-    const [ctx, unlink] = this.contextFor({ ...o, context: options.context ?? request.ctx });
+    const ctx = this.contextFor({ ...o, context: options.context ?? request.ctx });
+    const unlink = lastUnlink;
     request.ctx = ctx;
     const res = await this.run(request, o, ctx, traceOf(o)).catch((err: unknown) => {
       unlink();
@@ -172,7 +182,7 @@ export class Client {
    * (`startRead` returns the head). Resolves to the final response (its body consumed: null)
    * once the handler returns; `StatusError` as for `request`.
    */
-  async open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options: CallOptions = {}): Promise<Response> {
+  async open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options: CallOptions = NO_OPTIONS): Promise<Response> {
     this.check();
     if (typeof handler !== 'function') throw new ArgumentError('open(method, url, handler, options): handler must be a function');
     checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`);
@@ -183,7 +193,8 @@ export class Client {
     const cl = h.get('Content-Length');
     const body = opensBody(req.method, h.has('Transfer-Encoding') || cl !== undefined) ? new PushBody() : null;
     if (body !== null) req.setBody(body, cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1);
-    const [ctx, unlink] = this.contextFor(o);
+    const ctx = this.contextFor(o);
+    const unlink = lastUnlink;
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
@@ -266,20 +277,24 @@ export class Client {
 
   /**
    * The call's context (the caller's, or a child with the call's deadline), linked to
-   * `signal`; the returned function unlinks it when the call is over.
+   * `signal`; {@link lastUnlink} is then the function that unlinks it when the call is over
+   * (read it at once: no tuple per call).
    */
-  private contextFor(o: CallOptions): [RequestContext, () => void] {
+  private contextFor(o: CallOptions): RequestContext {
     let ctx = o.context;
     const timeout = o.requestTimeout ?? 0;
     let child = false;
-    if (ctx === undefined) ctx = new RequestContext({ deadline: timeout > 0 ? performance.now() + timeout : 0 });
+    if (ctx === undefined) ctx = timeout > 0 ? new RequestContext({ deadline: performance.now() + timeout }) : new RequestContext(NO_DEADLINE);
     else if (timeout > 0) {
       ctx = ctx.child(performance.now() + timeout);
       child = true;
     }
     ctx.set(kCallOptions, o);
     const signal = o.signal;
-    if (signal === undefined) return [ctx, child ? () => ctx.detach() : noop];
+    if (signal === undefined) {
+      lastUnlink = child ? () => ctx.detach() : noop;
+      return ctx;
+    }
     const c = ctx;
     const onAbort = (): void => {
       const r: unknown = signal.reason;
@@ -287,26 +302,33 @@ export class Client {
     };
     if (signal.aborted) {
       onAbort();
-      return [ctx, noop];
+      lastUnlink = noop;
+      return ctx;
     }
     signal.addEventListener('abort', onAbort, { once: true });
-    return [
-      ctx,
-      () => {
-        signal.removeEventListener('abort', onAbort);
-        if (child) c.detach();
-      },
-    ];
+    lastUnlink = () => {
+      signal.removeEventListener('abort', onAbort);
+      if (child) c.detach();
+    };
+    return ctx;
   }
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
     const u = url instanceof URL ? url : parseUrl(url);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
-    const headers = new Headers(o.headers ?? undefined);
     const d = this.defaultHeaders;
-    if (d !== null) for (const [k, v] of d) if (!headers.has(k)) headers.push(k, v);
-    if (!headers.has('User-Agent')) headers.push('User-Agent', USER_AGENT);
+    let headers: Headers;
+    if (o.headers == null && d === null) {
+      // The common call: only the User-Agent, in arrays of its size (a push onto empty ones reserves 17 slots each).
+      headers = new Headers();
+      headers._names = ['User-Agent'];
+      headers._values = [USER_AGENT];
+    } else {
+      headers = new Headers(o.headers ?? undefined);
+      if (d !== null) for (const [k, v] of d) if (!headers.has(k)) headers.push(k, v);
+      if (!headers.has('User-Agent')) headers.push('User-Agent', USER_AGENT);
+    }
     const auth = o.basicauth ?? (headers.has('Authorization') ? null : this.defaultBasicauth);
     if (auth !== null && auth !== undefined) headers.set('Authorization', `Basic ${Buffer.from(`${auth[0]}:${auth[1]}`).toString('base64')}`);
     else if (u.username !== '' && !headers.has('Authorization')) {
@@ -319,7 +341,9 @@ export class Client {
     }
     const target = appendQuery((u.pathname || '/') + u.search, pairs);
     const body = toMessageBody(o.body, headers);
-    const req = new Request(method, target, { headers, copyHeaders: false, body, host: u.host });
+    // Everything here is checked already: the wire constructor skips the options object and its checks.
+    const req = requestFromWire(method, target, headers, body, bodyLength(body), 1);
+    req.host = u.host;
     // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
     req.url = `${u.protocol}//${u.host}${target}`;
     return req;
@@ -333,23 +357,22 @@ export class Client {
       this.hooks = k.tapped.client;
     }
     const hooks = this.hooks;
-    const timeouts: ExchangeOptions = {
-      responseHeaderTimeout: o.responseHeaderTimeout ?? 0,
-      readIdleTimeout: o.readIdleTimeout ?? 0,
-      writeIdleTimeout: o.writeIdleTimeout ?? 0,
-      expectContinueTimeout: o.expectContinueTimeout ?? 1000,
-      requestTimeout: o.requestTimeout ?? 0,
-      maxLineBytes: o.maxLineBytes,
-      maxHeaderBytes: o.maxHeaderBytes,
-    };
-    const acquire = { connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? (o.http2PriorKnowledge === true ? 'h2' : 'auto'), hooks, proxy: o.proxy } as const;
+    // Calls without options of their own share one pair of these (frozen: sessions only read them).
+    let plan = o === this.defaults ? this.defaultPlan : null;
+    if (plan === null) {
+      plan = planOf(o, hooks);
+      if (o === this.defaults) this.defaultPlan = plan;
+    }
+    const timeouts = plan.timeouts;
+    const acquire = plan.acquire;
     let req = first;
     let attempt = 1;
     let redirects = 0;
     let staleRetried = false;
     let unprocessedRetries = 0;
     for (;;) {
-      ctx.set(kAttempt, attempt);
+      // getAttempt() reads 1 when unset: the first attempt stores nothing (unless a reused context holds another).
+      if (attempt > 1 || ctx.get(kAttempt) !== undefined) ctx.set(kAttempt, attempt);
       let res: Response | null = null;
       let error: unknown = null;
       try {
@@ -361,7 +384,7 @@ export class Client {
           }
         }
         if (trace !== null) trace(new RequestEvent(attempt, req, req.url));
-        const sent = performance.now();
+        const sent = trace !== null ? performance.now() : 0;
         if (res === null) {
           const err0 = ctx.error();
           if (err0 !== null) throw err0;
@@ -419,6 +442,32 @@ export class Client {
   }
 }
 
+/** What {@link Client.run} hands the pool and the session, derived from a call's options. */
+interface CallPlan {
+  readonly timeouts: ExchangeOptions;
+  readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null; readonly proxy: CallOptions['proxy'] };
+}
+
+function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null): CallPlan {
+  const timeouts: ExchangeOptions = Object.freeze({
+    responseHeaderTimeout: o.responseHeaderTimeout ?? 0,
+    readIdleTimeout: o.readIdleTimeout ?? 0,
+    writeIdleTimeout: o.writeIdleTimeout ?? 0,
+    expectContinueTimeout: o.expectContinueTimeout ?? 1000,
+    requestTimeout: o.requestTimeout ?? 0,
+    maxLineBytes: o.maxLineBytes,
+    maxHeaderBytes: o.maxHeaderBytes,
+  });
+  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? (o.http2PriorKnowledge === true ? 'h2' : 'auto'), hooks, proxy: o.proxy } as const);
+  return { timeouts, acquire };
+}
+
+/** The options of a call given none (one shared object: no allocation, nothing to check). */
+const NO_OPTIONS: CallOptions = Object.freeze({});
+const NO_DEADLINE = Object.freeze({ deadline: 0 });
+/** The unlink function of the context {@link Client.contextFor} returned last. */
+let lastUnlink: () => void = noop;
+
 function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
   const t = o.trace ?? null;
   const v = o.verbose ?? 0;
@@ -432,7 +481,7 @@ function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
 
 /** `(url, options)` or `(url, headers, body?, options?)`; a second argument that is headers (a Headers, pairs or a Map) is the second form. */
 function verbArgs(n: number, a: unknown, b: unknown, c: unknown): CallOptions {
-  if (n <= 2 && !isHeadersValue(a)) return (a as CallOptions | undefined) ?? {};
+  if (n <= 2 && !isHeadersValue(a)) return (a as CallOptions | undefined) ?? NO_OPTIONS;
   return { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody };
 }
 
@@ -516,6 +565,24 @@ function drained(sink: Writable): Promise<void> {
     sink.once('drain', onDrain);
     sink.once('error', onError);
   });
+}
+
+/**
+ * The final body when it needs no waiting: no body, bytes, or a protocol body that already
+ * holds all of it (HTTP/2's `takeComplete`). Returns false when {@link bufferBody} must run.
+ */
+function bufferedNow(res: Response, sink: Writable | undefined): boolean {
+  if (sink !== undefined) return false;
+  const body = res.body;
+  if (body === null) res.body = new Uint8Array(0);
+  else if (body instanceof Uint8Array) return true;
+  else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
+  else if (typeof (body as { takeComplete?: unknown }).takeComplete === 'function') {
+    const all = (body as unknown as { takeComplete(): Uint8Array | null }).takeComplete();
+    if (all === null) return false;
+    res.body = all;
+  } else return false;
+  return true;
 }
 
 /** Reads the final body into memory, or into `sink`. */

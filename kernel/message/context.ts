@@ -25,6 +25,9 @@ export class RequestContext {
   private listeners: ((err: Error) => void)[] | null = null;
   private readonly parent: RequestContext | null;
   private unlinkParent: (() => void) | null = null;
+  // The client's per-call options, kept beside the data map: every client call sets them, and a
+  // Map of its own per call was a visible share of a request's garbage.
+  private callOptions: unknown = undefined;
 
   /** `new RequestContext({ deadline })`; a child takes `parent`. */
   constructor(options: RequestContextOptions = {}) {
@@ -65,12 +68,17 @@ export class RequestContext {
 
   /** Reads an application value, or `defaultValue` when the key is absent. */
   get<T = unknown>(key: string | symbol, defaultValue?: T): T | undefined {
+    if (key === kCallOptions) return this.callOptions !== undefined ? (this.callOptions as T) : defaultValue;
     const m = this.dataMap;
     return m !== null && m.has(key) ? (m.get(key) as T) : defaultValue;
   }
 
   /** Stores an application value. */
   set(key: string | symbol, value: unknown): this {
+    if (key === kCallOptions) {
+      this.callOptions = value;
+      return this;
+    }
     this.data.set(key, value);
     return this;
   }
@@ -143,7 +151,9 @@ export class RequestContext {
       fn(new CanceledError(this.cancelMessage));
       return noop;
     }
-    (this.listeners ??= []).push(fn);
+    // A new list holds just this one (a push onto an empty array reserves 17 slots).
+    if (this.listeners === null) this.listeners = [fn];
+    else this.listeners.push(fn);
     return () => {
       const ls = this.listeners;
       if (!ls) return;
@@ -190,6 +200,9 @@ export class RequestContext {
 }
 
 function noop(): void {}
+
+/** The key the client stores a call's merged options under (see `getCallOptions`). */
+const kCallOptions = Symbol.for('switchyard.callOptions');
 
 /** Longest delay `setTimeout` takes without overflowing. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

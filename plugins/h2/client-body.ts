@@ -30,6 +30,8 @@ export class H2ResponseBody extends AbstractBody {
   private paused = false;
   private collecting = false;
   private waiter: { resolve(): void; reject(e: Error): void } | null = null;
+  /** A pending {@link H2ResponseBody.readRest}: settled from the events, not by a loop of promises. */
+  private rest: { resolve(b: Uint8Array): void; reject(e: unknown): void; limit: number } | null = null;
   /** @internal Trailers, once they arrived. */
   trailerFields: Headers | null = null;
 
@@ -50,6 +52,10 @@ export class H2ResponseBody extends AbstractBody {
     if (data.length === 0 || this.isClosed) return;
     this.queue.push(data);
     this.queued += data.length;
+    if (this.rest !== null && this.queued > this.rest.limit) {
+      this.settleRest();
+      return;
+    }
     if (this.queued > HIGH_WATER && !this.paused && !this.collecting) {
       this.paused = true;
       this.source.pause();
@@ -60,6 +66,7 @@ export class H2ResponseBody extends AbstractBody {
   /** @internal */
   end(): void {
     this.ended = true;
+    if (this.rest !== null) this.settleRest();
     this.wake();
   }
 
@@ -67,6 +74,7 @@ export class H2ResponseBody extends AbstractBody {
   error(err: Error): void {
     if (this.ended) return;
     this.failure = err;
+    if (this.rest !== null) this.settleRest();
     const w = this.waiter;
     this.waiter = null;
     w?.reject(err);
@@ -110,21 +118,53 @@ export class H2ResponseBody extends AbstractBody {
     }
   }
 
-  /** Reads the rest at once: one buffer, no per-chunk promises (the client's buffered path). */
-  async readRest(limit = Infinity): Promise<Uint8Array> {
+  /** Reads the rest at once: one buffer and one promise, no per-chunk promises (the client's buffered path). */
+  readRest(limit = Infinity): Promise<Uint8Array> {
     this.collecting = true;
     if (this.paused) {
       this.paused = false;
       this.source.resume();
     }
-    while (!this.ended) {
-      if (this.failure !== null) throw this.failure;
-      if (this.isClosed) break;
-      if (this.queued > limit) break;
-      await this.wait();
+    if (this.rest !== null) return Promise.reject(new ProtocolError('the response body is already being read'));
+    if (this.ended || this.failure !== null || this.isClosed || this.queued > limit) {
+      try {
+        return Promise.resolve(this.restNow(limit));
+      } catch (err) {
+        return Promise.reject(err);
+      }
     }
+    return new Promise((resolve, reject) => {
+      this.rest = { resolve, reject, limit };
+    });
+  }
+
+  /** What readRest gives now that the body ended, failed, closed or passed its limit. */
+  private restNow(limit: number): Uint8Array {
     if (this.failure !== null) throw this.failure;
     if (this.queued > limit) throw new ProtocolError(`response body exceeds ${limit} bytes`);
+    const q = this.queue;
+    const out = q.length === 0 ? EMPTY : q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
+    this.queue = [];
+    this.queued = 0;
+    return out;
+  }
+
+  private settleRest(): void {
+    const r = this.rest!;
+    this.rest = null;
+    try {
+      r.resolve(this.restNow(r.limit));
+    } catch (err) {
+      r.reject(err);
+    }
+  }
+
+  /**
+   * The whole body when it has already arrived (else null), taken at once: the client's
+   * buffered path then needs no promise for it.
+   */
+  takeComplete(): Uint8Array | null {
+    if (!this.ended || this.failure !== null || this.isClosed) return null;
     const q = this.queue;
     const out = q.length === 0 ? EMPTY : q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
     this.queue = [];
@@ -146,6 +186,7 @@ export class H2ResponseBody extends AbstractBody {
     this.queue = [];
     this.queued = 0;
     if (!this.ended) this.source.abandon();
+    if (this.rest !== null) this.settleRest();
     this.wake();
   }
 

@@ -263,7 +263,8 @@ class H2ClientExchange implements BodySource {
   private readonly stream: ClientHttp2Stream;
   private readonly req: Request;
   private readonly t: ExchangeOptions;
-  private readonly started = performance.now();
+  /** When the exchange began, for timeout messages: read only when a timer is armed (a clock read costs). */
+  private started = 0;
   private headDone = false;
   private finished = false;
   private body: H2ResponseBody | null = null;
@@ -296,6 +297,7 @@ class H2ClientExchange implements BodySource {
       return;
     }
     this.removeCancel = ctx.onCancel((err) => this.fail(err));
+    if (ctx.deadline > 0 || t.responseHeaderTimeout > 0 || t.readIdleTimeout > 0 || t.writeIdleTimeout > 0) this.started = performance.now();
     if (ctx.deadline > 0) {
       this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, ctx.deadline - performance.now()));
       this.deadlineTimer.unref();

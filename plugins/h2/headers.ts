@@ -69,9 +69,13 @@ export interface RequestPseudo {
 /**
  * Headers read from the wire, from node's flat `rawHeaders` list (`[name, value, …]` in
  * arrival order), pseudo-headers skipped. `pseudo`, when given, receives the request's.
+ * With `hostFromAuthority`, a request without `Host` gets one from `:authority` (HTTP/1
+ * handlers read Host; RFC 9113 §8.3.1).
  */
-export function headersFromRaw(raw: readonly string[], pseudo: RequestPseudo | null): Headers {
-  const h = new Headers();
+export function headersFromRaw(raw: readonly string[], pseudo: RequestPseudo | null, hostFromAuthority = false): Headers {
+  // Arrays of the exact size: pushing onto empty ones reserves 17 slots each.
+  let n = 0;
+  let host = false;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
     if (name.charCodeAt(0) === 0x3a) {
@@ -84,8 +88,28 @@ export function headersFromRaw(raw: readonly string[], pseudo: RequestPseudo | n
       }
       continue;
     }
-    h.push(canonicalName(name), raw[i + 1]!);
+    if (name === 'host') host = true;
+    n++;
   }
+  const addHost = hostFromAuthority && !host && pseudo !== null && pseudo.authority !== undefined;
+  const size = addHost ? n + 1 : n;
+  const names = new Array<string>(size);
+  const values = new Array<string>(size);
+  let j = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.charCodeAt(0) === 0x3a) continue;
+    names[j] = canonicalName(name);
+    values[j] = raw[i + 1]!;
+    j++;
+  }
+  if (addHost) {
+    names[j] = 'Host';
+    values[j] = pseudo!.authority!;
+  }
+  const h = new Headers();
+  h._names = names;
+  h._values = values;
   return h;
 }
 

@@ -159,13 +159,13 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
       stream.end(`request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})\n`);
       return;
     }
-    const pseudo: RequestPseudo = { method: undefined, path: undefined, authority: undefined, scheme: undefined };
-    const headers = headersFromRaw(list, pseudo);
+    // One scratch object for every stream: read at once, before the next stream can come.
+    const pseudo = freshPseudo();
+    // HTTP/1 handlers read Host: a request without one gets the authority there (RFC 9113 §8.3.1).
+    const headers = headersFromRaw(list, pseudo, true);
     const method = pseudo.method ?? 'GET';
     const authority = pseudo.authority;
     const target = method === 'CONNECT' ? (authority ?? '') : (pseudo.path ?? '/');
-    // HTTP/1 handlers read Host: give them the authority there (RFC 9113 §8.3.1).
-    if (authority !== undefined && headers.indexOf('Host') < 0) headers.push('Host', authority);
     const ended = (flags & 1) !== 0; // END_STREAM on HEADERS: no body
     let length = -1;
     if (ended) length = 0;
@@ -227,6 +227,15 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     if (!this.socket.destroyed) this.socket.destroy();
     this.host.removeConnection(this);
   };
+}
+
+const PSEUDO: RequestPseudo = { method: undefined, path: undefined, authority: undefined, scheme: undefined };
+
+/** The shared pseudo-header scratch object, emptied. */
+function freshPseudo(): RequestPseudo {
+  const p = PSEUDO;
+  p.method = p.path = p.authority = p.scheme = undefined;
+  return p;
 }
 
 function noop(): void {}

@@ -29,7 +29,10 @@ export interface StreamOwner {
 
 /** @internal The {@link ExchangeWire} of one server stream. */
 export class H2ServerStream implements ExchangeWire {
-  readonly protocol = 'h2';
+  /** On the prototype, not a field per stream. */
+  get protocol(): string {
+    return 'h2';
+  }
   bodyError: unknown = null;
   private readonly stream: ServerHttp2Stream;
   private readonly owner: StreamOwner;
@@ -181,7 +184,10 @@ export class H2ServerStream implements ExchangeWire {
 
   head(status: number, headers: Headers, contentLength: number, end: boolean, trailers = true): void {
     if (!this.writable) return;
-    const out: H2HeaderObject = { ':status': status };
+    // `{}` has room for 4 properties in the object itself; a literal with one would need a
+    // separate property store for the usual :status + content-type + content-length.
+    const out: H2HeaderObject = {};
+    out[':status'] = status;
     addWireHeaders(headers, out);
     if (contentLength >= 0 && status !== 204 && status >= 200) out['content-length'] = contentLength;
     // node:http2 ends these itself (no body may follow).
