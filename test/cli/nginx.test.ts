@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../../kernel/index.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, tempDir as peerTempDir, waitListening, type Peer } from '../interop/helpers.js';
+import { cleanEnv, nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir as peerTempDir, type Peer } from '../interop/helpers.js';
 import { runCli, runMain, tempDir } from './helpers.js';
 
 const run = promisify(execFile);
@@ -29,20 +29,8 @@ let certFile = '';
 
 function config(port: number, tlsPort: number): string {
   return `
-master_process off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  types { text/html html; text/plain txt; application/octet-stream bin; }
-  default_type application/octet-stream;
+${nginxPreamble(dir)}
+http {${nginxHttpCommon(dir)}
   gzip on;
   gzip_types text/plain;
   gzip_min_length 256;
@@ -64,7 +52,6 @@ http {
 }
 
 beforeAll(async () => {
-  const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
   dir = await peerTempDir('swy-cli-nginx-');
   await mkdir(join(dir, 'www'), { mode: 0o755 });
   await mkdir(join(dir, 'tmp'), { mode: 0o755 });
@@ -75,24 +62,10 @@ beforeAll(async () => {
   await writeFile(join(dir, 'cert.pem'), cert.cert, { mode: 0o644 });
   await writeFile(join(dir, 'key.pem'), cert.key, { mode: 0o600 });
   certFile = join(dir, 'cert.pem');
-  // A free port can be taken between our probe and nginx's bind: try a few.
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const tlsPort = await freePort();
-    await writeFile(join(dir, 'nginx.conf'), config(port, tlsPort));
-    const p = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
-    try {
-      await waitListening(port, p);
-      await waitListening(tlsPort, p);
-      peer = p;
-      plain = `http://127.0.0.1:${port}`;
-      secure = `https://localhost:${tlsPort}`;
-      return;
-    } catch (err) {
-      await stopPeer(p);
-      if (attempt >= 3) throw err;
-    }
-  }
+  const started = await startNginx(dir, 2, ([port, tlsPort]) => config(port!, tlsPort!));
+  peer = started.peer;
+  plain = `http://127.0.0.1:${started.ports[0]}`;
+  secure = `https://localhost:${started.ports[1]}`;
 });
 
 afterAll(async () => {

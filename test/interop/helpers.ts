@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,4 +107,48 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!/_proxy$/i.test(k)) env[k] = v;
   return env;
+}
+
+/** The part of an nginx.conf every test shares: foreground, one worker, temp paths under `dir`. */
+export function nginxPreamble(dir: string): string {
+  return `
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }`;
+}
+
+/** The `http { … }` lines every test shares: no access log, temp paths under `dir`, basic types. */
+export function nginxHttpCommon(dir: string): string {
+  return `
+  access_log off;
+  client_body_temp_path ${dir}/tmp/body;
+  proxy_temp_path ${dir}/tmp/proxy;
+  fastcgi_temp_path ${dir}/tmp/fastcgi;
+  uwsgi_temp_path ${dir}/tmp/uwsgi;
+  scgi_temp_path ${dir}/tmp/scgi;
+  types { text/html html; text/plain txt; application/octet-stream bin; }
+  default_type application/octet-stream;`;
+}
+
+/**
+ * Starts nginx on `count` free ports with the config `config(ports)` written to `dir`
+ * (which holds `tmp/`), retrying when a probed port is taken before nginx binds it.
+ */
+export async function startNginx(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
+  const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await freePort());
+    await writeFile(join(dir, 'nginx.conf'), config(ports));
+    const p = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
+    try {
+      for (const port of ports) await waitListening(port, p);
+      return { peer: p, ports };
+    } catch (err) {
+      await stopPeer(p);
+      if (attempt >= 3) throw err;
+    }
+  }
 }

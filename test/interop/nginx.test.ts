@@ -14,7 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
 import { Client, StatusError, type Response } from '../../kernel/index.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, tempDir, waitListening, type Peer } from './helpers.js';
+import { nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir, type Peer } from './helpers.js';
 
 let dir = '';
 let peer: Peer | null = null;
@@ -42,20 +42,8 @@ function sha(b: Uint8Array): string {
 
 function config(port: number): string {
   return `
-master_process off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  types { text/html html; text/plain txt; application/octet-stream bin; }
-  default_type application/octet-stream;
+${nginxPreamble(dir)}
+http {${nginxHttpCommon(dir)}
   sendfile on;
   keepalive_timeout 30s;
   keepalive_requests 1000;
@@ -74,28 +62,15 @@ http {
 }
 
 beforeAll(async () => {
-  const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
   dir = await tempDir('swy-nginx-');
   await mkdir(join(dir, 'www'), { mode: 0o755 });
   await mkdir(join(dir, 'tmp'), { mode: 0o755 });
   await writeFile(join(dir, 'www', 'index.html'), INDEX, { mode: 0o644 });
   await writeFile(join(dir, 'www', 'text.txt'), TEXT, { mode: 0o644 });
   await writeFile(join(dir, 'www', 'data.bin'), BINARY, { mode: 0o644 });
-  // A free port can be taken between our probe and nginx's bind: try a few.
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    await writeFile(join(dir, 'nginx.conf'), config(port));
-    const p = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
-    try {
-      await waitListening(port, p);
-      peer = p;
-      origin = `http://127.0.0.1:${port}`;
-      return;
-    } catch (err) {
-      await stopPeer(p);
-      if (attempt >= 3) throw err;
-    }
-  }
+  const started = await startNginx(dir, 1, ([port]) => config(port!));
+  peer = started.peer;
+  origin = `http://127.0.0.1:${started.ports[0]}`;
 });
 
 afterAll(async () => {
