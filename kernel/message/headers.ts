@@ -58,11 +58,11 @@ export class Headers implements Iterable<[string, string]> {
       if (!Number.isInteger(init) || init < 0) {
         throw new ArgumentError(`Headers capacity must be a non-negative integer, got ${init}`);
       }
-      // Pre-size, then truncate: V8 keeps the backing store.
-      this._names = new Array<string>(init);
-      this._values = new Array<string>(init);
-      this._names.length = 0;
-      this._values.length = 0;
+      // A capacity hint only: V8 drops an array's storage when its length is set to 0, so
+      // pre-sizing buys nothing and would leave the arrays holey (slower); the first push
+      // reserves 17 slots, more than most messages use.
+      this._names = [];
+      this._values = [];
       return;
     }
     this._names = [];
