@@ -9,8 +9,9 @@
  *   64 B x1     one 64-byte message in flight: round trips per second
  *   64 B x100   100 messages in flight (a new one sent per echo received)
  *   1 MiB x1    one 1 MiB message in flight (half-compressible bytes): MiB/s echoed
- * each with and without permessage-deflate (ws's default threshold: messages under 1 KiB go
- * uncompressed on both stacks, so the 64-byte rows differ only by the negotiation).
+ * each with and without permessage-deflate, ws's defaults on both stacks. ws applies its 1 KiB
+ * threshold only under no_context_takeover, which neither side asks for, so the 64-byte
+ * messages are compressed too (one zlib round trip per message and direction on both stacks).
  *
  * Method: four echo servers (two stacks, compression on/off) run as child processes pinned to
  * one core (`taskset -c 1`); two load processes (one per stack) are pinned to another
@@ -21,9 +22,17 @@
  * from /proc) both processes of a stack spent per echoed message is reported: on a shared,
  * busy machine it moves far less than messages per second.
  *
+ * Process footprint: the switchyard children load the kernel and the plugin (through tsx);
+ * the ws children load only ws. With 1 MiB messages that alone changes V8's GC behaviour
+ * (a bigger old generation: incremental marking and mark-compacts every ~20 messages instead
+ * of scavenges only), which costs ~15% CPU per message and is not the WebSocket path.
+ * BENCH_WS_SAME_MODULES=1 makes the ws children import the websockets plugin too (unused),
+ * so both stacks run with the same code loaded and the comparison isolates the per-message
+ * path. Off by default: the default compares the stacks as shipped.
+ *
  * Environment: BENCH_DURATION (s per run, default 1.2), BENCH_RUNS (default 3),
  * BENCH_WS_SCENARIOS (comma list of echo64, echo64x100, echo1m), BENCH_SERVER_CPU /
- * BENCH_LOAD_CPU (default 1 / 0).
+ * BENCH_LOAD_CPU (default 1 / 0), BENCH_WS_SAME_MODULES (default 0).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -270,7 +279,8 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
         ]);
       }
     }
-    log(`WebSocket echo, ${runs} runs of ${(duration / 1000).toFixed(1)} s, median${pin ? `; servers on cpu ${serverCpu}, load on cpu ${loadCpu}` : '; not pinned (taskset unusable)'}`);
+    const same = process.env.BENCH_WS_SAME_MODULES === '1' ? '; ws children also load the switchyard plugin (BENCH_WS_SAME_MODULES=1)' : '';
+    log(`WebSocket echo, ${runs} runs of ${(duration / 1000).toFixed(1)} s, median${pin ? `; servers on cpu ${serverCpu}, load on cpu ${loadCpu}` : '; not pinned (taskset unusable)'}${same}`);
     log('');
     printTable(['scenario', 'compress', 'ws', 'switchyard', 'switchyard/ws', 'ws CPU µs/msg', 'switchyard CPU µs/msg'], rows, log, true);
     log('');
@@ -284,6 +294,10 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
 }
 
 const role = process.argv[2];
+// See the module notes (process footprint): the ws children load the same code, unused.
+if (process.env.BENCH_WS_SAME_MODULES === '1' && (role === '--serve' || role === '--load') && process.argv[3] === 'ws') {
+  await import('../plugins/websockets/index.js');
+}
 if (role === '--serve') {
   await serveEcho(process.argv[3] as Stack, process.argv[4] === '1');
 } else if (role === '--load') {
