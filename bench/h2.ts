@@ -12,7 +12,8 @@
  *
  * Environment: BENCH_H2_RUNS (rounds, default 3), BENCH_H2_SECONDS (h2load seconds per server
  * and round, default 2), BENCH_H2_CLIENT_REQUESTS (requests per client round, default 20000),
- * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0). Needs h2load (Debian
+ * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0), BENCH_H2_ONLY (`server` or
+ * `client`: that part alone). Needs h2load (Debian
  * `nghttp2-client`). `node --import tsx bench/h2.ts` runs it alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -289,10 +290,11 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
     const prepared = await prepareLaunches([{ key: 'h2', source: SELF, outName: 'h2-bench.mjs' }], 'esbuild', join(root, 'node_modules', '.cache', 'switchyard-bench'), { sourcemap: false, what: 'HTTP/2 bench programs' });
     if (prepared.note !== undefined) log(prepared.note);
     launch = prepared.launches.get('h2') ?? launch;
-    const rows = await serverBench(runs, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
+    const only = process.env.BENCH_H2_ONLY;
+    const rows = only === 'client' ? [] : await serverBench(runs, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
     const base = (label: string): Row | undefined => rows.find((r) => r.label === label);
     log(`\nh2load -c 10 -m 100, ${seconds} s per server and round, median of ${runs} rounds (hello world)`);
-    printTable(
+    if (rows.length > 0) printTable(
       ['server', 'req/s', 'vs node:http2', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
       rows.map((r) => {
         const tls = r.label.includes('TLS');
@@ -306,6 +308,7 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
       log,
       true,
     );
+    if (only === 'server') return;
     const crow = await clientBench(runs, n, pin ? sCpu : null, pin ? lCpu : null, log);
     log(`\nclient: ${n} requests, 100 concurrent streams on one session, against a bare node:http2 h2c server, median of ${runs} rounds`);
     printTable(

@@ -57,6 +57,14 @@ const EMPTY_OPTIONS: CallOptions = Object.freeze({});
  * connection, whatever its method, when the body can be replayed (RFC 9113 §8.7).
  */
 export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') as never;
+/**
+ * Marks exchange options (`ExchangeOptions[kBufferBody] === true`) of a call that will buffer
+ * the whole response body at once and has no hook to show the head to first: a protocol
+ * session may then resolve `dispatch` with the body complete (`takeComplete`), saving the
+ * caller a second wait. Sessions that ignore it behave as usual. A registry symbol, so a
+ * plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
+ */
+export const kBufferBody: unique symbol = Symbol.for('switchyard.bufferBody') as never;
 /** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
 const MAX_UNPROCESSED_RETRIES = 3;
 const USER_AGENT = 'switchyard/0.1';
@@ -76,6 +84,8 @@ export class Client {
   private isOpenFlag = true;
   /** Exchange and acquire options of calls that pass no options (made on the first such call). */
   private defaultPlan: CallPlan | null = null;
+  /** True when no client hook acts per attempt (known once the kernel is ready): calls take {@link Client.requestPlain}. */
+  private plain: boolean;
 
   /** A client; with `kernel`, the kernel's plugins run on every call. */
   constructor(options: ClientOptions = {}) {
@@ -84,6 +94,8 @@ export class Client {
     if (kernel !== undefined && (typeof kernel !== 'object' || kernel === null || !('hooks' in kernel))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
     if (transport !== undefined && !(transport instanceof Transport)) throw new ArgumentError('transport must be a Transport');
     this.kernel = kernel ?? null;
+    this.plain = this.kernel === null;
+    if (this.kernel !== null && this.kernel.state === 'ready') this.setHooks(this.kernel.tapped.client);
     this.ownsTransport = transport === undefined;
     this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2 });
     this.defaultHeaders = defaultHeaders === undefined ? null : new Headers(defaultHeaders);
@@ -112,15 +124,83 @@ export class Client {
   }
 
   /** Sends `method url` and resolves to the response with its body buffered (see {@link CallOptions}). */
-  async request(method: string, url: string | URL, options: CallOptions = NO_OPTIONS): Promise<Response> {
-    this.check();
-    if (options !== NO_OPTIONS) checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`);
-    const o = this.merge(options);
-    const req = this.buildRequest(method, url, o);
-    const ctx = this.contextFor(o);
+  request(method: string, url: string | URL, options: CallOptions = NO_OPTIONS): Promise<Response> {
+    // Not async itself: the common call ({@link Client.requestPlain}) then runs without an async
+    // frame (a suspended one keeps all its locals: garbage per request). Input errors still reject.
+    let req: Request;
+    let o: CallOptions;
+    let ctx: RequestContext;
+    let trace: ((e: ClientEvent) => void) | null;
+    try {
+      this.check();
+      if (options !== NO_OPTIONS) checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`);
+      o = this.merge(options);
+      req = this.buildRequest(method, url, o);
+      ctx = this.contextFor(o);
+      trace = traceOf(o);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const unlink = lastUnlink;
     req.ctx = ctx;
-    const trace = traceOf(o);
+    if (trace === null && this.plain) return this.requestPlain(req, o, ctx, unlink);
+    return this.requestFull(req, o, ctx, trace, unlink);
+  }
+
+  /**
+   * A call with no client hooks that act per attempt (`onRequest`, `onResponseHead`, `onRetry`)
+   * and no trace, on a pooled session with room: one exchange, buffered, finished in one
+   * `then` (no async frame: a suspended one keeps every local, and this path runs per request).
+   * No pooled session, or an error the attempt loop would retry (a stale pooled connection, a
+   * stream the server did not process), hands the call to {@link Client.requestFull}.
+   */
+  private requestPlain(req: Request, o: CallOptions, ctx: RequestContext, unlink: () => void): Promise<Response> {
+    let p: Promise<Response>;
+    try {
+      const err0 = ctx.error();
+      if (err0 !== null) throw err0;
+      const plan = this.planFor(o);
+      const session = this.transport.acquireIdle(originOf(req.url), plan.acquire);
+      if (session === null) return this.requestFull(req, o, ctx, null, unlink);
+      if (ctx.get(kAttempt) !== undefined) ctx.set(kAttempt, 1);
+      p = session.dispatch(req, ctx, o.responseStream === undefined ? plan.buffered : plan.timeouts);
+    } catch (err) {
+      unlink();
+      return Promise.reject(err);
+    }
+    return p.then(
+      (res) => this.finishPlain(res, req, o, unlink),
+      (err: unknown) => {
+        const retry = retryMark(err, req);
+        if (retry === 0) {
+          unlink();
+          throw err;
+        }
+        return this.run(req, o, ctx, null, retry).then(
+          (res) => this.finishPlain(res, req, o, unlink),
+          (e: unknown) => {
+            unlink();
+            throw e;
+          },
+        );
+      },
+    );
+  }
+
+  /** The end of {@link Client.requestPlain}: the body buffered (at once when it is complete), the status checked, the signal unlinked. */
+  private finishPlain(res: Response, req: Request, o: CallOptions, unlink: () => void): Response | Promise<Response> {
+    res.url = req.url;
+    let done = true;
+    try {
+      if (bufferedNow(res, o.responseStream)) return checkStatus(res, o);
+      done = false;
+    } finally {
+      if (done) unlink();
+    }
+    return bufferThenCheck(res, o).finally(unlink);
+  }
+
+  private async requestFull(req: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, unlink: () => void): Promise<Response> {
     const started = trace !== null ? performance.now() : 0;
     let final: Response | null = null;
     let failure: unknown = null;
@@ -269,6 +349,17 @@ export class Client {
 
   // ---- internals -----------------------------------------------------------------------------
 
+  private setHooks(hooks: Tapped<ClientHooks>): void {
+    this.hooks = hooks;
+    this.plain = hooks.onRequest === null && hooks.onResponseHead === null && hooks.onRetry === null;
+  }
+
+  /** The exchange and acquire options of `o`; calls without options of their own share one (frozen: sessions only read them). */
+  private planFor(o: CallOptions): CallPlan {
+    if (o !== this.defaults) return planOf(o, this.hooks);
+    return (this.defaultPlan ??= planOf(o, this.hooks));
+  }
+
   private merge(call: CallOptions): CallOptions {
     // No per-call options (the common case): the frozen defaults serve as they are.
     for (const _ in call) return { ...this.defaults, ...call };
@@ -349,27 +440,26 @@ export class Client {
     return req;
   }
 
-  /** The attempt loop shared by `request` and `dispatch`: resolves with the final response head. */
-  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null): Promise<Response> {
+  /**
+   * The attempt loop shared by `request` and `dispatch`: resolves with the final response head.
+   * `retried` is the {@link retryMark} of a first attempt {@link Client.requestPlain} already made
+   * (0: none), so the retry it hands over here counts against the same limits.
+   */
+  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, retried = 0): Promise<Response> {
     const k = this.kernel;
     if (k !== null && this.hooks === null) {
       if (k.state !== 'ready') await k.ready();
-      this.hooks = k.tapped.client;
+      this.setHooks(k.tapped.client);
     }
     const hooks = this.hooks;
-    // Calls without options of their own share one pair of these (frozen: sessions only read them).
-    let plan = o === this.defaults ? this.defaultPlan : null;
-    if (plan === null) {
-      plan = planOf(o, hooks);
-      if (o === this.defaults) this.defaultPlan = plan;
-    }
+    const plan = this.planFor(o);
     const timeouts = plan.timeouts;
     const acquire = plan.acquire;
     let req = first;
     let attempt = 1;
     let redirects = 0;
-    let staleRetried = false;
-    let unprocessedRetries = 0;
+    let staleRetried = retried === RETRY_STALE;
+    let unprocessedRetries = retried === RETRY_UNPROCESSED ? 1 : 0;
     for (;;) {
       // getAttempt() reads 1 when unset: the first attempt stores nothing (unless a reused context holds another).
       if (attempt > 1 || ctx.get(kAttempt) !== undefined) ctx.set(kAttempt, attempt);
@@ -445,6 +535,8 @@ export class Client {
 /** What {@link Client.run} hands the pool and the session, derived from a call's options. */
 interface CallPlan {
   readonly timeouts: ExchangeOptions;
+  /** `timeouts` marked {@link kBufferBody}: for calls that buffer the whole body and run no per-attempt hooks. */
+  readonly buffered: ExchangeOptions;
   readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null; readonly proxy: CallOptions['proxy'] };
 }
 
@@ -459,7 +551,23 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null): CallPlan {
     maxHeaderBytes: o.maxHeaderBytes,
   });
   const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? (o.http2PriorKnowledge === true ? 'h2' : 'auto'), hooks, proxy: o.proxy } as const);
-  return { timeouts, acquire };
+  return { timeouts, buffered: Object.freeze({ ...timeouts, [kBufferBody]: true }), acquire };
+}
+
+const RETRY_STALE = 1;
+const RETRY_UNPROCESSED = 2;
+
+/**
+ * Whether the attempt loop would send `req` again after `err` on its first attempt:
+ * {@link RETRY_STALE} (a pooled connection the server had closed), {@link RETRY_UNPROCESSED}
+ * (marked {@link kUnprocessed}), or 0.
+ */
+function retryMark(err: unknown, req: Request): number {
+  if (typeof err !== 'object' || err === null) return 0;
+  const marks = err as Record<symbol, unknown>;
+  if (marks[kStale] === true && isIdempotent(req.method) && isReplayable(req.body)) return RETRY_STALE;
+  if (marks[kUnprocessed] === true && isReplayable(req.body)) return RETRY_UNPROCESSED;
+  return 0;
 }
 
 /** The options of a call given none (one shared object: no allocation, nothing to check). */
@@ -544,6 +652,20 @@ function parseOrigin(url: string): Origin {
   const protocol = u.protocol === 'https:' ? 'https:' : 'http:';
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
   return { protocol, host, port: u.port !== '' ? Number(u.port) : protocol === 'https:' ? 443 : 80 };
+}
+
+/** `res`, or `StatusError` for a final status ≥ 300 that is not a redirect (unless `statusException: false`). */
+function checkStatus(res: Response, o: CallOptions): Response {
+  if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
+  return res;
+}
+
+/** Reads the rest of the body of a final response, then {@link checkStatus}. */
+async function bufferThenCheck(res: Response, o: CallOptions): Promise<Response> {
+  const b = res.body;
+  if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) res.body = await b.readRest();
+  else await bufferBody(res, o.responseStream);
+  return checkStatus(res, o);
 }
 
 /** Drops a response body we will not read (redirect hops, retried attempts). */

@@ -2,7 +2,7 @@
  * The HTTP/1.1 client: `Client`, `Transport`, trace events, and the helpers plugins use to
  * read a call's options.
  */
-export { Client, getCallOptions, getAttempt, isHeadersValue, kUnprocessed, type ClientOptions } from './client.js';
+export { Client, getCallOptions, getAttempt, isHeadersValue, kUnprocessed, kBufferBody, type ClientOptions } from './client.js';
 export type { SessionPool } from '../hooks.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
 export type { CallOptions, RequestBody, QueryInit, TimeoutOptions } from './options.js';

@@ -9,6 +9,8 @@ import { AbstractBody, Headers, ProtocolError } from '../../kernel/index.js';
 /** Queued bytes above which the stream is paused until the reader catches up. */
 const HIGH_WATER = 262144;
 const EMPTY = Buffer.alloc(0);
+/** The queue of a body holding nothing, shared: `push` replaces it, never grows it (a push onto an empty array reserves 17 slots). */
+const NO_CHUNKS: Buffer[] = [];
 
 /** What the body needs from its exchange. */
 export interface BodySource {
@@ -22,7 +24,7 @@ export interface BodySource {
 export class H2ResponseBody extends AbstractBody {
   private readonly source: BodySource;
   private readonly declared: number;
-  private queue: Buffer[] = [];
+  private queue: Buffer[] = NO_CHUNKS;
   private queued = 0;
   private ended = false;
   private failure: Error | null = null;
@@ -35,11 +37,12 @@ export class H2ResponseBody extends AbstractBody {
   /** @internal Trailers, once they arrived. */
   trailerFields: Headers | null = null;
 
-  /** @internal */
-  constructor(source: BodySource, declared: number) {
+  /** @internal `collect`: the whole body is wanted at once (never paused: the client buffers it anyway). */
+  constructor(source: BodySource, declared: number, collect = false) {
     super();
     this.source = source;
     this.declared = declared;
+    this.collecting = collect;
   }
 
   /** Content-Length of the response, or -1. */
@@ -50,7 +53,8 @@ export class H2ResponseBody extends AbstractBody {
   /** @internal */
   push(data: Buffer): void {
     if (data.length === 0 || this.isClosed) return;
-    this.queue.push(data);
+    if (this.queue.length === 0) this.queue = [data];
+    else this.queue.push(data);
     this.queued += data.length;
     if (this.rest !== null && this.queued > this.rest.limit) {
       this.settleRest();
@@ -144,7 +148,7 @@ export class H2ResponseBody extends AbstractBody {
     if (this.queued > limit) throw new ProtocolError(`response body exceeds ${limit} bytes`);
     const q = this.queue;
     const out = q.length === 0 ? EMPTY : q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
-    this.queue = [];
+    this.queue = NO_CHUNKS;
     this.queued = 0;
     return out;
   }
@@ -167,7 +171,7 @@ export class H2ResponseBody extends AbstractBody {
     if (!this.ended || this.failure !== null || this.isClosed) return null;
     const q = this.queue;
     const out = q.length === 0 ? EMPTY : q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
-    this.queue = [];
+    this.queue = NO_CHUNKS;
     this.queued = 0;
     return out;
   }
@@ -183,7 +187,7 @@ export class H2ResponseBody extends AbstractBody {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
-    this.queue = [];
+    this.queue = NO_CHUNKS;
     this.queued = 0;
     if (!this.ended) this.source.abandon();
     if (this.rest !== null) this.settleRest();

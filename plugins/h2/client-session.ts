@@ -8,7 +8,8 @@
  * - GOAWAY: the pool drops the session at once (new requests get a new connection); streams
  *   the server did not process (REFUSED_STREAM, or past GOAWAY's last stream id) fail with an
  *   error marked `kUnprocessed`, which the client sends again on another connection;
- * - an idle session is pinged every 30 s; a ping without an answer within 15 s closes it;
+ * - an idle session is pinged every 30 s; a ping without an answer within 15 s closes it and
+ *   drops it from the pool (both times are the h2 plugin's options `pingIntervalMs`, `pingTimeoutMs`);
  * - per exchange: `responseHeaderTimeout`, `readIdleTimeout`, `writeIdleTimeout`, the request's
  *   deadline and cancellation (which resets only that stream) apply as over HTTP/1.
  */
@@ -41,21 +42,40 @@ const NGHTTP2_REFUSED_STREAM = 7;
 const INITIAL_MAX_STREAMS = 100;
 /** Upper bound on concurrent streams even when the server allows more. */
 const MAX_STREAMS_CAP = 1000;
-const PING_INTERVAL_MS = 30_000;
-const PING_TIMEOUT_MS = 15_000;
+/** Default idle time before a session is pinged, and how long the answer may take. */
+export const DEFAULT_PING_INTERVAL_MS = 30_000;
+export const DEFAULT_PING_TIMEOUT_MS = 15_000;
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+/**
+ * The kernel client's mark on exchange options of a call that buffers the whole body and shows
+ * the head to no hook first (the kernel's `kBufferBody`, by its registry key): `dispatch` then
+ * resolves once the body is complete, so the client takes it without another wait.
+ */
+const kBufferBody = Symbol.for('switchyard.bufferBody');
 
 /** What {@link connectH2Session} takes beyond the connection itself. */
 export interface H2SessionOptions {
   /** Flow-control windows. */
   readonly settings: HTTP2Settings;
+  /** Idle time (ms) before the session is pinged; default {@link DEFAULT_PING_INTERVAL_MS}. */
+  readonly pingIntervalMs?: number;
+  /** How long (ms) a ping may go unanswered before the session is closed; default {@link DEFAULT_PING_TIMEOUT_MS}. */
+  readonly pingTimeoutMs?: number;
+}
+
+/** The idle-ping timing of client sessions (the h2 plugin's options). */
+export interface H2PingOptions {
+  /** Idle time (ms) before a session is pinged. */
+  readonly pingIntervalMs?: number;
+  /** How long (ms) a ping may go unanswered before the session is closed and leaves the pool. */
+  readonly pingTimeoutMs?: number;
 }
 
 /** Starts an HTTP/2 client session on a connected socket (the `client.session` tap's answer). */
-export function connectH2Session(socket: Duplex, info: SessionInfo): H2ClientSession {
+export function connectH2Session(socket: Duplex, info: SessionInfo, ping: H2PingOptions = {}): H2ClientSession {
   const o = info.ctx !== undefined ? getCallOptions(info.ctx) : {};
   const settings = HTTP2Settings.from((o as { http2Settings?: unknown }).http2Settings);
-  return new H2ClientSession(socket, info, { settings });
+  return new H2ClientSession(socket, info, { settings, pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs });
 }
 
 function unprocessed(err: Error): Error {
@@ -80,11 +100,15 @@ export class H2ClientSession implements ClientSession {
   private active = 0;
   private maxStreams = INITIAL_MAX_STREAMS;
   private pingTimer: NodeJS.Timeout | null = null;
+  private readonly pingInterval: number;
+  private readonly pingTimeout: number;
   private closedPromise: Promise<void>;
 
   constructor(socket: Duplex, info: SessionInfo, options: H2SessionOptions) {
     this.socket = socket;
     this.info = info;
+    this.pingInterval = options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
+    this.pingTimeout = options.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
     const c = info.connect;
     this.scheme = c.protocol === 'https:' ? 'https' : 'http';
     const dflt = c.protocol === 'https:' ? 443 : 80;
@@ -174,7 +198,8 @@ export class H2ClientSession implements ClientSession {
     }
     this.active++;
     this.clearPing();
-    const ex = new H2ClientExchange(this, stream, request, ctx, options ?? NO_TIMEOUTS);
+    const t = options ?? NO_TIMEOUTS;
+    const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true);
     if (trailers) {
       stream.once('wantTrailers', () => {
         const out: H2HeaderObject = {};
@@ -222,7 +247,7 @@ export class H2ClientSession implements ClientSession {
 
   private armPing(): void {
     if (this.dead || this.pingTimer !== null) return;
-    this.pingTimer = setTimeout(this.onPingTimer, PING_INTERVAL_MS);
+    this.pingTimer = setTimeout(this.onPingTimer, this.pingInterval);
     this.pingTimer.unref();
   }
 
@@ -235,7 +260,12 @@ export class H2ClientSession implements ClientSession {
     this.pingTimer = null;
     if (this.closed || this.active > 0) return;
     // A dead peer (a NAT that dropped the mapping) is found here, not by the next request.
-    const timeout = setTimeout(() => this.destroy(new ProtocolError('HTTP/2 ping not answered')), PING_TIMEOUT_MS);
+    const timeout = setTimeout(() => {
+      // Out of the pool now: 'close' follows the destroy, but a request must not pick it meanwhile.
+      this.dead = true;
+      this.leavePool();
+      this.destroy(new ProtocolError(`HTTP/2 ping not answered within ${this.pingTimeout} ms`));
+    }, this.pingTimeout);
     timeout.unref();
     const sent = this.session.ping((err) => {
       clearTimeout(timeout);
@@ -275,9 +305,14 @@ class H2ClientExchange implements BodySource {
   private removeCancel: (() => void) | null = null;
   private writeTimer: NodeJS.Timeout | null = null;
   private drainWait: (() => void) | null = null;
+  /** Buffering: `promise` resolves with the body complete (see kBufferBody). */
+  private readonly whole: boolean;
+  /** Buffering: the response whose body is still arriving (the head promise is not settled yet). */
+  private pending: Response | null = null;
 
-  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions) {
+  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean) {
     this.owner = owner;
+    this.whole = whole;
     this.stream = stream;
     this.req = req;
     this.t = t;
@@ -371,12 +406,23 @@ class H2ClientExchange implements BodySource {
     let body: Response['body'];
     if (ended) body = nobody;
     else {
-      this.body = new H2ResponseBody(this, length);
+      this.body = new H2ResponseBody(this, length, this.whole);
       body = this.body;
       if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'readIdleTimeout');
     }
     const res = new Response(status, body, { headers: h, copyHeaders: false, contentLength: ended ? 0 : length, protoMajor: 2, protoMinor: 0, request: this.req });
-    this.resolveHead(res);
+    if (this.whole && !ended) this.pending = res;
+    else this.resolveHead(res);
+  }
+
+  /** The body ended: a buffering exchange hands over its response now. */
+  private bodyEnded(): void {
+    this.body?.end();
+    const res = this.pending;
+    if (res !== null) {
+      this.pending = null;
+      this.resolveHead(res);
+    }
   }
 
   /** @internal */
@@ -395,7 +441,7 @@ class H2ClientExchange implements BodySource {
     if (this.finished) return;
     this.finished = true;
     this.cleanup();
-    this.body?.end();
+    this.bodyEnded();
   }
 
   /** @internal */
@@ -413,7 +459,7 @@ class H2ClientExchange implements BodySource {
       // Closed without an error after the head: the body ended (the 'end' event may follow 'close' on a destroyed stream).
       this.finished = true;
       this.cleanup();
-      this.body?.end();
+      this.bodyEnded();
       return;
     } else {
       err = new ProtocolError(`the HTTP/2 stream was reset by the server (code ${code})${this.headDone ? ' before the response body ended' : ''}`);
@@ -444,8 +490,10 @@ class H2ClientExchange implements BodySource {
     this.finished = true;
     this.cleanup();
     const e = err instanceof Error ? err : new ProtocolError(String(err));
-    if (!this.headDone) this.rejectHead(e);
-    else this.body?.error(e);
+    if (!this.headDone || this.pending !== null) {
+      this.pending = null;
+      this.rejectHead(e);
+    } else this.body?.error(e);
     if (!this.stream.destroyed) this.stream.close(NGHTTP2_CANCEL);
   }
 

@@ -15,13 +15,13 @@
  * Options: `http2Settings` (an {@link HTTP2Settings}) on `serve`/`listen` and on `Client` or a
  * call; `maxConcurrentStreams` (default 100, 0 = no limit) on `serve`/`listen`.
  */
-import { definePlugin, Stage } from '../../kernel/index.js';
-import { connectH2Session } from './client-session.js';
+import { ArgumentError, definePlugin, Stage, type Kernel } from '../../kernel/index.js';
+import { connectH2Session, type H2PingOptions } from './client-session.js';
 import { serveH2 } from './server-connection.js';
 
 export { HTTP2Settings, type HTTP2SettingsInit, MAX_WINDOW, DEFAULT_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS } from './settings.js';
 export { serveH2, loadHttp2, H2ServerConnection } from './server-connection.js';
-export { connectH2Session, H2ClientSession, type H2SessionOptions } from './client-session.js';
+export { connectH2Session, H2ClientSession, DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, type H2SessionOptions, type H2PingOptions } from './client-session.js';
 export { H2ResponseBody } from './client-body.js';
 
 /** Options of the h2 plugin (per call, as `Client` defaults, or on `serve`/`listen`). */
@@ -32,10 +32,15 @@ export interface H2Options {
 
 const NAME = 'h2';
 
+/** Options of the h2 plugin itself (`kernel.register(h2, { … })`). */
+export type H2PluginOptions = H2PingOptions;
+
 /** The h2 plugin. */
-export const h2 = definePlugin({
+export const h2 = definePlugin<H2PluginOptions>({
   name: NAME,
-  register(kernel) {
+  register(kernel, options) {
+    const ping = pingOptions(options);
+    pingByKernel.set(kernel, ping);
     const stage = { name: NAME, stage: Stage.DEFAULT };
 
     // ---- server ----
@@ -61,9 +66,27 @@ export const h2 = definePlugin({
         // TLS without ALPN while HTTP/2 was demanded: speak it anyway (prior knowledge over TLS).
         if (!(info.alpnProtocol === false && info.connect.httpVersion === 'h2')) return undefined;
       }
-      return connectH2Session(socket, info);
+      return connectH2Session(socket, info, ping);
     });
   },
 });
+
+const pingByKernel = new WeakMap<Kernel, H2PingOptions>();
+
+/** The ping options the h2 plugin was registered with on `kernel` (plugin h2c's sessions use them too). */
+export function h2PingOptions(kernel: Kernel): H2PingOptions {
+  return pingByKernel.get(kernel) ?? {};
+}
+
+/** The plugin's ping options, checked (positive finite ms when given). */
+function pingOptions(options: H2PluginOptions | undefined): H2PingOptions {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object') throw new ArgumentError('h2 plugin options must be an object');
+  for (const key of ['pingIntervalMs', 'pingTimeoutMs'] as const) {
+    const v = options[key];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) throw new ArgumentError(`h2 plugin option ${key} must be a positive number of milliseconds, got ${String(v)}`);
+  }
+  return { pingIntervalMs: options.pingIntervalMs, pingTimeoutMs: options.pingTimeoutMs };
+}
 
 export default h2;

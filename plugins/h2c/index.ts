@@ -13,7 +13,7 @@
  * (`http2PriorKnowledge: true`, or `httpVersion: 'h2'` on an `http://` URL).
  */
 import { definePlugin, isH2Preface, Stage } from '../../kernel/index.js';
-import { connectH2Session, serveH2 } from '../h2/index.js';
+import { connectH2Session, h2PingOptions, serveH2 } from '../h2/index.js';
 import { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
 
 export { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
@@ -44,7 +44,7 @@ export const h2c = definePlugin({
     kernel.hooks.client.session.tap(stage, (socket, info) => {
       const c = info.connect;
       if (info.alpnProtocol !== null || c.protocol !== 'http:' || c.httpVersion !== 'h2') return undefined;
-      return connectH2Session(socket, info);
+      return connectH2Session(socket, info, h2PingOptions(kernel));
     });
   },
 });

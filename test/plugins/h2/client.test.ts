@@ -219,6 +219,29 @@ describe('exchange features', () => {
     expect(server.connectionCount).toBe(1);
   });
 
+  it('a buffered call (answered once the body is complete) fails when the server resets mid-body; dispatch still streams the head first', async () => {
+    const { port } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      st.respond({ ':status': 200, 'content-length': '100' });
+      st.write('partial');
+      if (h[':path'] === '/reset') setTimeout(() => st.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20);
+      else setTimeout(() => st.end('x'.repeat(93)), 50);
+    });
+    const c = await h2Client();
+    const url = `http://127.0.0.1:${port}`;
+    // A plain client (no per-attempt hooks): the fast path, body buffered inside the exchange.
+    const plain = new Client({ http2PriorKnowledge: true, kernel: await createKernel().register(h2).register(h2c).ready() });
+    onCleanup(() => plain.close());
+    await expect(plain.get(`${url}/reset`)).rejects.toThrow(/reset by the server \(code \d+\) before the response body ended/);
+    const ok = await plain.get(`${url}/`);
+    expect(text(ok)).toBe('partial' + 'x'.repeat(93));
+    // dispatch() resolves at the head, the body still arriving.
+    const res = await c.dispatch(Object.assign(new KRequest('GET', '/'), { url: `${url}/` }), { http2PriorKnowledge: true });
+    expect(res.body).toBeInstanceOf(H2ResponseBody);
+    expect((res.body as H2ResponseBody).complete).toBe(false);
+    (res.body as H2ResponseBody).close();
+  });
+
   it('open() streams the request and the response over HTTP/2', async () => {
     const { port } = await startStreamServer(async (st) => {
       for await (const chunk of st) await st.write(Buffer.from(chunk).toString().toUpperCase());
