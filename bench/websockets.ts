@@ -17,13 +17,14 @@
  * one core (`taskset -c 1`); two load processes (one per stack) are pinned to another
  * (`taskset -c 0`) and driven over stdin, one fresh connection per run (the handshake is not
  * timed). Stacks alternate order every round; one warm-up run per pair first; the median of
- * the rounds is reported and the ratio is the median of per-round ratios. Children run with
- * `node --import tsx`, both stacks alike. Besides throughput, the CPU time (user + system,
+ * the rounds is reported and the ratio is the median of per-round ratios. Children run this
+ * file precompiled by esbuild with plain node, both stacks alike (tsx if esbuild is missing). Besides throughput, the CPU time (user + system,
  * from /proc) both processes of a stack spent per echoed message is reported: on a shared,
  * busy machine it moves far less than messages per second.
  *
- * Process footprint: the switchyard children load the kernel and the plugin (through tsx);
- * the ws children load only ws. With 1 MiB messages that alone changes V8's GC behaviour
+ * Process footprint: the switchyard children load the kernel and the plugin; the ws children
+ * load only ws. (Under tsx, the switchyard side also held every transpiled module and its
+ * source map, which is why the children are precompiled now.) With 1 MiB messages that alone changes V8's GC behaviour
  * (a bigger old generation: incremental marking and mark-compacts every ~20 messages instead
  * of scavenges only), which costs ~15% CPU per message and is not the WebSocket path.
  * BENCH_WS_SAME_MODULES=1 makes the ws children import the websockets plugin too (unused),
@@ -37,9 +38,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { abortOnSignals, childTracker, envList, fmtInt, fmtRatio, printTable, stopChild } from './common.js';
+import { abortOnSignals, childTracker, envList, fmtInt, fmtRatio, prepareLaunches, printTable, stopChild, type Launch } from './common.js';
 import { median, pinned, tasksetUsable } from './load.js';
 
 type Stack = 'ws' | 'switchyard';
@@ -181,9 +183,18 @@ function cpuSeconds(pid: number | undefined): number {
 
 const SELF = fileURLToPath(import.meta.url);
 
+/**
+ * How a child runs this file: precompiled by esbuild and run with plain node (as the server,
+ * client and h2 benches run theirs), else through tsx. Under tsx every TypeScript module of
+ * the switchyard stack was transpiled at load and kept with its source map, which grew that
+ * process's heap and its GC work per message; ws (plain JS) paid none of it.
+ */
+let launch: Launch = { argv: ['--import', 'tsx', SELF] };
+
 /** A child running this file in a role; `next` resolves to its next stdout line. */
 function child(cpu: number | null, args: string[], stdin: boolean): { proc: ChildProcess; next: () => Promise<string> } {
-  const argv = pinned(cpu, [process.execPath, '--import', 'tsx', SELF, ...args]);
+  if ('error' in launch) throw new Error(launch.error);
+  const argv = pinned(cpu, [process.execPath, ...launch.argv, ...args]);
   const proc = spawn(argv[0]!, argv.slice(1), { stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'inherit'] });
   const rl = createInterface({ input: proc.stdout! });
   const queue: string[] = [];
@@ -219,6 +230,13 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
   const children = childTracker();
   const { dispose } = abortOnSignals(children, () => {});
   const t0 = performance.now();
+  const prepared = await prepareLaunches([{ key: 'ws', source: SELF, outName: 'websockets-bench.mjs' }], 'esbuild', join(SELF, '..', '..', 'node_modules', '.cache', 'switchyard-bench'), {
+    sourcemap: false,
+    what: 'WebSocket bench programs',
+  });
+  if (prepared.note !== undefined) log(prepared.note);
+  launch = prepared.launches.get('ws') ?? launch;
+  log(`programs: ${prepared.runner === 'esbuild' ? 'precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node' : 'node --import tsx'}`);
   const procs: ChildProcess[] = [];
   try {
     const ports = new Map<string, number>();
