@@ -29,6 +29,7 @@ import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
 import { Stream, type StreamConnection } from './stream.js';
 import { setUpgradeHost, type ProtocolHost } from './pipeline.js';
+import { copyResponse } from './copy-response.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -1101,22 +1102,6 @@ function connectionField(close: boolean, flags: number, minor: number): string {
   if ((flags & H_CONNECTION) !== 0) return '';
   if (close) return 'Connection: close\r\n';
   return minor === 0 ? 'Connection: keep-alive\r\n' : '';
-}
-
-/** A shallow copy of `res` with its own `headers`, for taps that must not touch the original. */
-function copyResponse(res: Response, headers: Headers): Response {
-  const c = new Response(res.status, res.body, {
-    headers,
-    copyHeaders: false,
-    reason: res.reason,
-    contentLength: res.contentLength,
-    protoMajor: res.protoMajor,
-    protoMinor: res.protoMinor,
-    close: res.close,
-    request: res.request,
-  });
-  if (res.hasTrailers) c.trailers = res.trailers.clone();
-  return c;
 }
 
 /** The exchange `server.onRequest` taps see in request-handler mode. */

@@ -23,6 +23,7 @@ import { writeResponseToStream } from './h1-connection.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
 import { Stream, type ExchangeConnection, type ResponseWire } from './stream.js';
+import { copyResponse } from './copy-response.js';
 
 /** The server's limits and timeouts (ms, 0 = off) as a protocol plugin applies them. */
 export interface ServerLimits {
@@ -440,22 +441,6 @@ function statusFor(err: unknown): number {
     if (err.limit === 'maxBodyBytes') return 413;
   }
   return 400;
-}
-
-/** A shallow copy of `res` with its own `headers`, for taps that must not touch the original. */
-function copyResponse(res: Response, headers: Headers): Response {
-  const c = new Response(res.status, res.body, {
-    headers,
-    copyHeaders: false,
-    reason: res.reason,
-    contentLength: res.contentLength,
-    protoMajor: res.protoMajor,
-    protoMinor: res.protoMinor,
-    close: res.close,
-    request: res.request,
-  });
-  if (res.hasTrailers) c.trailers = res.trailers.clone();
-  return c;
 }
 
 /** The exchange `server.onRequest` taps see in request-handler mode. */
