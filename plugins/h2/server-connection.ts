@@ -24,6 +24,7 @@ export function loadHttp2(): Http2Module {
   return (http2 ??= createRequire(import.meta.url)('node:http2') as Http2Module);
 }
 
+const NGHTTP2_NO_ERROR = 0;
 const NGHTTP2_ENHANCE_YOUR_CALM = 11;
 /** Client resets allowed in a burst on one connection, and their refill per second. */
 const RESET_BURST = 200;
@@ -87,7 +88,30 @@ export function serveH2(socket: Duplex, host: ProtocolHost, head: Uint8Array | n
   return conn;
 }
 
-/** @internal One HTTP/2 server connection (a node:http2 session) in a switchyard server. */
+/**
+ * @internal One HTTP/2 server connection (a node:http2 session) in a switchyard server.
+ *
+ * `readHeaderTimeout` over HTTP/2. node:http2 emits 'stream' only once a request's header block
+ * is complete, so the head of one stream cannot be timed as HTTP/1.1 times it. What is measured
+ * instead, per connection, with a check every `readHeaderTimeout` ms (off when it is 0):
+ * - From the session's start (the handover after TLS/ALPN, or after the h2c preface was seen)
+ *   to the first complete request header block: a connection that has sent none by the first
+ *   check (only the preface and SETTINGS, say, or nothing) is closed with GOAWAY.
+ * - A header block begun and not completed: nghttp2 opens a stream when a HEADERS frame starts
+ *   (`session.state.lastProcStreamID` moves), and node emits 'stream' at END_HEADERS. A stream id
+ *   begun but not emitted at two checks in a row (a HEADERS frame cut short, or one whose
+ *   CONTINUATION never comes) closes the connection with GOAWAY (NO_ERROR) at once, dropping any
+ *   stream still open: so the block had at least
+ *   `readHeaderTimeout` and at most twice that. This holds whether or not other streams are open
+ *   (while a block is incomplete the client can send nothing else on the connection).
+ * - A connection with no header block in progress is never cut by this, however slowly its open
+ *   streams move (their bodies are `readTimeout`'s, writes `writeTimeout`'s), and between
+ *   requests it is `idleTimeout`'s, as over HTTP/1.1.
+ * There is no 408 response: no stream exists to carry it. Streams nghttp2 refuses (past
+ * `maxConcurrentStreams`) do not move `lastProcStreamID`; but a header block nghttp2 resets as
+ * malformed does, and is never emitted: unless a newer block completes within two checks, that
+ * connection is closed by the same rule (a client's malformed request costs it the connection).
+ */
 export class H2ServerConnection implements ProtocolConnection, StreamOwner {
   readonly session: ServerHttp2Session;
   private readonly socket: Duplex;
@@ -102,6 +126,12 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
   private active = 0;
   private idleTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** The `readHeaderTimeout` check (an interval), or null when off. */
+  private headerTimer: NodeJS.Timeout | null = null;
+  /** Highest stream id whose header block completed ('stream'), 0 before the first. */
+  private lastStreamId = 0;
+  /** The begun, incomplete header block's stream id the previous check saw, or 0. */
+  private pendingId = 0;
 
   constructor(session: ServerHttp2Session, socket: Duplex, host: ProtocolHost, config: H2ServerConfig) {
     this.session = session;
@@ -127,6 +157,11 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
       return;
     }
     this.armIdle();
+    const rht = config.limits.readHeaderTimeout;
+    if (rht > 0 && !this.closed) {
+      this.headerTimer = setInterval(this.onHeaderCheck, rht);
+      this.headerTimer.unref();
+    }
   }
 
   /** The client's address (one object per connection). */
@@ -176,6 +211,8 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     const req = protocolRequest(method, target, headers, ended ? nobody : null, length, authority ?? null, 2);
     if (!ended) stream.once('trailers', (t: Record<string, string | string[] | undefined>) => (req.trailers = trailersOf(t)));
     const wire = new H2ServerStream(stream, this, req, ended);
+    const id = stream.id ?? 0;
+    if (id > this.lastStreamId) this.lastStreamId = id;
     this.active++;
     if (this.idleTimer !== null) {
       clearTimeout(this.idleTimer);
@@ -220,8 +257,52 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     if (this.active === 0) this.shutdown();
   };
 
+  /** The `readHeaderTimeout` check (see the class comment for what it measures). */
+  private readonly onHeaderCheck = (): void => {
+    if (this.closed || this.session.closed || this.session.destroyed) {
+      this.clearHeaderTimer();
+      return;
+    }
+    if (this.lastStreamId === 0 && this.active === 0) {
+      // No complete request head since the session started.
+      this.headerTimedOut();
+      return;
+    }
+    let begun: number;
+    try {
+      begun = this.session.state.lastProcStreamID ?? 0;
+    } catch {
+      return; // the session went away under us: 'close' follows
+    }
+    if (begun <= this.lastStreamId) {
+      this.pendingId = 0;
+      return;
+    }
+    if (this.pendingId === begun) this.headerTimedOut();
+    else this.pendingId = begun;
+  };
+
+  /**
+   * GOAWAY (NO_ERROR: HTTP/2 has no timeout code) and the socket closed. Not `close()`: nghttp2
+   * keeps a stream whose header block is incomplete open, so a graceful close would wait for a
+   * client that sends nothing. Bytes already queued (finished responses) go out before the
+   * socket ends; a stream still open is dropped (its client, stuck mid-block, could send no
+   * more on it anyway).
+   */
+  private headerTimedOut(): void {
+    this.clearHeaderTimer();
+    this.closed = true;
+    this.session.destroy(undefined, NGHTTP2_NO_ERROR);
+  }
+
+  private clearHeaderTimer(): void {
+    if (this.headerTimer !== null) clearInterval(this.headerTimer);
+    this.headerTimer = null;
+  }
+
   private readonly onClose = (): void => {
     this.closed = true;
+    this.clearHeaderTimer();
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     if (!this.socket.destroyed) this.socket.destroy();

@@ -190,6 +190,10 @@ export class H2ServerStream implements ExchangeWire {
     out[':status'] = status;
     addWireHeaders(headers, out);
     if (contentLength >= 0 && status !== 204 && status >= 200) out['content-length'] = contentLength;
+    // node:http2 adds `date` itself when it is missing, by a store into its null-prototype copy
+    // of the block that costs more than the field (profiled: ~1 µs per response); given here,
+    // it is copied with the rest.
+    if (out.date === undefined) out.date = httpDate();
     // node:http2 ends these itself (no body may follow).
     if (status === 204 || status === 205 || status === 304) end = true;
     if (end) this.finished = true;
@@ -308,6 +312,19 @@ export class H2ServerStream implements ExchangeWire {
 }
 
 function noop(): void {}
+
+let dateSecond = -1;
+let dateValue = '';
+
+/** The `date` field value for now (RFC 9110 §6.6.1), formatted once per second. */
+function httpDate(): string {
+  const second = Math.floor(Date.now() / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateValue = new Date(second * 1000).toUTCString();
+  }
+  return dateValue;
+}
 
 // Stream listeners shared by every stream (no closures per stream): the wire rides on the stream.
 const kWire = Symbol('switchyard.h2.wire');

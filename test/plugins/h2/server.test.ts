@@ -49,6 +49,20 @@ describe('h2c on the HTTP/1.1 port', () => {
   });
 });
 
+describe('the date field', () => {
+  it('is sent as an IMF-fixdate, and a Date the handler set is kept', async () => {
+    const { port } = await startServer((req) =>
+      req.target === '/own' ? new Response(200, 'x', { headers: { Date: 'Sun, 06 Nov 1994 08:49:37 GMT' } }) : new Response(200, 'x'),
+    );
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    const a = await nodeRequest(s, { ':path': '/' });
+    expect(String(a.headers.date)).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+    expect(Math.abs(Date.parse(String(a.headers.date)) - Date.now())).toBeLessThan(5000);
+    const b = await nodeRequest(s, { ':path': '/own' });
+    expect(b.headers.date).toBe('Sun, 06 Nov 1994 08:49:37 GMT');
+  });
+});
+
 describe('h2 over TLS by ALPN', () => {
   it('negotiates h2 with curl --http2 and falls back to HTTP/1.1 for clients without it', async () => {
     const { port } = await startServer((req) => new Response(200, `HTTP/${req.protoMajor}`), { secure: true });
