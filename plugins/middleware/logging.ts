@@ -103,8 +103,10 @@ export function loggingMiddleware(handler: RequestHandler | StreamHandler | Dual
       write(rec, 'error');
       throw err;
     }
+    // An upgraded stream (WebSockets) answered 101 itself and has no response of its own.
+    const upgraded = (stream as { readonly isUpgraded?: boolean }).isUpgraded === true;
     const res = stream.response();
-    const rec = record(req, res.status, t0, headerLength(res));
+    const rec = upgraded ? record(req, 101, t0, null) : record(req, res.status, t0, headerLength(res));
     rec.peer = peerOf(stream);
     write(rec, level);
   };

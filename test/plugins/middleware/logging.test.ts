@@ -99,6 +99,21 @@ describe('stream handlers', () => {
     expect(entries[0]!.obj).toMatchObject({ group: 'access', method: 'GET', target: '/st', status: 202, length: 3, peer: `127.0.0.1:${c.socket.localPort}` });
   });
 
+  it('a stream the handler upgraded is logged with status 101 once the handler returns', async () => {
+    const { logger, entries } = capture();
+    const h = loggingMiddleware(async (s: Stream) => {
+      const { socket } = s.upgrade();
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+    }, { logger });
+    const { port } = await startStreamServer(h);
+    const c = await rawClient(port);
+    await c.write('GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+    await waitFor(() => entries.length === 1);
+    expect(entries[0]!.obj).toMatchObject({ group: 'access', method: 'GET', target: '/up', status: 101, length: null });
+    await waitFor(() => c.ended, 3000, 'the 101 and the end the handler wrote');
+    expect(c.received.toString('latin1')).toMatch(/^HTTP\/1\.1 101 /);
+  });
+
   it('a body shorter than its Content-Length is logged as that failure, status 500, and the server answers 500', async () => {
     const { logger, entries } = capture();
     const h = loggingMiddleware(async (s: Stream) => {
