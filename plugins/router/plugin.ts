@@ -55,14 +55,8 @@ export interface RouteMethod {
   (path: string, handler: RequestHandler): Router<RequestHandler>;
 }
 
-declare module '../../kernel/index.js' {
-  interface Kernel {
-    /** The kernel's router (added by the `router` plugin). */
-    readonly router: Router<RequestHandler>;
-    /** Adds a route to `kernel.router` (added by the `router` plugin). */
-    readonly route: RouteMethod;
-  }
-}
+// `kernel.router` and `kernel.route` are typed in plugins/options.ts: a `declare module` here
+// would be bundled into dist/plugins/index.d.ts with a path that leaves dist/.
 
 type Done = (err: Error | null, result?: Response) => void;
 
