@@ -10,8 +10,8 @@ import type { ClientSession, ExchangeOptions } from '../hooks.js';
 
 export type { ExchangeOptions } from '../hooks.js';
 import { AbstractBody, nobody, type Body } from '../message/body.js';
+import { FlowBody, type FlowSource } from './flow-body.js';
 import type { RequestContext } from '../message/context.js';
-import { Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
@@ -30,8 +30,6 @@ const B_LENGTH = 1;
 const B_CHUNKED = 2;
 const B_CLOSE = 3;
 
-/** Queued body bytes above which the socket is paused until the reader catches up. */
-const HIGH_WATER = 262144;
 /** Bytes read from a streamed request body per write. */
 const BODY_CHUNK = 65536;
 
@@ -176,7 +174,7 @@ export class H1ClientSession implements ClientSession {
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H1ClientSession}. */
-class Exchange {
+class Exchange implements FlowSource {
   readonly promise: Promise<Response>;
   private resolveHead!: (r: Response) => void;
   private rejectHead!: (e: unknown) => void;
@@ -624,154 +622,13 @@ function bytesWritten(s: unknown): number {
   return total - buffered - queued;
 }
 
-const EMPTY = Buffer.alloc(0);
-
 /**
  * A response body read from an HTTP/1 connection as it arrives. Single-use; reading it to
  * the end returns the connection to its pool, closing it early closes the connection.
  */
-export class ResponseBody extends AbstractBody {
-  private readonly exchange: Exchange;
-  private readonly declared: number;
-  private queue: Buffer[] = [];
-  private queued = 0;
-  private ended = false;
-  private failure: Error | null = null;
-  private isClosed = false;
-  private paused = false;
-  private collecting = false;
-  private waiter: { resolve(): void; reject(e: Error): void } | null = null;
-  /** @internal Trailers of a chunked body. */
-  trailerFields: Headers | null = null;
-
+export class ResponseBody extends FlowBody {
   /** @internal */
   constructor(exchange: Exchange, declared: number) {
-    super();
-    this.exchange = exchange;
-    this.declared = declared;
-  }
-
-  /** Content-Length of the response, or -1. */
-  override get length(): number {
-    return this.declared;
-  }
-
-  /** @internal */
-  push(data: Buffer): void {
-    if (data.length === 0 || this.isClosed) return;
-    this.queue.push(data);
-    this.queued += data.length;
-    if (this.queued > HIGH_WATER && !this.paused && !this.collecting) {
-      this.paused = true;
-      this.exchange.pause();
-    }
-    this.wake();
-  }
-
-  /** @internal */
-  end(): void {
-    this.ended = true;
-    this.wake();
-  }
-
-  /** @internal */
-  error(err: Error): void {
-    this.failure = err;
-    const w = this.waiter;
-    this.waiter = null;
-    w?.reject(err);
-  }
-
-  private wake(): void {
-    const w = this.waiter;
-    if (w !== null) {
-      this.waiter = null;
-      w.resolve();
-    }
-  }
-
-  private wait(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.waiter = { resolve, reject };
-    });
-  }
-
-  /** See {@link AbstractBody.read}. */
-  async read(dst: Uint8Array): Promise<number> {
-    for (;;) {
-      if (this.isClosed) return 0;
-      if (this.queue.length > 0) {
-        let n = 0;
-        while (n < dst.length && this.queue.length > 0) {
-          const head = this.queue[0]!;
-          const take = Math.min(head.length, dst.length - n);
-          dst.set(take === head.length ? head : head.subarray(0, take), n);
-          n += take;
-          if (take === head.length) this.queue.shift();
-          else this.queue[0] = head.subarray(take);
-        }
-        this.queued -= n;
-        this.maybeResume();
-        return n;
-      }
-      if (this.failure !== null) throw this.failure;
-      if (this.ended) return 0;
-      await this.wait();
-    }
-  }
-
-  /** @internal Reads the rest at once: one buffer, no per-chunk promises. */
-  async readRest(limit = Infinity): Promise<Uint8Array> {
-    // Everything is kept anyway: never pause the socket while collecting.
-    this.collecting = true;
-    if (this.paused) {
-      this.paused = false;
-      this.exchange.resume();
-    }
-    while (!this.ended) {
-      if (this.failure !== null) throw this.failure;
-      if (this.queued > limit) break;
-      this.maybeResume();
-      await this.wait();
-    }
-    if (this.failure !== null) throw this.failure;
-    if (this.queued > limit) throw new ProtocolError(`response body exceeds ${limit} bytes`);
-    const q = this.queue;
-    const out = q.length === 0 ? EMPTY : q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
-    this.queue = [];
-    this.queued = 0;
-    return out;
-  }
-
-  private maybeResume(): void {
-    if (this.paused && this.queued < HIGH_WATER / 2) {
-      this.paused = false;
-      this.exchange.resume();
-    }
-  }
-
-  /** Closes the body; before its end this also closes the connection. */
-  close(): void {
-    if (this.isClosed) return;
-    this.isClosed = true;
-    this.queue = [];
-    this.queued = 0;
-    if (!this.ended) this.exchange.abandon();
-    this.wake();
-  }
-
-  /** See {@link AbstractBody.closed}. */
-  get closed(): boolean {
-    return this.isClosed;
-  }
-
-  /** True once the whole body arrived. */
-  get complete(): boolean {
-    return this.ended;
-  }
-
-  /** See {@link AbstractBody.trailers}. */
-  override trailers(): Headers {
-    return this.trailerFields ?? new Headers();
+    super(exchange, declared);
   }
 }

@@ -20,4 +20,5 @@ export {
   type AnyClientEvent,
 } from './trace.js';
 export { ClientStream, PushBody } from './open.js';
+export { FlowBody, FLOW_HIGH_WATER, type FlowSource } from './flow-body.js';
 export { upgradeRequest, type UpgradeOptions, type UpgradeResult } from './upgrade.js';
