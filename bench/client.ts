@@ -71,6 +71,7 @@ import {
   printTable as printTableWith,
   runSpread,
   sleep,
+  spawnListening,
   stopChild,
   type Launch,
 } from './common.js';
@@ -224,42 +225,14 @@ interface ServerProc {
 }
 
 /** Starts the server; rejects with a one-line reason when it does not come up. */
-function startServer(launch: Launch, cpu: number | null): Promise<ServerProc> {
-  if ('error' in launch) return Promise.reject(new Error(launch.error));
-  const [cmd, ...args] = pinned(cpu, [process.execPath, ...launch.argv]);
-  const child = spawn(cmd as string, args, {
-    cwd: ROOT,
-    env: { ...process.env, SCENARIO: 'hello', PORT: '0', BENCH_CHILD: '1', NODE_ENV: 'production' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  track(child);
-  let err = '';
-  child.stderr?.setEncoding('utf8').on('data', (s: string) => {
-    err = (err + s).slice(-4000);
-  });
-  child.stdin?.on('error', () => {});
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`server did not print "PORT <n>" within 20 s${err ? `: ${firstLines(err)}` : ''}`));
-    }, 20_000);
-    child.once('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${signal ?? `status ${code}`}) before listening${err ? `: ${firstLines(err)}` : ''}`));
-    });
-    child.stdout?.setEncoding('utf8').on('data', (s: string) => {
-      out += s;
-      const m = /^PORT (\d+)$/m.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      resolve({ child, pid: child.pid as number, port: Number(m[1]) });
-    });
-  });
+async function startServer(launch: Launch, cpu: number | null): Promise<ServerProc> {
+  if ('error' in launch) throw new Error(launch.error);
+  const env = { ...process.env, SCENARIO: 'hello', PORT: '0', BENCH_CHILD: '1', NODE_ENV: 'production' };
+  try {
+    return await spawnListening(pinned(cpu, [process.execPath, ...launch.argv]), ROOT, env, track);
+  } catch (err) {
+    throw new Error(`server ${(err as Error).message}`);
+  }
 }
 
 type RunResult = Extract<RunnerMessage, { type: 'result' }>;
