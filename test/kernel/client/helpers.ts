@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach } from 'vitest';
+import { within } from '../server/helpers.js';
 import {
   Client,
   listen,
@@ -76,23 +77,8 @@ export function trackSocket<T extends net.Socket>(s: T): T {
 
 // ---- waits -----------------------------------------------------------------------------------
 
-/** Rejects with `what` when `p` does not settle within `ms`. */
-export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
-}
-
-/** Polls `cond` once per event-loop turn (setImmediate) until it holds; throws after `ms`. */
-export async function waitFor(cond: () => boolean, ms = 3000, what = 'condition'): Promise<void> {
-  const start = performance.now();
-  while (!cond()) {
-    if (performance.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise<void>((r) => setImmediate(r));
-  }
-}
+// The bounded waits are the server helpers' (one copy for both sides).
+export { waitFor, within } from '../server/helpers.js';
 
 /** Milliseconds since `t0` (a `performance.now()` value). */
 export function since(t0: number): number {
