@@ -12,6 +12,7 @@ import { RequestContext } from '../message/context.js';
 import { Headers, type HeadersInit } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
+import { FlowBody } from './flow-body.js';
 import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
@@ -142,8 +143,9 @@ export class Client {
       return Promise.reject(err);
     }
     const unlink = lastUnlink;
+    const origin = lastOrigin;
     req.ctx = ctx;
-    if (trace === null && this.plain) return this.requestPlain(req, o, ctx, unlink);
+    if (trace === null && this.plain) return this.requestPlain(req, o, ctx, unlink, origin);
     return this.requestFull(req, o, ctx, trace, unlink);
   }
 
@@ -154,13 +156,13 @@ export class Client {
    * No pooled session, or an error the attempt loop would retry (a stale pooled connection, a
    * stream the server did not process), hands the call to {@link Client.requestFull}.
    */
-  private requestPlain(req: Request, o: CallOptions, ctx: RequestContext, unlink: () => void): Promise<Response> {
+  private requestPlain(req: Request, o: CallOptions, ctx: RequestContext, unlink: () => void, origin: Origin | null): Promise<Response> {
     let p: Promise<Response>;
     try {
       const err0 = ctx.error();
       if (err0 !== null) throw err0;
       const plan = this.planFor(o);
-      const session = this.transport.acquireIdle(originOf(req.url), plan.acquire);
+      const session = this.transport.acquireIdle(origin ?? originOf(req.url), plan.acquire);
       if (session === null) return this.requestFull(req, o, ctx, null, unlink);
       if (ctx.get(kAttempt) !== undefined) ctx.set(kAttempt, 1);
       p = session.dispatch(req, ctx, o.responseStream === undefined ? plan.buffered : plan.timeouts);
@@ -212,8 +214,10 @@ export class Client {
       // body that hands over the rest at once is awaited directly.
       if (!bufferedNow(res, o.responseStream)) {
         const b = res.body;
-        if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) res.body = await b.readRest();
-        else await bufferBody(res, o.responseStream);
+        if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) {
+          res.body = await b.readRest();
+          adoptTrailers(res, b);
+        } else await bufferBody(res, o.responseStream);
       }
       final = res;
       if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
@@ -430,13 +434,25 @@ export class Client {
       const own = new Set(pairs.map((p) => p[0]));
       pairs = [...this.defaultQuery.filter((p) => !own.has(p[0])), ...pairs];
     }
-    const target = appendQuery((u.pathname || '/') + u.search, pairs);
     const body = toMessageBody(o.body, headers);
+    let target: string;
+    let href: string;
+    // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
+    // A parsed string URL keeps its target and URL for the calls that add no query.
+    if (pairs.length === 0 && !(u instanceof URL)) {
+      const parts = u as UrlParts;
+      target = parts.target ??= (u.pathname || '/') + u.search;
+      href = parts.href ??= `${u.protocol}//${u.host}${target}`;
+      lastOrigin = parts.origin ??= parseOrigin(href);
+    } else {
+      target = appendQuery((u.pathname || '/') + u.search, pairs);
+      href = `${u.protocol}//${u.host}${target}`;
+      lastOrigin = null;
+    }
     // Everything here is checked already: the wire constructor skips the options object and its checks.
     const req = requestFromWire(method, target, headers, body, bodyLength(body), 1);
     req.host = u.host;
-    // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
-    req.url = `${u.protocol}//${u.host}${target}`;
+    req.url = href;
     return req;
   }
 
@@ -608,7 +624,16 @@ interface UrlParts {
   readonly password: string;
   readonly pathname: string;
   readonly search: string;
+  /** Path and query: the request target when the call adds no query (built once). */
+  target: string | null;
+  /** `scheme://host` + {@link UrlParts.target}: the request URL when the call adds no query (built once). */
+  href: string | null;
+  /** The origin (built on first use). */
+  origin: Origin | null;
 }
+
+/** The origin of the URL {@link Client.buildRequest} last parsed, read at once by the caller (no tuple per call). */
+let lastOrigin: Origin | null = null;
 
 const parsedUrls = new Map<string, UrlParts>();
 
@@ -625,7 +650,7 @@ function parseUrl(url: string): UrlParts {
     } catch {
       throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}`);
     }
-    p = { protocol: u.protocol, host: u.host, username: u.username, password: u.password, pathname: u.pathname, search: u.search };
+    p = { protocol: u.protocol, host: u.host, username: u.username, password: u.password, pathname: u.pathname, search: u.search, target: null, href: null, origin: null };
     if (parsedUrls.size >= 256) parsedUrls.clear();
     parsedUrls.set(url, p);
   }
@@ -663,8 +688,10 @@ function checkStatus(res: Response, o: CallOptions): Response {
 /** Reads the rest of the body of a final response, then {@link checkStatus}. */
 async function bufferThenCheck(res: Response, o: CallOptions): Promise<Response> {
   const b = res.body;
-  if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) res.body = await b.readRest();
-  else await bufferBody(res, o.responseStream);
+  if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) {
+    res.body = await b.readRest();
+    adoptTrailers(res, b);
+  } else await bufferBody(res, o.responseStream);
   return checkStatus(res, o);
 }
 
@@ -703,8 +730,16 @@ function bufferedNow(res: Response, sink: Writable | undefined): boolean {
     const all = (body as unknown as { takeComplete(): Uint8Array | null }).takeComplete();
     if (all === null) return false;
     res.body = all;
+    adoptTrailers(res, body);
   } else return false;
   return true;
+}
+
+/** A buffered body's trailers move to its response: the bytes that replace the body cannot carry them. */
+function adoptTrailers(res: Response, body: unknown): void {
+  if (!(body instanceof FlowBody)) return;
+  const t = body.trailerFields;
+  if (t !== null && t.size > 0) res.trailers = t;
 }
 
 /** Reads the final body into memory, or into `sink`. */
@@ -725,9 +760,10 @@ async function bufferBody(res: Response, sink: Writable | undefined): Promise<vo
     res.body = null;
     return;
   }
-  if (body instanceof ResponseBody) res.body = await body.readRest();
-  else if (hasReadRest(body)) res.body = await body.readRest();
-  else if (body instanceof AbstractBody) {
+  if (body instanceof ResponseBody || hasReadRest(body)) {
+    res.body = await body.readRest();
+    adoptTrailers(res, body);
+  } else if (body instanceof AbstractBody) {
     try {
       res.body = await readAll(body);
     } finally {

@@ -13,6 +13,12 @@ export interface RequestContextOptions {
   parent?: RequestContext;
 }
 
+/** An object told when a context is canceled (see {@link RequestContext.addCancelListener}). */
+export interface CancelListener {
+  /** Runs once when the context is canceled, with the CanceledError the request fails with. */
+  onContextCanceled(err: Error): void;
+}
+
 /** Cancellation, deadline and application data for one request. */
 export class RequestContext {
   /** Absolute `performance.now()` deadline in milliseconds; 0 means none. */
@@ -22,7 +28,7 @@ export class RequestContext {
   private cancelMessage: string | null = null;
   private controller: AbortController | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private listeners: ((err: Error) => void)[] | null = null;
+  private listeners: (((err: Error) => void) | CancelListener)[] | null = null;
   private readonly parent: RequestContext | null;
   private unlinkParent: (() => void) | null = null;
   // The client's per-call options, kept beside the data map: every client call sets them, and a
@@ -134,7 +140,8 @@ export class RequestContext {
     this.listeners = null;
     if (ls) for (const fn of ls) {
       try {
-        fn(err);
+        if (typeof fn === 'function') fn(err);
+        else fn.onContextCanceled(err);
       } catch {
         // cancel never throws; a listener's failure is its own.
       }
@@ -160,6 +167,32 @@ export class RequestContext {
       const i = ls.indexOf(fn);
       if (i >= 0) ls.splice(i, 1);
     };
+  }
+
+  /**
+   * Like {@link RequestContext.onCancel} for an object: `listener.onContextCanceled(err)` runs
+   * on cancel (at once if already canceled). No closure is made, so protocol drivers register
+   * one per exchange at no garbage cost; remove it with {@link RequestContext.removeCancelListener}.
+   */
+  addCancelListener(listener: CancelListener): void {
+    if (this.cancelMessage !== null) {
+      listener.onContextCanceled(new CanceledError(this.cancelMessage));
+      return;
+    }
+    if (this.listeners === null) this.listeners = [listener];
+    else this.listeners.push(listener);
+  }
+
+  /** Removes a listener added with {@link RequestContext.addCancelListener} (nothing when absent). */
+  removeCancelListener(listener: CancelListener): void {
+    const ls = this.listeners;
+    if (ls === null) return;
+    if (ls.length === 1) {
+      if (ls[0] === listener) this.listeners = null;
+      return;
+    }
+    const i = ls.indexOf(listener);
+    if (i >= 0) ls.splice(i, 1);
   }
 
   /** The error a request fails with now: CanceledError when canceled, TimeoutError when expired, else null. */

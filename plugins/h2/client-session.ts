@@ -25,6 +25,7 @@ import {
   ProtocolError,
   Response,
   TimeoutError,
+  type CancelListener,
   type ClientSession,
   type ExchangeOptions,
   type Request,
@@ -285,7 +286,7 @@ const TRAILER_OPTIONS = Object.freeze({ endStream: false, waitForTrailers: true 
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H2ClientSession}. */
-class H2ClientExchange implements BodySource {
+class H2ClientExchange implements BodySource, CancelListener {
   readonly promise: Promise<Response>;
   private resolveHead!: (r: Response) => void;
   private rejectHead!: (e: unknown) => void;
@@ -302,13 +303,16 @@ class H2ClientExchange implements BodySource {
   private timerWhat = '';
   private timerMs = 0;
   private deadlineTimer: NodeJS.Timeout | null = null;
-  private removeCancel: (() => void) | null = null;
+  /** The call's context while this exchange listens for its cancellation. */
+  private ctx: RequestContext | null = null;
   private writeTimer: NodeJS.Timeout | null = null;
   private drainWait: (() => void) | null = null;
   /** Buffering: `promise` resolves with the body complete (see kBufferBody). */
   private readonly whole: boolean;
   /** Buffering: the response whose body is still arriving (the head promise is not settled yet). */
   private pending: Response | null = null;
+  /** Buffering: the body so far (one chunk, or several), gathered here instead of in a FlowBody. */
+  private gathered: Buffer | Buffer[] | null = null;
 
   constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean) {
     this.owner = owner;
@@ -331,7 +335,8 @@ class H2ClientExchange implements BodySource {
       this.fail(ctx.error()!);
       return;
     }
-    this.removeCancel = ctx.onCancel((err) => this.fail(err));
+    this.ctx = ctx;
+    ctx.addCancelListener(this);
     if (ctx.deadline > 0 || t.responseHeaderTimeout > 0 || t.readIdleTimeout > 0 || t.writeIdleTimeout > 0) this.started = performance.now();
     if (ctx.deadline > 0) {
       this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, ctx.deadline - performance.now()));
@@ -406,8 +411,8 @@ class H2ClientExchange implements BodySource {
     let body: Response['body'];
     if (ended) body = nobody;
     else {
-      this.body = new H2ResponseBody(this, length, this.whole);
-      body = this.body;
+      // Buffering: the bytes are gathered here and become the body at the end (no stream body).
+      body = this.whole ? nobody : (this.body = new H2ResponseBody(this, length, false));
       if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'readIdleTimeout');
     }
     const res = new Response(status, body, { headers: h, copyHeaders: false, contentLength: ended ? 0 : length, protoMajor: 2, protoMinor: 0, request: this.req });
@@ -415,12 +420,15 @@ class H2ClientExchange implements BodySource {
     else this.resolveHead(res);
   }
 
-  /** The body ended: a buffering exchange hands over its response now. */
+  /** The body ended: a buffering exchange hands over its response now, with the body gathered. */
   private bodyEnded(): void {
     this.body?.end();
     const res = this.pending;
     if (res !== null) {
       this.pending = null;
+      const g = this.gathered;
+      this.gathered = null;
+      res.body = g === null ? new Uint8Array(0) : Array.isArray(g) ? Buffer.concat(g) : g;
       this.resolveHead(res);
     }
   }
@@ -428,12 +436,26 @@ class H2ClientExchange implements BodySource {
   /** @internal */
   onData(chunk: Buffer): void {
     if (this.timer !== null && this.timerWhat === 'readIdleTimeout') this.timer.refresh();
-    this.body?.push(chunk);
+    if (this.pending !== null) {
+      if (chunk.length === 0) return;
+      const g = this.gathered;
+      if (g === null) this.gathered = chunk;
+      else if (Array.isArray(g)) g.push(chunk);
+      else this.gathered = [g, chunk];
+    } else this.body?.push(chunk);
   }
 
   /** @internal */
   onTrailers(trailers: IncomingHttpHeaders): void {
-    if (this.body !== null) this.body.trailerFields = headersFromObject(trailers as Record<string, string | string[] | undefined>);
+    const t = headersFromObject(trailers as Record<string, string | string[] | undefined>);
+    // A buffered response carries its trailers itself (its body is bytes).
+    if (this.pending !== null) this.pending.trailers = t;
+    else if (this.body !== null) this.body.trailerFields = t;
+  }
+
+  /** @internal The call's context was canceled (see RequestContext.addCancelListener). */
+  onContextCanceled(err: Error): void {
+    this.fail(err);
   }
 
   /** @internal */
@@ -492,6 +514,7 @@ class H2ClientExchange implements BodySource {
     const e = err instanceof Error ? err : new ProtocolError(String(err));
     if (!this.headDone || this.pending !== null) {
       this.pending = null;
+      this.gathered = null;
       this.rejectHead(e);
     } else this.body?.error(e);
     if (!this.stream.destroyed) this.stream.close(NGHTTP2_CANCEL);
@@ -531,9 +554,10 @@ class H2ClientExchange implements BodySource {
     this.writeTimer = null;
     if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = null;
-    if (this.removeCancel !== null) {
-      this.removeCancel();
-      this.removeCancel = null;
+    const ctx = this.ctx;
+    if (ctx !== null) {
+      this.ctx = null;
+      ctx.removeCancelListener(this);
     }
     const w = this.drainWait;
     this.drainWait = null;

@@ -265,6 +265,23 @@ describe('responseStream', () => {
     expect(parts).toHaveLength(0);
   });
 
+  it('a buffered chunked response keeps its trailers on response.trailers', async () => {
+    const raw = await rawServer((sock) => {
+      readRequests(sock, () => {
+        sock.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 5\r\n\r\n');
+      });
+    });
+    const c = newClient();
+    for (let i = 0; i < 2; i++) {
+      // The second call takes the pooled connection (the client's short path).
+      const res = await c.get(`${raw.origin}/t`);
+      expect(text(res)).toBe('hello');
+      expect(res.trailers.get('X-Sum')).toBe('5');
+    }
+    const plain = await c.get(`${raw.origin}/t`, { statusException: false });
+    expect(plain.hasTrailers).toBe(true);
+  });
+
   it('a responseStream that is not a Writable is an ArgumentError', async () => {
     const s = await recorder();
     expect(await rejection(HTTP.get(`${s.origin}/`, { responseStream: {} as Writable }))).toBeInstanceOf(ArgumentError);

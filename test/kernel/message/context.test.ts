@@ -130,6 +130,32 @@ describe('RequestContext: cancel', () => {
     }
   });
 
+  it('tells cancel listener objects, in order with functions, and forgets removed ones', () => {
+    const ctx = new RequestContext();
+    const seen: string[] = [];
+    const a = { onContextCanceled: (e: Error) => seen.push(`a:${e.message}`) };
+    const b = { onContextCanceled: (e: Error) => seen.push(`b:${e.message}`) };
+    const gone = { onContextCanceled: () => seen.push('gone') };
+    ctx.addCancelListener(a);
+    ctx.onCancel((e) => seen.push(`fn:${e.message}`));
+    ctx.addCancelListener(gone);
+    ctx.addCancelListener(b);
+    ctx.removeCancelListener(gone);
+    ctx.removeCancelListener({ onContextCanceled: () => undefined });
+    cancel(ctx, { message: 'x' });
+    expect(seen).toEqual(['a:x', 'fn:x', 'b:x']);
+    // Added after cancel: told at once, with a CanceledError.
+    let late: Error | null = null;
+    ctx.addCancelListener({ onContextCanceled: (e) => (late = e) });
+    expect(late).toBeInstanceOf(CanceledError);
+    const solo = new RequestContext();
+    const only = { onContextCanceled: () => seen.push('only') };
+    solo.addCancelListener(only);
+    solo.removeCancelListener(only);
+    cancel(solo, { message: 'y' });
+    expect(seen).not.toContain('only');
+  });
+
   it('runs a listener added after cancel at once', () => {
     const ctx = new RequestContext();
     cancel(ctx, { message: 'late' });

@@ -191,6 +191,8 @@ describe('exchange features', () => {
     }
     const r = await c.put(`http://127.0.0.1:${port}/`, { http2PriorKnowledge: true, body: gen() });
     expect((r.body as Uint8Array).length).toBe(300_000);
+    // A buffered response carries the trailers itself (its body is bytes now).
+    expect(r.trailers.get('X-Len')).toBe('1000000');
     const req = new KRequest('POST', '/', { body: Buffer.alloc(5) });
     req.url = `http://127.0.0.1:${port}/`;
     const d = await c.dispatch(req, { http2PriorKnowledge: true });
@@ -217,6 +219,30 @@ describe('exchange features', () => {
     // The session survived both.
     expect(text(await c.get(`${url}/`, { http2PriorKnowledge: true }))).toBe('ok');
     expect(server.connectionCount).toBe(1);
+  });
+
+  it('canceling a buffered call mid-body rejects it with CanceledError and resets only its stream', async () => {
+    let reset = 0;
+    const { port } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      st.on('close', () => {
+        if (st.rstCode === http2.constants.NGHTTP2_CANCEL) reset++;
+      });
+      st.respond({ ':status': 200 });
+      if (h[':path'] === '/slow') st.write('partial');
+      else st.end('whole');
+    });
+    const plain = new Client({ http2PriorKnowledge: true, kernel: await createKernel().register(h2).register(h2c).ready() });
+    onCleanup(() => plain.close());
+    const url = `http://127.0.0.1:${port}`;
+    const ac = new AbortController();
+    const p = plain.get(`${url}/slow`, { signal: ac.signal });
+    await waitFor(() => plain.transport.connectionCount() === 1);
+    setTimeout(() => ac.abort(), 30);
+    await expect(p).rejects.toBeInstanceOf(CanceledError);
+    await waitFor(() => reset === 1);
+    expect(text(await plain.get(`${url}/`))).toBe('whole');
+    expect(plain.transport.connectionCount()).toBe(1);
   });
 
   it('a buffered call (answered once the body is complete) fails when the server resets mid-body; dispatch still streams the head first', async () => {
