@@ -410,7 +410,8 @@ export class Client {
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
-    const u = url instanceof URL ? url : parseUrl(url);
+    const parts = typeof url === 'string' || !(url instanceof URL) ? parseUrl(url as string) : null;
+    const u = parts ?? (url as URL);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
     const d = this.defaultHeaders;
     let headers: Headers;
@@ -439,8 +440,7 @@ export class Client {
     let href: string;
     // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
     // A parsed string URL keeps its target and URL for the calls that add no query.
-    if (pairs.length === 0 && !(u instanceof URL)) {
-      const parts = u as UrlParts;
+    if (pairs.length === 0 && parts !== null) {
       target = parts.target ??= (u.pathname || '/') + u.search;
       href = parts.href ??= `${u.protocol}//${u.host}${target}`;
       lastOrigin = parts.origin ??= parseOrigin(href);

@@ -13,7 +13,7 @@ import { AbstractBody, nobody, type Body } from '../message/body.js';
 import { FlowBody, type FlowSource } from './flow-body.js';
 import type { RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
-import { Response } from '../message/response.js';
+import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
 import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
@@ -418,14 +418,7 @@ class Exchange implements FlowSource {
       this.body = new ResponseBody(this, kind === 'length' ? p.contentLength : -1);
       body = this.body;
     }
-    const res = new Response(p.status, body, {
-      headers: p.headers,
-      copyHeaders: false,
-      reason: p.reason,
-      contentLength: kind === 'length' ? p.contentLength : kind === 'none' ? 0 : -1,
-      protoMinor: p.versionMinor,
-      request: req,
-    });
+    const res = protocolResponse(p.status, p.reason, p.headers, body, kind === 'length' ? p.contentLength : kind === 'none' ? 0 : -1, 1, p.versionMinor, req);
     if (!this.keepAlive) res.close = true;
     if (p.status === 101) {
       // The socket now speaks another protocol; the caller that asked for it takes it.

@@ -100,8 +100,9 @@ export class RequestContext {
   }
 
   /** True when a deadline is set and `now` (default `performance.now()`) has reached it. */
-  expired(now: number = performance.now()): boolean {
-    return this.deadline > 0 && now >= this.deadline;
+  expired(now?: number): boolean {
+    // The clock is read only when there is a deadline (most contexts have none).
+    return this.deadline > 0 && (now ?? performance.now()) >= this.deadline;
   }
 
   /** Milliseconds left before the deadline; Infinity without one, 0 when passed. */
@@ -196,7 +197,7 @@ export class RequestContext {
   }
 
   /** The error a request fails with now: CanceledError when canceled, TimeoutError when expired, else null. */
-  error(now: number = performance.now()): Error | null {
+  error(now?: number): Error | null {
     if (this.cancelMessage !== null) return new CanceledError(this.cancelMessage);
     if (this.expired(now)) return new TimeoutError('request', 0, 0, 'request deadline expired');
     return null;

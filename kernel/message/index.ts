@@ -3,5 +3,5 @@ export * from './headers.js';
 export * from './body.js';
 export * from './context.js';
 export { Request, getRequestContext, type RequestOptions } from './request.js';
-export { Response, type ResponseOptions } from './response.js';
+export { Response, protocolResponse, type ResponseOptions } from './response.js';
 export * from './uri.js';

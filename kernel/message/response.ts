@@ -81,6 +81,25 @@ export class Response {
   constructor(status: number, options: ResponseOptions);
   constructor(body: string | Uint8Array | AbstractBody);
   constructor(a: number | string | Uint8Array | AbstractBody, b?: unknown, c?: unknown, d?: unknown) {
+    if (b === WIRE) {
+      // Internal fast path for protocol drivers (see protocolResponse): values already parsed and checked.
+      const w = wire;
+      this.status = a as number;
+      this.reason = w.reason;
+      this.headers = w.headers!;
+      this.body = w.body;
+      this._trailers = null;
+      this.contentLength = w.contentLength;
+      this.protoMajor = w.protoMajor;
+      this.protoMinor = w.protoMinor;
+      this.close = false;
+      this.request = w.request;
+      this.url = '';
+      w.headers = null;
+      w.request = null;
+      w.body = null;
+      return;
+    }
     let status: number;
     let opts: ResponseOptions;
     // A positional body, kept apart so the common (status, body, options) form copies nothing.
@@ -168,4 +187,33 @@ export class Response {
   toString(): string {
     return `HTTP/${this.protoMajor}.${this.protoMinor} ${this.status}${this.reason ? ` ${this.reason}` : ''}`;
   }
+}
+
+const WIRE = Object.freeze({}) as unknown as Body;
+const wire: { reason: string; headers: Headers | null; body: Body; contentLength: number; protoMajor: number; protoMinor: number; request: Request | null } = {
+  reason: '',
+  headers: null,
+  body: null,
+  contentLength: -1,
+  protoMajor: 1,
+  protoMinor: 1,
+  request: null,
+};
+
+/**
+ * A client response from a protocol driver's parsed head, without the public constructor's
+ * checks (the driver's codec validated it): `headers` is used as is (not copied), `body` is
+ * `nobody` for a response without one, else the driver's streamed body, `contentLength` -1
+ * when unknown. The HTTP/1 client session and the h2 plugin make their responses with it.
+ */
+export function protocolResponse(status: number, reason: string, headers: Headers, body: Body, contentLength: number, protoMajor: number, protoMinor: number, request: Request | null): Response {
+  const w = wire;
+  w.reason = reason;
+  w.headers = headers;
+  w.body = body;
+  w.contentLength = contentLength;
+  w.protoMajor = protoMajor;
+  w.protoMinor = protoMinor;
+  w.request = request;
+  return new Response(status, WIRE);
 }

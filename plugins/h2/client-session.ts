@@ -23,7 +23,8 @@ import {
   kUnprocessed,
   nobody,
   ProtocolError,
-  Response,
+  protocolResponse,
+  type Response,
   TimeoutError,
   type CancelListener,
   type ClientSession,
@@ -200,7 +201,7 @@ export class H2ClientSession implements ClientSession {
     this.active++;
     this.clearPing();
     const t = options ?? NO_TIMEOUTS;
-    const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true);
+    const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true, hasBody || trailers);
     if (trailers) {
       stream.once('wantTrailers', () => {
         const out: H2HeaderObject = {};
@@ -314,7 +315,7 @@ class H2ClientExchange implements BodySource, CancelListener {
   /** Buffering: the body so far (one chunk, or several), gathered here instead of in a FlowBody. */
   private gathered: Buffer | Buffer[] | null = null;
 
-  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean) {
+  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
     this.owner = owner;
     this.whole = whole;
     this.stream = stream;
@@ -328,7 +329,10 @@ class H2ClientExchange implements BodySource, CancelListener {
     stream.on('response', streamResponse);
     stream.on('data', streamData);
     stream.on('trailers', streamTrailers);
-    stream.on('end', streamEnd);
+    // Without a request body the stream closes as soon as the response ends: 'close' (after
+    // 'end') finishes the exchange, one listener and one event fewer per request. With one,
+    // the response can end while the upload goes on, so 'end' finishes it.
+    if (upload) stream.on('end', streamEnd);
     stream.on('close', streamClose);
     stream.on('error', noop);
     if (ctx.canceled || ctx.expired()) {
@@ -415,7 +419,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       body = this.whole ? nobody : (this.body = new H2ResponseBody(this, length, false));
       if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'readIdleTimeout');
     }
-    const res = new Response(status, body, { headers: h, copyHeaders: false, contentLength: ended ? 0 : length, protoMajor: 2, protoMinor: 0, request: this.req });
+    const res = protocolResponse(status, '', h, body, ended ? 0 : length, 2, 0, this.req);
     if (this.whole && !ended) this.pending = res;
     else this.resolveHead(res);
   }
