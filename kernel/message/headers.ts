@@ -234,6 +234,22 @@ function addPair(h: Headers, name: unknown, value: unknown): void {
   }
 }
 
+/**
+ * True when every value of `init` is a valid header string and no two names are equal
+ * ignoring case (where `append` would join them), for up to 8 names: such an object maps
+ * to names and values one for one.
+ */
+function plainPairs(init: Record<string, unknown>, keys: string[]): boolean {
+  const n = keys.length;
+  if (n === 0 || n > 8) return false;
+  for (let i = 0; i < n; i++) {
+    const v = init[keys[i]!];
+    if (typeof v !== 'string') return false;
+    for (let j = 0; j < i; j++) if (eqIgnoreCase(keys[i]!, keys[j]!)) return false;
+  }
+  return true;
+}
+
 function addAll(h: Headers, init: unknown): void {
   if (init instanceof Headers) {
     // Already a header list: copy the pairs as they are (joining would merge, e.g., two
@@ -255,7 +271,17 @@ function addAll(h: Headers, init: unknown): void {
     return;
   }
   if (typeof init === 'object' && init !== null) {
-    for (const k of Object.keys(init)) {
+    const keys = Object.keys(init);
+    if (h._names.length === 0 && plainPairs(init as Record<string, unknown>, keys)) {
+      // The common `{ 'Content-Type': '…' }`: arrays of the exact size (the keys array itself
+      // for the names), not the 17 slots each that a first push onto an empty array reserves.
+      const values = keys.slice();
+      for (let i = 0; i < keys.length; i++) values[i] = (init as Record<string, string>)[keys[i]!]!;
+      h._names = keys;
+      h._values = values;
+      return;
+    }
+    for (const k of keys) {
       const v = (init as Record<string, unknown>)[k];
       if (v !== undefined) addPair(h, k, v);
     }
