@@ -2,6 +2,6 @@
 export * from './headers.js';
 export * from './body.js';
 export * from './context.js';
-export { Request, getRequestContext, type RequestOptions } from './request.js';
+export { Request, getRequestContext, peekRequestContext, type RequestOptions } from './request.js';
 export { Response, protocolResponse, type ResponseOptions } from './response.js';
 export * from './uri.js';

@@ -222,6 +222,14 @@ export function requestFromWire(method: string, target: string, headers: Headers
   return new Request(method, target, WIRE);
 }
 
+/**
+ * The request's context if one was made already, else null (without making one): a protocol
+ * driver that cancels contexts on a client reset then does not make one nobody reads.
+ */
+export function peekRequestContext(req: Request): RequestContext | null {
+  return (req as unknown as { _ctx: RequestContext | null })._ctx;
+}
+
 /** The {@link RequestContext} of a request. */
 export function getRequestContext(req: Request): RequestContext {
   if (!(req instanceof Request)) throw new ArgumentError(`getRequestContext takes a Request, got ${describeType(req)}`);

@@ -123,8 +123,11 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
   private resetBudget = RESET_BURST;
   private resetAt = performance.now();
   private peer: PeerAddr | null = null;
+  /** Streams whose exchange is still going (a stream answered in full at once is not counted). */
   private active = 0;
   private idleTimer: NodeJS.Timeout | null = null;
+  /** When a stream last arrived or the last active one closed (`performance.now()`). */
+  private lastActivity = performance.now();
   private closed = false;
   /** The `readHeaderTimeout` check (an interval), or null when off. */
   private headerTimer: NodeJS.Timeout | null = null;
@@ -213,19 +216,25 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     const wire = new H2ServerStream(stream, this, req, ended);
     const id = stream.id ?? 0;
     if (id > this.lastStreamId) this.lastStreamId = id;
-    this.active++;
-    if (this.idleTimer !== null) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = null;
-    }
+    // The idle timer stays armed; it looks at this when it fires (no clear and re-arm per stream).
+    if (this.idleTimeout > 0) this.lastActivity = performance.now();
     void this.host.runExchange(req, wire);
+    // Most streams are answered in full here (no body to read, the handler's response written
+    // at once): nothing is left to watch on them. The others are counted until they close.
+    if (!wire.settled) {
+      wire.watchClose();
+      this.active++;
+    }
   };
 
   /** A stream closed; `aborted`: the client reset it before its response ended. */
   streamClosed(aborted: boolean): void {
     if (aborted) this.onAborted();
     this.active--;
-    if (this.active === 0) this.armIdle();
+    if (this.active === 0) {
+      if (this.idleTimeout > 0) this.lastActivity = performance.now();
+      this.armIdle();
+    }
   }
 
   /**
@@ -246,15 +255,20 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     }
   }
 
-  private armIdle(): void {
-    if (this.idleTimeout <= 0 || this.closed) return;
-    this.idleTimer = setTimeout(this.onIdle, this.idleTimeout);
+  private armIdle(ms = this.idleTimeout): void {
+    if (this.idleTimeout <= 0 || this.closed || this.idleTimer !== null) return;
+    this.idleTimer = setTimeout(this.onIdle, ms);
     this.idleTimer.unref();
   }
 
+  /** Closes the connection once no stream is going and none arrived for `idleTimeout`. */
   private readonly onIdle = (): void => {
     this.idleTimer = null;
-    if (this.active === 0) this.shutdown();
+    // Streams going: the last one to close arms the timer again.
+    if (this.active > 0) return;
+    const idleFor = performance.now() - this.lastActivity;
+    if (idleFor < this.idleTimeout - 1) this.armIdle(this.idleTimeout - idleFor);
+    else this.shutdown();
   };
 
   /** The `readHeaderTimeout` check (see the class comment for what it measures). */

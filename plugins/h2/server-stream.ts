@@ -5,7 +5,7 @@
  * response head, body and trailers go out through `respond`/`write`/`sendTrailers`.
  */
 import type { ServerHttp2Stream } from 'node:http2';
-import { ParseError, TimeoutError, type ExchangeWire, type Headers, type PeerAddr, type Request } from '../../kernel/index.js';
+import { ParseError, peekRequestContext, TimeoutError, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
 import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';
 
 /** Queued request-body bytes above which the stream is paused (no more window for the client). */
@@ -36,7 +36,10 @@ export class H2ServerStream implements ExchangeWire {
   bodyError: unknown = null;
   private readonly stream: ServerHttp2Stream;
   private readonly owner: StreamOwner;
-  private readonly request: Request;
+  /** The request, until its response is complete with no body left to read (see afterEnd). */
+  private request: Request | null;
+  /** Its context once the request is let go (null when none was made). */
+  private ctx: RequestContext | null = null;
   /** Body chunks not read yet; the array is made on first need (most requests have no body). */
   private queue: Buffer[] | null = null;
   private queued = 0;
@@ -52,12 +55,15 @@ export class H2ServerStream implements ExchangeWire {
   private readTimer: NodeJS.Timeout | null = null;
   private drainWaiters: (() => void)[] | null = null;
   private writeTimer: NodeJS.Timeout | null = null;
+  /** 'close' is listened to (from the start for a request with a body). */
+  private watching: boolean;
 
   constructor(stream: ServerHttp2Stream, owner: StreamOwner, request: Request, bodyEnded: boolean) {
     this.stream = stream;
     this.owner = owner;
     this.request = request;
     this.ended = bodyEnded;
+    this.watching = !bodyEnded;
     (stream as Tagged)[kWire] = this;
     if (!bodyEnded) {
       stream.on('data', streamData);
@@ -67,9 +73,33 @@ export class H2ServerStream implements ExchangeWire {
         this.readTimer.unref();
       }
     }
-    // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
-    stream.on('close', streamClose);
+    // A request with a body is watched from the start; one without, only when its exchange
+    // goes on past onStream (see watchClose).
+    if (!bodyEnded) stream.on('close', streamClose);
     stream.on('error', noop);
+  }
+
+  /**
+   * True when nothing is left to do for this stream: the request had no body (or all of it
+   * was read) and the response was written in full. Its connection then neither counts nor
+   * watches it: node:http2 sends the queued bytes and closes it.
+   */
+  get settled(): boolean {
+    return this.ended && this.finished && !this.closed;
+  }
+
+  /**
+   * Watches a stream whose exchange goes on: 'close' then tells the connection (its count of
+   * streams going) and whoever waits on the stream. Called once, by the connection, for a
+   * stream without a request body that is not {@link H2ServerStream.settled}; a stream with
+   * one is watched from the start.
+   */
+  watchClose(): void {
+    // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
+    if (this.ended && !this.watching) {
+      this.watching = true;
+      this.stream.on('close', streamClose);
+    }
   }
 
   get writable(): boolean {
@@ -171,7 +201,7 @@ export class H2ServerStream implements ExchangeWire {
   sendContinue(): void {
     if (this.continueSent || this.ended || this.closed) return;
     this.continueSent = true;
-    const expect = this.request.headers.get('Expect');
+    const expect = this.request?.headers.get('Expect');
     if (expect === undefined || expect.toLowerCase() !== '100-continue') return;
     try {
       this.stream.additionalHeaders({ ':status': 100 });
@@ -249,7 +279,13 @@ export class H2ServerStream implements ExchangeWire {
    * reset could cut off the response it follows.
    */
   private afterEnd(): void {
-    if (!this.ended && !this.closed) this.discardBody();
+    if (this.ended) {
+      if (this.request === null) return;
+      // Nothing here reads the request any more: let it go (node keeps this stream until its
+      // bytes are out, and a request kept that long is copied out of the young generation).
+      this.ctx = peekRequestContext(this.request!);
+      this.request = null;
+    } else if (!this.closed) this.discardBody();
   }
 
   abort(_error: unknown): void {
@@ -306,7 +342,10 @@ export class H2ServerStream implements ExchangeWire {
     // A stream closed before its response ended was reset by the client (or by us): whatever
     // still works on it learns through the request's context.
     const aborted = !this.finished;
-    if (aborted || this.stream.rstCode !== NGHTTP2_NO_ERROR) this.request.ctx.cancel('the client reset the HTTP/2 stream');
+    if (aborted || this.stream.rstCode !== NGHTTP2_NO_ERROR) {
+      const ctx = this.request !== null ? this.request.ctx : this.ctx;
+      ctx?.cancel('the client reset the HTTP/2 stream');
+    }
     this.owner.streamClosed(aborted);
   }
 }
