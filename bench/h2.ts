@@ -13,6 +13,7 @@
  *
  * Environment: BENCH_H2_RUNS (rounds, default 3), BENCH_H2_SECONDS (h2load seconds per server
  * and round, default 2), BENCH_H2_CLIENT_REQUESTS (requests per client round, default 20000),
+ * BENCH_H2_CLIENT_RUNS (client rounds, default the larger of BENCH_H2_RUNS and 5),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0), BENCH_H2_ONLY (`server` or
  * `client`: that part alone). Needs h2load (Debian
  * `nghttp2-client`). `node --import tsx bench/h2.ts` runs it alone.
@@ -317,11 +318,13 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
       true,
     );
     if (only === 'server') return;
-    const crow = await clientBench(runs, n, pin ? sCpu : null, pin ? lCpu : null, log);
-    log(`\nclient: ${n} requests, 100 concurrent streams on one session, against a bare node:http2 h2c server, median of ${runs} rounds`);
+    // Client rounds are short (a few seconds each): more of them, for a steadier median.
+    const clientRuns = Number(process.env.BENCH_H2_CLIENT_RUNS ?? Math.max(runs, 5)) || 5;
+    const crow = await clientBench(clientRuns, n, pin ? sCpu : null, pin ? lCpu : null, log);
+    log(`\nclient: ${n} requests after ${CLIENT_WARMUP} to warm up, 100 concurrent streams on one session, against a bare node:http2 h2c server, median of ${clientRuns} rounds`);
     printTable(
       ['client', 'req/s', 'vs node:http2 session', 'CPU µs/req', 'CPU vs node:http2', 'runs (req/s)'],
-      crow.map((r) => [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, crow[0], runs)), median(r.cpu).toFixed(1), fmtRatio(median(crow[0]!.cpu) / median(r.cpu)), r.runs.map(fmtInt).join(' ')]),
+      crow.map((r) => [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, crow[0], clientRuns)), median(r.cpu).toFixed(1), fmtRatio(median(crow[0]!.cpu) / median(r.cpu)), r.runs.map(fmtInt).join(' ')]),
       log,
       true,
     );
