@@ -15,6 +15,7 @@ import {
   type CallOptions,
   type ClientStream,
   type HeadersInit,
+  type VerbHeaders,
   type Request,
   type RequestBody,
   type Response,
@@ -90,7 +91,7 @@ export function dispatch(req: Request, options?: CallOptions): Promise<Response>
 
 type Verb = {
   (url: string | URL, options?: CallOptions): Promise<Response>;
-  (url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  (url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
 };
 
 function verb(method: string): Verb {

@@ -15,14 +15,20 @@ import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
 import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
-import { checkCallOptions, type CallOptions, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { appendQuery, isIdempotent, isReplayable, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
-/** Options of {@link Client}. Plugin keys (`cookiejar`, `retryBucket`, …) are defaults for every call. */
-export interface ClientOptions extends TimeoutOptions, Omit<TransportOptions, 'idleTimeout'> {
+/**
+ * Call options a {@link Client} takes as defaults for every call: all but the ones that only
+ * make sense per call.
+ */
+export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth'>;
+
+/** Options of {@link Client}. Call options (and plugin keys: `cookiejar`, `retryBucket`, …) are defaults for every call. */
+export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<TransportOptions, 'idleTimeout'> {
   /** A booted (or bootable) kernel whose client hooks this client runs; none means no plugins. */
   kernel?: Kernel;
   /** The connection pool; a new one by default (made from the transport options here). */
@@ -33,8 +39,8 @@ export interface ClientOptions extends TimeoutOptions, Omit<TransportOptions, 'i
   defaultQuery?: QueryInit;
   /** Basic auth for calls that pass neither `basicauth` nor an Authorization header. */
   defaultBasicauth?: readonly [string, string];
-  /** Plugins' options, defaults for every call. */
-  [plugin: string]: unknown;
+  // Plugins add their options (defaults for every call) by declaration merging, as
+  // plugins/options.ts does: no index signature, so a misspelt option is a type error.
 }
 
 const kCallOptions = Symbol.for('switchyard.callOptions');
@@ -304,49 +310,49 @@ export class Client {
 
   /** GET. */
   get(url: string | URL, options?: CallOptions): Promise<Response>;
-  get(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  get(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   get(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('GET', url, verbArgs(arguments.length, a, b, c));
   }
   /** HEAD. */
   head(url: string | URL, options?: CallOptions): Promise<Response>;
-  head(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  head(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   head(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('HEAD', url, verbArgs(arguments.length, a, b, c));
   }
   /** QUERY (RFC 10008: a safe, idempotent request with content). */
   query(url: string | URL, options?: CallOptions): Promise<Response>;
-  query(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  query(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   query(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('QUERY', url, verbArgs(arguments.length, a, b, c));
   }
   /** POST. */
   post(url: string | URL, options?: CallOptions): Promise<Response>;
-  post(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  post(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   post(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('POST', url, verbArgs(arguments.length, a, b, c));
   }
   /** PUT. */
   put(url: string | URL, options?: CallOptions): Promise<Response>;
-  put(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  put(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   put(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('PUT', url, verbArgs(arguments.length, a, b, c));
   }
   /** PATCH. */
   patch(url: string | URL, options?: CallOptions): Promise<Response>;
-  patch(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  patch(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   patch(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('PATCH', url, verbArgs(arguments.length, a, b, c));
   }
   /** DELETE. */
   delete(url: string | URL, options?: CallOptions): Promise<Response>;
-  delete(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  delete(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   delete(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('DELETE', url, verbArgs(arguments.length, a, b, c));
   }
   /** OPTIONS. */
   options(url: string | URL, options?: CallOptions): Promise<Response>;
-  options(url: string | URL, headers: HeadersInit | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  options(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
   options(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
     return this.request('OPTIONS', url, verbArgs(arguments.length, a, b, c));
   }

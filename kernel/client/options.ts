@@ -6,7 +6,7 @@ import type { Writable } from 'node:stream';
 import { ArgumentError } from '../errors.js';
 import type { Body } from '../message/body.js';
 import type { RequestContext } from '../message/context.js';
-import type { HeadersInit } from '../message/headers.js';
+import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
 import type { ClientEvent } from './trace.js';
 
 /** A request body as the client accepts it. */
@@ -35,6 +35,19 @@ export interface TimeoutOptions {
   /** How long an upload with `Expect: 100-continue` waits for 100 before sending anyway. Default 1000. */
   expectContinueTimeout?: number;
 }
+
+/**
+ * Headers given in a verb's second position (`get(url, headers, body?, options?)`): any
+ * {@link HeadersInit}, except that a plain object may not use an option's name as a header
+ * name. At run time an object whose keys are all option names is taken as the options, so a
+ * mistyped option (`{ redirectLimit: 'three' }`) is a type error here instead of quietly
+ * becoming a header. Give such a header in a `Headers`, a Map or pairs.
+ */
+export type VerbHeaders =
+  | Headers
+  | Iterable<HeaderPair | readonly [string, string | number]>
+  | Map<string, string | number | readonly string[]>
+  | (Record<string, string | number | readonly string[] | undefined> & { readonly [K in keyof CallOptions]?: never });
 
 /**
  * Options of one call (`request`, `get`, …, `open`, `dispatch`). Plugins read their own keys
@@ -74,8 +87,9 @@ export interface CallOptions extends TimeoutOptions {
   maxLineBytes?: number;
   /** Largest response head. */
   maxHeaderBytes?: number;
-  /** Plugins' options (see their docs). */
-  [plugin: string]: unknown;
+  // Plugins add their options by declaration merging (`declare module` on the kernel's
+  // entry, as plugins/options.ts does): an index signature here would accept any misspelt
+  // option without a word.
 }
 
 function describeWhere(w: string | (() => string)): string {

@@ -4,8 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -21,8 +20,12 @@ describe('project', () => {
     expect(r.stdout).toBe('');
   }, 120_000);
 
-  it('builds every exported entry with declarations', async () => {
-    const out = await mkdtemp(join(tmpdir(), 'switchyard-build-'));
+  it('builds every exported entry with declarations, and a consumer of them gets option types checked', async () => {
+    // Inside the project (node_modules/.cache): the built declarations import tapable, avvio and
+    // node's types, which resolve from the project's node_modules as a user's install would.
+    const cache = join(root, 'node_modules', '.cache');
+    await mkdir(cache, { recursive: true });
+    const out = await mkdtemp(join(cache, 'switchyard-build-'));
     try {
       await run(bin('tsup'), ['--out-dir', out], { cwd: root });
       const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -40,6 +43,38 @@ describe('project', () => {
       for (const name of ['Headers', 'Request', 'Response', 'RequestContext', 'ParseError', 'ArgumentError', 'createKernel', 'readRequest']) {
         expect(top[name], name).toBeDefined();
       }
+      // A consumer compiled against the built declarations (skipLibCheck off): plugin options
+      // are typed through the top-level entry, and a misspelt or mistyped option is an error
+      // (each @ts-expect-error below must meet one, or tsc reports it unused).
+      const consumer = join(out, 'consumer');
+      await mkdir(consumer);
+      await writeFile(
+        join(consumer, 'use.ts'),
+        [
+          "import * as HTTP from '../index.js';",
+          "import { createKernel } from '../kernel/index.js';",
+          'export async function use(): Promise<void> {',
+          "  await HTTP.get('http://x/', { redirectLimit: 3, decompress: true, requestTimeout: 5, retries: 2 });",
+          "  await HTTP.get('http://x/', { 'X-Extra': '1' });",
+          "  await HTTP.post('http://x/', { 'Content-Type': 'text/plain' }, 'body', { statusException: false });",
+          '  const c = new HTTP.Client({ redirectLimit: 2, statusException: false, http2PriorKnowledge: true, kernel: await createKernel().ready() });',
+          "  await c.get('http://x/', { cookiejar: new HTTP.Cookies.CookieJar() });",
+          '  // @ts-expect-error redirectLimit is a number',
+          "  await HTTP.get('http://x/', { redirectLimit: 'three' });",
+          '  // @ts-expect-error not a client option',
+          '  new HTTP.Client({ redirectLimt: 2 });',
+          '  // @ts-expect-error retries is a number',
+          "  await c.get('http://x/', { retries: 'many' });",
+          '}',
+          '',
+        ].join('\n'),
+      );
+      await writeFile(
+        join(consumer, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['use.ts'] }),
+      );
+      const tsc = await run(bin('tsc'), ['-p', consumer], { cwd: consumer }).catch((e: { stdout: string }) => e);
+      expect(tsc.stdout).toBe('');
     } finally {
       await rm(out, { recursive: true, force: true });
     }
