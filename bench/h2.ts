@@ -11,7 +11,7 @@
  *
  * Each server gets a short h2load warm-up first (not counted in req/s nor CPU).
  *
- * Environment: BENCH_H2_RUNS (rounds, default 3), BENCH_H2_SECONDS (h2load seconds per server
+ * Environment: BENCH_H2_RUNS (rounds, default 5), BENCH_H2_SECONDS (h2load seconds per server
  * and round, default 2), BENCH_H2_CLIENT_REQUESTS (requests per client round, default 20000),
  * BENCH_H2_CLIENT_RUNS (client rounds, default the larger of BENCH_H2_RUNS and 5),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0), BENCH_H2_ONLY (`server` or
@@ -287,7 +287,7 @@ async function clientBench(runs: number, n: number, serverCpu: number | null, lo
 
 /** Runs the HTTP/2 benchmark and prints its tables. */
 export async function runH2Bench(log: (s: string) => void = console.log): Promise<void> {
-  const runs = Number(process.env.BENCH_H2_RUNS ?? 3) || 3;
+  const runs = Number(process.env.BENCH_H2_RUNS ?? 5) || 5;
   const seconds = Number(process.env.BENCH_H2_SECONDS ?? 2) || 2;
   const n = Number(process.env.BENCH_H2_CLIENT_REQUESTS ?? 20000) || 20000;
   const sCpu = Number(process.env.BENCH_SERVER_CPU ?? 1);
