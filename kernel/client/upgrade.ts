@@ -9,10 +9,17 @@
  * `http/1.1` (an upgrade cannot happen over HTTP/2). Timeouts follow the client's meanings
  * (`connectTimeout` for DNS, TCP, proxy handshakes and TLS; `requestTimeout` for the whole
  * handshake; `responseHeaderTimeout`, `readIdleTimeout`, `writeIdleTimeout` for the exchange).
+ *
+ * The request goes through the `client.onRequest` taps and its response through the
+ * `client.onResponseHead` taps, as a call's do (so the cookies plugin sends and stores
+ * cookies, an auth plugin adds its header), with `callOptions` as the call options they read.
+ * An upgrade is one exchange: a request an `onResponseHead` tap returns (a redirect to follow)
+ * is not followed (RFC 6455 §4.1 fails a handshake answered 3xx), and an `onRequest` tap
+ * that answers the request itself fails the upgrade with `ProtocolError`.
  */
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
-import { ArgumentError, ParseError, TimeoutError, type TimeoutOperation } from '../errors.js';
+import { ArgumentError, ParseError, ProtocolError, TimeoutError, type TimeoutOperation } from '../errors.js';
 import type { ClientHooks, ConnectOptions, Tapped } from '../hooks.js';
 import { HeadParser } from '../http1/head-parser.js';
 import { serializeRequestHead } from '../http1/serialize.js';
@@ -22,6 +29,10 @@ import { RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { openConnection } from './connect.js';
+import type { CallOptions } from './options.js';
+
+/** Where a context keeps the call options (the client's key, by its registry name). */
+const kCallOptions = Symbol.for('switchyard.callOptions');
 
 /** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
 export interface UpgradeOptions {
@@ -54,6 +65,8 @@ export interface UpgradeOptions {
   maxHeaderBytes?: number;
   /** Cancellation and deadline of the caller; canceling it stops the handshake. */
   context?: RequestContext;
+  /** The call options the client taps read through `getCallOptions(ctx)` (such as `cookiejar`). Default none. */
+  callOptions?: CallOptions;
   /** `operation` of the `TimeoutError` the exchange's timeouts raise. Default `request`; WebSockets use `websocket handshake`. */
   timeoutOperation?: TimeoutOperation;
   /**
@@ -125,9 +138,16 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
   const deadline = requestTimeout > 0 ? started + requestTimeout : 0;
   const ctx = parent !== undefined ? parent.child(deadline) : new RequestContext({ deadline });
   request.ctx = ctx;
+  if (options.callOptions !== undefined) ctx.set(kCallOptions, options.callOptions);
   const owned = options.socket === undefined || options.socket === null;
   let socket: Duplex;
   try {
+    if (hooks !== null && hooks.onRequest !== null) {
+      const answered = await hooks.onRequest.promise(request, ctx);
+      if (answered !== undefined && answered !== null) {
+        throw new ProtocolError(`a client.onRequest tap answered the upgrade request itself (status ${answered.status}); an upgrade needs the server's 101`);
+      }
+    }
     if (!owned) socket = options.socket!;
     else {
       const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -159,6 +179,16 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
       maxLineBytes: options.maxLineBytes,
       maxHeaderBytes: options.maxHeaderBytes,
     });
+    // The taps see every handshake response (cookies are stored from a refusal too); a request
+    // one returns (a redirect) is not followed.
+    if (hooks !== null && hooks.onResponseHead !== null) {
+      try {
+        await hooks.onResponseHead.promise(response, ctx);
+      } catch (err) {
+        if (owned) socket.destroy();
+        throw err;
+      }
+    }
     if (response.status === 101) {
       try {
         options.check?.(response);

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import { ArgumentError, Headers, Request, RequestContext, upgradeRequest, type Response } from '../../kernel/index.js';
+import { ArgumentError, Headers, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
 import { WebSocketHandshakeError } from './errors.js';
 import { acceptKey, hasToken } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
@@ -127,6 +127,7 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
       tls: options.tls,
       localAddress: options.localAddr,
       context: ctx,
+      callOptions: options.cookiejar !== undefined ? ({ cookiejar: options.cookiejar } as CallOptions) : undefined,
       timeoutOperation: 'websocket handshake',
       // RFC 6455 first: the client.onUpgrade taps only see a handshake that is valid.
       check: (res) => {

@@ -3,6 +3,7 @@
  * server, upgrade or `open`, so the message path reads plain fields.
  */
 import type { ConnectionOptions } from 'node:tls';
+import type { CookieJar } from '../cookies/index.js';
 import { ArgumentError, type HeadersInit, type Kernel, type Request, type RequestContext, type ServeOptions } from '../../kernel/index.js';
 
 /** Default `maxFrameSize`: 16 MiB (the reference's `maxframesize`). */
@@ -59,6 +60,12 @@ export interface WebSocketOpenOptions extends WebSocketLimits {
   writeIdleTimeout?: number;
   /** Proxy policy, for the proxy plugin's `client.connect` tap. */
   proxy?: unknown;
+  /**
+   * A cookie jar for the handshake, for the cookies plugin's taps: its cookies for the URL go
+   * in the request, and `Set-Cookie` headers of the response (101 or a refusal) are stored.
+   * The handshake runs the kernel's `client.onRequest` and `client.onResponseHead` taps either way.
+   */
+  cookiejar?: CookieJar | false;
   /** TLS options for `wss:` (`ca`, `rejectUnauthorized`, `servername`, …). */
   tls?: ConnectionOptions;
   /** Local address to connect from. */
