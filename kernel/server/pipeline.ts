@@ -243,6 +243,9 @@ export class PipelineHost implements ProtocolHost {
       }
       const chunks: Uint8Array[] = [];
       let total = 0;
+      // The handler gets the body read for it: a client waiting with `Expect: 100-continue`
+      // is told to send it now (as the HTTP/1.1 connection does).
+      wire.sendContinue();
       try {
         for (;;) {
           const c = await wire.readBody();

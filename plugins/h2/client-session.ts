@@ -40,6 +40,7 @@ import { HTTP2Settings } from './settings.js';
 
 const NGHTTP2_CANCEL = 8;
 const NGHTTP2_REFUSED_STREAM = 7;
+const NGHTTP2_NO_ERROR = 0;
 /** Streams assumed before the server's SETTINGS arrive (Go's http2 transport assumes 100 too). */
 const INITIAL_MAX_STREAMS = 100;
 /** Upper bound on concurrent streams even when the server allows more. */
@@ -210,8 +211,15 @@ export class H2ClientSession implements ClientSession {
       });
     }
     if (hasBody) {
-      if (streamed) ex.writeStreamed(body as AbstractBody);
-      else stream.end(bytes);
+      const send = (): void => {
+        if (streamed) ex.writeStreamed(body as AbstractBody);
+        else stream.end(bytes);
+      };
+      // As over HTTP/1.1: with `Expect: 100-continue` the body waits for the server's 100
+      // (node's 'continue'), at most expectContinueTimeout (default 1 s); a final response
+      // first means it is not sent at all.
+      if (request.headers.has('Expect')) ex.awaitContinue(t.expectContinueTimeout > 0 ? t.expectContinueTimeout : 1000, send);
+      else send();
     }
     return ex.promise;
   }
@@ -314,6 +322,12 @@ class H2ClientExchange implements BodySource, CancelListener {
   private pending: Response | null = null;
   /** Buffering: the body so far (one chunk, or several), gathered here instead of in a FlowBody. */
   private gathered: Buffer | Buffer[] | null = null;
+  /** Sends the request body once the server says 100 (or the wait is over); null when not waiting. */
+  private continueSend: (() => void) | null = null;
+  private continueTimer: NodeJS.Timeout | null = null;
+  private continueGo: (() => void) | null = null;
+  /** A final response came before 100: the request body is never sent (the stream is closed with NO_ERROR at the end). */
+  private bodySkipped = false;
 
   constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
     this.owner = owner;
@@ -348,6 +362,33 @@ class H2ClientExchange implements BodySource, CancelListener {
     }
     const ms = t.responseHeaderTimeout > 0 ? t.responseHeaderTimeout : t.readIdleTimeout;
     if (ms > 0) this.arm(ms, t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout');
+  }
+
+  /**
+   * Holds the request body until the server's `100 Continue`, at most `ms`; `send` writes it.
+   * A final response first drops it (see {@link H2ClientExchange.onResponse}).
+   */
+  awaitContinue(ms: number, send: () => void): void {
+    if (this.finished) return;
+    // Made here, not per exchange: most requests never wait for 100.
+    const go = (): void => {
+      const s = this.continueSend;
+      this.stopContinue();
+      if (s !== null && !this.finished && !this.stream.destroyed) s();
+    };
+    this.continueSend = send;
+    this.continueGo = go;
+    this.stream.once('continue', go);
+    this.continueTimer = setTimeout(go, ms);
+    this.continueTimer.unref();
+  }
+
+  private stopContinue(): void {
+    this.continueSend = null;
+    if (this.continueTimer !== null) clearTimeout(this.continueTimer);
+    this.continueTimer = null;
+    if (this.continueGo !== null) this.stream.removeListener('continue', this.continueGo);
+    this.continueGo = null;
   }
 
   /** Sends a streamed request body with flow control; a failure resets the stream. */
@@ -401,6 +442,11 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (this.finished || this.headDone) return;
     this.headDone = true;
     this.disarm();
+    if (this.continueSend !== null) {
+      // The final answer came while the body waited for 100: it is not sent (RFC 9110 §10.1.1).
+      this.stopContinue();
+      this.bodySkipped = true;
+    }
     const status = Number(headers[':status']);
     const max = this.t.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
     if (raw !== undefined && headerListSize(raw) > max) {
@@ -467,6 +513,8 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (this.finished) return;
     this.finished = true;
     this.cleanup();
+    // Our side never sent its body: end the stream without an error (RFC 9113 §8.1).
+    if (this.bodySkipped && !this.stream.destroyed) this.stream.close(NGHTTP2_NO_ERROR);
     this.bodyEnded();
   }
 
@@ -554,6 +602,7 @@ class H2ClientExchange implements BodySource, CancelListener {
 
   private cleanup(): void {
     this.disarm();
+    if (this.continueSend !== null) this.stopContinue();
     if (this.writeTimer !== null) clearTimeout(this.writeTimer);
     this.writeTimer = null;
     if (this.deadlineTimer !== null) clearTimeout(this.deadlineTimer);

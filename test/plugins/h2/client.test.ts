@@ -221,6 +221,61 @@ describe('exchange features', () => {
     expect(server.connectionCount).toBe(1);
   });
 
+  it('Expect: 100-continue holds the body for the 100, sends it after expectContinueTimeout without one, and never after a final answer', async () => {
+    const log: string[] = [];
+    const { port } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      const path = h[':path'];
+      let got = 0;
+      st.on('data', (c: Buffer) => {
+        if (got === 0) log.push(`${path} data`);
+        got += c.length;
+      });
+      if (path === '/417') {
+        log.push('/417 refused');
+        st.respond({ ':status': 417 });
+        st.end();
+        return;
+      }
+      st.on('end', () => {
+        st.respond({ ':status': 200 });
+        st.end(String(got));
+      });
+      if (path === '/continue') {
+        setTimeout(() => {
+          log.push('/continue 100');
+          st.additionalHeaders({ ':status': 100 });
+        }, 150);
+      }
+    });
+    const c = await h2Client();
+    const url = `http://127.0.0.1:${port}`;
+    const body = Buffer.alloc(50_000, 7);
+    const headers = { Expect: '100-continue' };
+    // The server's 100 comes after 150 ms, well before the 5 s timeout: the body follows it.
+    let t0 = performance.now();
+    const a = await c.post(`${url}/continue`, headers, body, { http2PriorKnowledge: true, expectContinueTimeout: 5000 });
+    expect(text(a)).toBe('50000');
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(log.slice(0, 2)).toEqual(['/continue 100', '/continue data']);
+    // No 100 at all: the body goes after expectContinueTimeout.
+    t0 = performance.now();
+    const b = await c.post(`${url}/silent`, headers, body, { http2PriorKnowledge: true, expectContinueTimeout: 200 });
+    expect(text(b)).toBe('50000');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(190);
+    // A final answer first: the body is never sent, the stream ends without an error.
+    const r = await c.post(`${url}/417`, headers, body, { http2PriorKnowledge: true, expectContinueTimeout: 5000, statusException: false });
+    expect(r.status).toBe(417);
+    // The session goes on.
+    expect(text(await c.post(`${url}/silent`, null, 'x', { http2PriorKnowledge: true }))).toBe('1');
+    expect(log).not.toContain('/417 data');
+    // The project's own h2 server answers 100 as it starts reading the body.
+    const own = await startServer((req) => new Response(200, String((req.body as Uint8Array).length)));
+    t0 = performance.now();
+    expect(text(await c.post(`http://127.0.0.1:${own.port}/`, headers, body, { http2PriorKnowledge: true, expectContinueTimeout: 5000 }))).toBe('50000');
+    expect(performance.now() - t0).toBeLessThan(3000);
+  });
+
   it('canceling a buffered call mid-body rejects it with CanceledError and resets only its stream', async () => {
     let reset = 0;
     const { port } = await nodeServer((st, h) => {
