@@ -5,7 +5,8 @@
  * pool once read to the end.
  */
 import type { Duplex } from 'node:stream';
-import { ParseError, ProtocolError, TimeoutError } from '../errors.js';
+import { TLSSocket } from 'node:tls';
+import { ParseError, ProtocolError, TimeoutError, TLSTransportError } from '../errors.js';
 import type { ClientSession, ExchangeOptions } from '../hooks.js';
 
 export type { ExchangeOptions } from '../hooks.js';
@@ -476,13 +477,17 @@ class Exchange implements FlowSource {
     }
   }
 
-  /** A socket error: a reset before any response byte on a reused connection is stale (retry once). */
+  /**
+   * A socket error: a reset before any response byte on a reused connection is stale (retry
+   * once). On a TLS connection it is a {@link TLSTransportError} (the socket's error its cause).
+   */
   onSocketError(err: Error): void {
     const code = (err as NodeJS.ErrnoException).code;
+    const e = this.session.socket instanceof TLSSocket ? new TLSTransportError(err) : err;
     if (!this.headDone && !this.gotBytes && this.session.uses > 0 && (code === 'ECONNRESET' || code === 'EPIPE')) {
-      (err as unknown as Record<symbol, boolean>)[kStale] = true;
+      (e as unknown as Record<symbol, boolean>)[kStale] = true;
     }
-    this.fail(err);
+    this.fail(e);
   }
 
   onEnd(): void {

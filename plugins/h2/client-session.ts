@@ -26,6 +26,7 @@ import {
   protocolResponse,
   type Response,
   TimeoutError,
+  TLSTransportError,
   type CancelListener,
   type ClientSession,
   type ExchangeOptions,
@@ -106,6 +107,8 @@ export class H2ClientSession implements ClientSession {
   private readonly pingInterval: number;
   private readonly pingTimeout: number;
   private closedPromise: Promise<void>;
+  /** What broke the connection (a socket or session error), once it did. */
+  private failure: Error | null = null;
 
   constructor(socket: Duplex, info: SessionInfo, options: H2SessionOptions) {
     this.socket = socket;
@@ -123,7 +126,9 @@ export class H2ClientSession implements ClientSession {
       maxHeaderListPairs: 4096,
     });
     const s = this.session;
-    s.on('error', noop);
+    s.on('error', (err: Error) => {
+      this.failure ??= err;
+    });
     s.on('remoteSettings', (settings) => {
       const m = settings.maxConcurrentStreams;
       this.maxStreams = m === undefined ? MAX_STREAMS_CAP : Math.min(m, MAX_STREAMS_CAP);
@@ -248,6 +253,17 @@ export class H2ClientSession implements ClientSession {
       this.idleSince = performance.now();
       this.armPing();
     }
+  }
+
+  /**
+   * @internal The error a stream cut by a broken connection fails with: on TLS a
+   * {@link TLSTransportError} (its cause what broke), else what broke; null while the
+   * connection is whole (the stream was reset by the server itself).
+   */
+  transportError(): Error | null {
+    const f = this.failure ?? (this.socket.destroyed && this.socket.errored !== null ? this.socket.errored : null);
+    if (f === null) return null;
+    return this.scheme === 'https' ? new TLSTransportError(f) : f;
   }
 
   /** @internal True when a stream with this id was never processed (past GOAWAY's last id). */
@@ -536,7 +552,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.bodyEnded();
       return;
     } else {
-      err = new ProtocolError(`the HTTP/2 stream was reset by the server (code ${code})${this.headDone ? ' before the response body ended' : ''}`);
+      err = this.owner.transportError() ?? new ProtocolError(`the HTTP/2 stream was reset by the server (code ${code})${this.headDone ? ' before the response body ended' : ''}`);
     }
     this.fail(err);
   }

@@ -35,6 +35,7 @@ import {
   ArgumentError,
   ConnectError,
   DNSError,
+  TLSTransportError,
   ParseError,
   RequestRetryError,
   Response,
@@ -149,7 +150,8 @@ function codeOf(e: unknown): unknown {
  * response byte"), a refused connection (`ConnectError` caused by `ECONNREFUSED`), a temporary
  * DNS failure (`DNSError` caused by `EAI_AGAIN`), and the statuses 408, 429, 500, 502, 503,
  * 504 (given as a number, a `Response` or a `StatusError`). A `RequestRetryError` is judged by
- * its cause. Timeouts, TLS and protocol errors are not recoverable.
+ * its cause, a `TLSTransportError` by its cause (a reset). Timeouts, TLS handshake and protocol
+ * errors are not recoverable.
  */
 export function isRecoverable(err: unknown): boolean {
   if (typeof err === 'number') return RETRYABLE_STATUS.has(err);
@@ -161,6 +163,8 @@ export function isRecoverable(err: unknown): boolean {
     return c === 'ECONNREFUSED' || c === 'ECONNRESET';
   }
   if (err instanceof DNSError) return codeOf(err.cause) === 'EAI_AGAIN';
+  // A reset under TLS is the same reset: as retryable as on plain TCP.
+  if (err instanceof TLSTransportError) return RESET_CODES.has(codeOf(err.cause) as string);
   if (err instanceof ParseError) return err.message.startsWith('connection closed before any response byte');
   if (err instanceof Error) return RESET_CODES.has(codeOf(err) as string);
   return false;
