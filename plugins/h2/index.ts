@@ -13,7 +13,9 @@
  * the kernel's pool multiplexes requests over it.
  *
  * Options: `http2Settings` (an {@link HTTP2Settings}) on `serve`/`listen` and on `Client` or a
- * call; `maxConcurrentStreams` (default 100, 0 = no limit) on `serve`/`listen`.
+ * call; `maxConcurrentStreams` (default 100, 0 = no limit) on `serve`/`listen`. On a client the
+ * settings are those of the call that opens a session: later calls multiplexed onto it share
+ * its windows whatever they pass (give a `Client` of its own to calls that need others).
  */
 import { ArgumentError, definePlugin, Stage, type Kernel } from '../../kernel/index.js';
 import { connectH2Session, type H2PingOptions } from './client-session.js';
@@ -26,7 +28,7 @@ export { H2ResponseBody } from './client-body.js';
 
 /** Options of the h2 plugin (per call, as `Client` defaults, or on `serve`/`listen`). */
 export interface H2Options {
-  /** HTTP/2 flow-control windows: an `HTTP2Settings` or `{ initialWindowSize, connectionWindowSize }`. */
+  /** HTTP/2 flow-control windows: an `HTTP2Settings` or `{ initialWindowSize, connectionWindowSize }` (on a client, for the sessions a call opens). */
   http2Settings?: import('./settings.js').HTTP2Settings | import('./settings.js').HTTP2SettingsInit;
 }
 
