@@ -64,8 +64,10 @@ export class H2ServerStream implements ExchangeWire {
     this.request = request;
     this.ended = bodyEnded;
     this.watching = !bodyEnded;
-    (stream as Tagged)[kWire] = this;
+    // The stream carries its wire only for the listeners below: a stream answered at once
+    // gets none of them, and no property added to node's object.
     if (!bodyEnded) {
+      (stream as Tagged)[kWire] = this;
       stream.on('data', streamData);
       stream.on('end', streamEnd);
       if (owner.readTimeout > 0) {
@@ -98,6 +100,7 @@ export class H2ServerStream implements ExchangeWire {
     // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
     if (this.ended && !this.watching) {
       this.watching = true;
+      (this.stream as Tagged)[kWire] = this;
       this.stream.on('close', streamClose);
     }
   }
@@ -234,7 +237,10 @@ export class H2ServerStream implements ExchangeWire {
       this.abort(err);
       throw err;
     }
-    if (!end && trailers) this.stream.on('wantTrailers', streamWantTrailers);
+    if (!end && trailers) {
+      (this.stream as Tagged)[kWire] = this;
+      this.stream.on('wantTrailers', streamWantTrailers);
+    }
     if (end) this.afterEnd();
   }
 
