@@ -16,7 +16,8 @@
  * Method: four echo servers (two stacks, compression on/off) run as child processes pinned to
  * one core (`taskset -c 1`); two load processes (one per stack) are pinned to another
  * (`taskset -c 0`) and driven over stdin, one fresh connection per run (the handshake is not
- * timed). Stacks alternate order every round; one warm-up run per pair first; the median of
+ * timed). Each scenario gets fresh processes: one measured after another inherited its heap
+ * (the 1 MiB rows after the 64-byte ones ran ~10% slower on both stacks, unevenly). Stacks alternate order every round; one warm-up run per pair first; the median of
  * the rounds is reported and the ratio is the median of per-round ratios. Children run this
  * file precompiled by esbuild with plain node, both stacks alike (tsx if esbuild is missing). Besides throughput, the CPU time (user + system,
  * from /proc) both processes of a stack spent per echoed message is reported: on a shared,
@@ -241,10 +242,12 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
   if (prepared.note !== undefined) log(prepared.note);
   launch = prepared.launches.get('ws') ?? launch;
   log(`programs: ${prepared.runner === 'esbuild' ? 'precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node' : 'node --import tsx'}`);
-  const procs: ChildProcess[] = [];
-  try {
-    const ports = new Map<string, number>();
-    const serverPids = new Map<string, number | undefined>();
+  let procs: ChildProcess[] = [];
+  const ports = new Map<string, number>();
+  const serverPids = new Map<string, number | undefined>();
+  const loads = new Map<Stack, ReturnType<typeof child>>();
+  /** Fresh servers and load processes for each scenario: no state carried from another one (heap sizes, JIT). */
+  const startProcesses = async (): Promise<void> => {
     for (const stack of STACKS) {
       for (const compress of [false, true]) {
         const c = child(pin ? serverCpu : null, ['--serve', stack, compress ? '1' : '0'], false);
@@ -254,13 +257,20 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
         serverPids.set(`${stack}/${compress}`, c.proc.pid);
       }
     }
-    const loads = new Map<Stack, ReturnType<typeof child>>();
     for (const stack of STACKS) {
       const c = child(pin ? loadCpu : null, ['--load', stack], true);
       children.track(c.proc);
       procs.push(c.proc);
       loads.set(stack, c);
     }
+  };
+  const stopProcesses = async (): Promise<void> => {
+    const all = procs;
+    procs = [];
+    for (const l of all) l.stdin?.end();
+    await Promise.all(all.map((p) => stopChild(p)));
+  };
+  try {
     /** One run: its result, and the CPU time both processes spent per message (µs). */
     const run = async (stack: Stack, s: Scenario, compress: boolean, ms: number): Promise<RunResult & { cpuUs: number }> => {
       const l = loads.get(stack)!;
@@ -275,6 +285,7 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
     };
     const rows: string[][] = [];
     for (const s of scenarios) {
+      await startProcesses();
       for (const compress of [false, true]) {
         for (const stack of STACKS) await run(stack, s, compress, Math.min(500, duration));
         const rates: Record<Stack, number[]> = { ws: [], switchyard: [] };
@@ -300,6 +311,7 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
           us(median(cpu.switchyard)),
         ]);
       }
+      await stopProcesses();
     }
     const same = process.env.BENCH_WS_SAME_MODULES === '1' ? '; ws children also load the switchyard plugin (BENCH_WS_SAME_MODULES=1)' : '';
     log(`WebSocket echo, ${runs} runs of ${(duration / 1000).toFixed(1)} s, median${pin ? `; servers on cpu ${serverCpu}, load on cpu ${loadCpu}` : '; not pinned (taskset unusable)'}${same}`);
@@ -309,8 +321,7 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
     log('CPU µs/msg: user+system time of the server and load processes per echoed message (steadier than throughput on a busy machine).');
     log(`websockets bench took ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   } finally {
-    for (const l of procs) l.stdin?.end();
-    await Promise.all(procs.map((p) => stopChild(p)));
+    await stopProcesses();
     dispose();
   }
 }
