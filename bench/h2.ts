@@ -8,6 +8,9 @@
  * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
  *   process): switchyard's `Client` (`http2PriorKnowledge`) vs a bare node:http2 client session,
  *   each in a fresh process that makes 5,000 requests on its session before the counted ones.
+ *   The bare session does per request what a client must to return a response: the status
+ *   from 'response', the body gathered into one buffer (and both checked, as switchyard's
+ *   Client checks the status); switchyard's `get` returns the same as a `Response`.
  *
  * Each server gets a short h2load warm-up first (not counted in req/s nor CPU).
  *
@@ -201,11 +204,23 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
   if (kind === 'node') {
     const s = http2.connect(url);
     await once(s, 'connect');
+    // What any client does with a response, in the fewest steps node:http2 allows: its status
+    // and headers taken from 'response', its body gathered into one buffer (switchyard's
+    // Client hands back exactly that: status, headers and the body bytes).
     const one = (): Promise<void> =>
       new Promise((resolve, reject) => {
         const st = s.request({ ':path': '/' });
-        st.on('data', () => undefined);
-        st.once('end', resolve);
+        let status = 0;
+        const chunks: Buffer[] = [];
+        st.on('response', (h) => {
+          status = Number(h[':status']);
+        });
+        st.on('data', (c: Buffer) => chunks.push(c));
+        st.once('end', () => {
+          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+          if (status !== 200 || body.length !== BODY.length) reject(new Error(`unexpected response ${status}`));
+          else resolve();
+        });
         st.once('error', reject);
       });
     await pump(CLIENT_WARMUP, one);
@@ -222,10 +237,14 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
   const { h2c } = await import('../plugins/h2c/index.js');
   const kernel = await createKernel().register(h2).register(h2c).ready();
   const c = new Client({ kernel, http2PriorKnowledge: true });
-  await pump(CLIENT_WARMUP, async () => void (await c.get(url)));
+  const one = async (): Promise<void> => {
+    const res = await c.get(url);
+    if ((res.body as Uint8Array).length !== BODY.length) throw new Error(`unexpected response ${res.status}`);
+  };
+  await pump(CLIENT_WARMUP, one);
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  await pump(n, async () => void (await c.get(url)));
+  await pump(n, one);
   const rps = n / ((performance.now() - t0) / 1000);
   const cpu = cpuPer(c0, n);
   if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
