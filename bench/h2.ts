@@ -172,7 +172,8 @@ interface Row {
 async function serverBench(runs: number, seconds: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
   const rows = new Map<ServerKind, Row>(SERVERS.map((s) => [s.kind, { label: s.label, runs: [], reqPerSec: NaN, errors: 0, cpu: [] }]));
   for (let round = 0; round < runs; round++) {
-    for (const s of SERVERS) {
+    // Every other round in reverse: no server always runs first (or right after another's load).
+    for (const s of round % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
       const { child, port, cpu } = await startServer(s.kind, serverCpu);
       try {
         await h2load(`${s.tls ? 'https' : 'http'}://127.0.0.1:${port}/`, WARMUP_SECONDS, loadCpu);
@@ -290,7 +291,7 @@ async function clientBench(runs: number, n: number, serverCpu: number | null, lo
   const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] } };
   try {
     for (let round = 0; round < runs; round++) {
-      for (const k of ['node', 'switchyard'] as const) {
+      for (const k of round % 2 === 0 ? (['node', 'switchyard'] as const) : (['switchyard', 'node'] as const)) {
         const r = await clientChild(k, port, n, loadCpu);
         rows[k].runs.push(r.rps);
         rows[k].cpu.push(r.cpu);
