@@ -8,7 +8,7 @@ import { ArgumentError, StatusError } from '../errors.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import { AbstractBody, bodyLength, readAll, type Body } from '../message/body.js';
-import { RequestContext } from '../message/context.js';
+import { kCallOptions, RequestContext } from '../message/context.js';
 import { Headers, type HeadersInit } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
@@ -43,7 +43,6 @@ export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<
   // plugins/options.ts does: no index signature, so a misspelt option is a type error.
 }
 
-const kCallOptions = Symbol.for('switchyard.callOptions');
 const kAttempt = Symbol.for('switchyard.attempt');
 
 /** The merged options of the call a context belongs to (client defaults under per-call options). Plugins read their keys here. */

@@ -25,14 +25,11 @@ import { HeadParser } from '../http1/head-parser.js';
 import { serializeRequestHead } from '../http1/serialize.js';
 import type { Kernel } from '../kernel.js';
 import { nobody } from '../message/body.js';
-import { RequestContext } from '../message/context.js';
+import { kCallOptions, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { openConnection } from './connect.js';
 import type { CallOptions } from './options.js';
-
-/** Where a context keeps the call options (the client's key, by its registry name). */
-const kCallOptions = Symbol.for('switchyard.callOptions');
 
 /** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
 export interface UpgradeOptions {

@@ -235,8 +235,8 @@ export class RequestContext {
 
 function noop(): void {}
 
-/** The key the client stores a call's merged options under (see `getCallOptions`). */
-const kCallOptions = Symbol.for('switchyard.callOptions');
+/** @internal The key the client stores a call's merged options under (see `getCallOptions`); the context keeps them in a field of its own. */
+export const kCallOptions: unique symbol = Symbol.for('switchyard.callOptions') as never;
 
 /** Longest delay `setTimeout` takes without overflowing. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,7 +1,7 @@
 /** The message model: headers, requests, responses, bodies, contexts and URIs. */
 export * from './headers.js';
 export * from './body.js';
-export * from './context.js';
+export { RequestContext, setDeadline, cancel, canceled, expired, type RequestContextOptions, type CancelListener } from './context.js';
 export { Request, getRequestContext, peekRequestContext, type RequestOptions } from './request.js';
 export { Response, protocolResponse, type ResponseOptions } from './response.js';
 export * from './uri.js';
