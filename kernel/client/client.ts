@@ -215,15 +215,8 @@ export class Client {
     try {
       const res = await this.run(req, o, ctx, trace);
       attempts = ctx.get<number>(kAttempt) ?? 1;
-      // A body already in memory (or complete) is taken without another promise; a protocol
-      // body that hands over the rest at once is awaited directly.
-      if (!bufferedNow(res, o.responseStream)) {
-        const b = res.body;
-        if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) {
-          res.body = await b.readRest();
-          adoptTrailers(res, b);
-        } else await bufferBody(res, o.responseStream);
-      }
+      // A body already in memory (or complete) is taken without another promise.
+      if (!bufferedNow(res, o.responseStream)) await bufferBody(res, o.responseStream);
       final = res;
       if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
       return res;
@@ -692,11 +685,7 @@ function checkStatus(res: Response, o: CallOptions): Response {
 
 /** Reads the rest of the body of a final response, then {@link checkStatus}. */
 async function bufferThenCheck(res: Response, o: CallOptions): Promise<Response> {
-  const b = res.body;
-  if (o.responseStream === undefined && !(b instanceof ResponseBody) && hasReadRest(b)) {
-    res.body = await b.readRest();
-    adoptTrailers(res, b);
-  } else await bufferBody(res, o.responseStream);
+  await bufferBody(res, o.responseStream);
   return checkStatus(res, o);
 }
 
