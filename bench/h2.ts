@@ -224,14 +224,9 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
         });
         st.once('error', reject);
       });
-    await pump(CLIENT_WARMUP, one);
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await pump(n, one);
-    const rps = n / ((performance.now() - t0) / 1000);
-    const cpu = cpuPer(c0, n);
+    const r = await measure(n, one);
     s.close();
-    return { rps, cpu };
+    return r;
   }
   const { Client, createKernel } = await import('../kernel/index.js');
   const { h2 } = await import('../plugins/h2/index.js');
@@ -242,21 +237,21 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
     const res = await c.get(url);
     if ((res.body as Uint8Array).length !== BODY.length) throw new Error(`unexpected response ${res.status}`);
   };
+  const r = await measure(n, one);
+  if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
+  c.close();
+  return r;
+}
+
+/** {@link CLIENT_WARMUP} requests, then `n` counted: requests per second and CPU µs per request. */
+async function measure(n: number, one: () => Promise<void>): Promise<{ rps: number; cpu: number }> {
   await pump(CLIENT_WARMUP, one);
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   await pump(n, one);
   const rps = n / ((performance.now() - t0) / 1000);
-  const cpu = cpuPer(c0, n);
-  if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
-  c.close();
-  return { rps, cpu };
-}
-
-/** CPU µs per request since `c0`. */
-function cpuPer(c0: NodeJS.CpuUsage, n: number): number {
   const d = process.cpuUsage(c0);
-  return (d.user + d.system) / n;
+  return { rps, cpu: (d.user + d.system) / n };
 }
 
 async function pump(n: number, one: () => Promise<void>): Promise<void> {
