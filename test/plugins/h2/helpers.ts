@@ -4,7 +4,7 @@
  * HTTP/2 frame writer for the bad-input tests. Everything started here is closed after each test.
  */
 import { execFile } from 'node:child_process';
-import { connect as netConnect, type Socket } from 'node:net';
+import { connect as netConnect, createServer as netServer, type Socket } from 'node:net';
 import http2 from 'node:http2';
 import { afterEach } from 'vitest';
 import {
@@ -156,4 +156,59 @@ export async function waitFor(cond: () => boolean, ms = 5000, what = 'condition'
     if (performance.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise<void>((r) => setTimeout(r, 2));
   }
+}
+
+/** A TCP relay to the project's server on `port`, closed after the test. */
+export interface Relay {
+  readonly port: number;
+  /** Connections accepted so far. */
+  accepted(): number;
+  /** Nothing is forwarded either way any more (a peer that stopped answering, a NAT that forgot). */
+  freeze(): void;
+  /** The client-side connections are reset (RST) and their upstream closed. */
+  reset(): void;
+}
+
+/** Starts a {@link Relay} to `127.0.0.1:port`. */
+export async function relay(port: number): Promise<Relay> {
+  const pairs: [Socket, Socket][] = [];
+  let accepted = 0;
+  const server = netServer((c) => {
+    accepted++;
+    const u = netConnect(port, '127.0.0.1');
+    c.on('error', () => undefined);
+    u.on('error', () => undefined);
+    c.pipe(u);
+    u.pipe(c);
+    pairs.push([c, u]);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  onCleanup(
+    () =>
+      new Promise<void>((r) => {
+        for (const [c, u] of pairs) {
+          c.destroy();
+          u.destroy();
+        }
+        server.close(() => r());
+      }),
+  );
+  return {
+    port: (server.address() as { port: number }).port,
+    accepted: () => accepted,
+    freeze() {
+      for (const [c, u] of pairs) {
+        c.unpipe(u);
+        u.unpipe(c);
+        c.pause();
+        u.pause();
+      }
+    },
+    reset() {
+      for (const [c, u] of pairs) {
+        c.resetAndDestroy();
+        u.destroy();
+      }
+    },
+  };
 }

@@ -5,12 +5,11 @@
  * mapping) is found by the ping, and the session leaves the pool: the next call connects anew.
  */
 import http2 from 'node:http2';
-import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { onCleanup, waitFor } from './helpers.js';
+import { onCleanup, relay, waitFor } from './helpers.js';
 
 /** A bare node:http2 h2c server counting the pings it gets. */
 async function pingCountingServer(): Promise<{ port: number; pings: () => number }> {
@@ -32,41 +31,6 @@ async function pingCountingServer(): Promise<{ port: number; pings: () => number
     server.close(() => r());
   }));
   return { port: (server.address() as { port: number }).port, pings: () => pings };
-}
-
-/** A TCP relay to `port` whose connections can be frozen (nothing forwarded either way any more). */
-async function relay(port: number): Promise<{ port: number; freeze(): void; accepted: () => number }> {
-  const pairs: [net.Socket, net.Socket][] = [];
-  let accepted = 0;
-  const server = net.createServer((c) => {
-    accepted++;
-    const u = net.connect(port, '127.0.0.1');
-    c.on('error', () => undefined);
-    u.on('error', () => undefined);
-    c.pipe(u);
-    u.pipe(c);
-    pairs.push([c, u]);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  onCleanup(() => new Promise<void>((r) => {
-    for (const [c, u] of pairs) {
-      c.destroy();
-      u.destroy();
-    }
-    server.close(() => r());
-  }));
-  return {
-    port: (server.address() as { port: number }).port,
-    accepted: () => accepted,
-    freeze() {
-      for (const [c, u] of pairs) {
-        c.unpipe(u);
-        u.unpipe(c);
-        c.pause();
-        u.pause();
-      }
-    },
-  };
 }
 
 describe('idle ping', () => {

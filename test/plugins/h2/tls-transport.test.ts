@@ -4,40 +4,10 @@
  * HTTP/2 alike; the retries plugin counts such a reset as recoverable. The reset comes from a
  * TCP relay between the client and the project's own TLS server.
  */
-import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { TLSTransportError, type Stream } from '../../../kernel/index.js';
 import { isRecoverable } from '../../../plugins/index.js';
-import { cert, h2Client, onCleanup, startStreamServer, waitFor } from './helpers.js';
-
-/** A TCP relay to `port`; `reset()` resets its client-side connections (RST). */
-async function resettingRelay(port: number): Promise<{ port: number; reset(): void }> {
-  const sides: net.Socket[] = [];
-  const server = net.createServer((c) => {
-    const u = net.connect(port, '127.0.0.1');
-    c.on('error', () => undefined);
-    u.on('error', () => undefined);
-    c.pipe(u);
-    u.pipe(c);
-    c.on('close', () => u.destroy());
-    u.on('close', () => c.destroy());
-    sides.push(c, u);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  onCleanup(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sides) s.destroy();
-        server.close(() => r());
-      }),
-  );
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    reset: () => {
-      for (let i = 0; i < sides.length; i += 2) sides[i]!.resetAndDestroy();
-    },
-  };
-}
+import { cert, h2Client, relay, startStreamServer, waitFor } from './helpers.js';
 
 describe('TLSTransportError', () => {
   it.each(['h1', 'h2'] as const)('a TLS connection reset mid-response over %s', async (httpVersion) => {
@@ -51,11 +21,11 @@ describe('TLSTransportError', () => {
       },
       { secure: true },
     );
-    const relay = await resettingRelay(port);
+    const r = await relay(port);
     const c = await h2Client({ tlsConfig: { ca: cert.cert, servername: 'localhost' } });
-    const p = c.get(`https://127.0.0.1:${relay.port}/`, { httpVersion, retries: 0 });
+    const p = c.get(`https://127.0.0.1:${r.port}/`, { httpVersion, retries: 0 });
     await waitFor(() => started, 5000, 'the response started');
-    relay.reset();
+    r.reset();
     const err = await p.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TLSTransportError);
     expect((err as TLSTransportError).code).toBe('SWY_ERR_TLS_TRANSPORT');
