@@ -64,30 +64,38 @@ export class H2ServerStream implements ExchangeWire {
     this.request = request;
     this.ended = bodyEnded;
     this.watching = !bodyEnded;
-    // The stream carries its wire only for the listeners below: a stream answered at once
-    // gets none of them, and no property added to node's object.
+    // A request with a body is watched from the start ('close' included); one without, only
+    // when its exchange goes on past onStream (see watchClose).
     if (!bodyEnded) {
-      (stream as Tagged)[kWire] = this;
-      stream.on('data', streamData);
-      stream.on('end', streamEnd);
+      this.listen('data', streamData);
+      this.listen('end', streamEnd);
+      this.listen('close', streamClose);
       if (owner.readTimeout > 0) {
         this.readTimer = setTimeout(() => this.onReadTimeout(), owner.readTimeout);
         this.readTimer.unref();
       }
     }
-    // A request with a body is watched from the start; one without, only when its exchange
-    // goes on past onStream (see watchClose).
-    if (!bodyEnded) stream.on('close', streamClose);
     stream.on('error', noop);
   }
 
   /**
-   * True when nothing is left to do for this stream: the request had no body (or all of it
-   * was read) and the response was written in full. Its connection then neither counts nor
-   * watches it: node:http2 sends the queued bytes and closes it.
+   * Listens to `event` with one of the shared listeners, which find this wire on the stream:
+   * the stream carries it only once a listener needs it (a stream answered at once has none,
+   * and no property is added to node's object).
+   */
+  private listen(event: string, fn: (this: Tagged, ...args: never[]) => void): void {
+    (this.stream as Tagged)[kWire] = this;
+    this.stream.on(event, fn as (...args: unknown[]) => void);
+  }
+
+  /**
+   * True when nothing is left to do for this stream: the request had no body, the response was
+   * written in full, and 'close' is not listened to. Its connection then neither counts nor
+   * watches it: node:http2 sends the queued bytes and closes it. (A stream watched from the
+   * start is never settled, so each 'close' that reaches the connection was counted.)
    */
   get settled(): boolean {
-    return this.ended && this.finished && !this.closed;
+    return !this.watching && this.ended && this.finished && !this.closed;
   }
 
   /**
@@ -100,8 +108,7 @@ export class H2ServerStream implements ExchangeWire {
     // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
     if (this.ended && !this.watching) {
       this.watching = true;
-      (this.stream as Tagged)[kWire] = this;
-      this.stream.on('close', streamClose);
+      this.listen('close', streamClose);
     }
   }
 
@@ -238,8 +245,7 @@ export class H2ServerStream implements ExchangeWire {
       throw err;
     }
     if (!end && trailers) {
-      (this.stream as Tagged)[kWire] = this;
-      this.stream.on('wantTrailers', streamWantTrailers);
+      this.listen('wantTrailers', streamWantTrailers);
     }
     if (end) this.afterEnd();
   }
