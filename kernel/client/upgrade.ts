@@ -176,24 +176,17 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
       maxLineBytes: options.maxLineBytes,
       maxHeaderBytes: options.maxHeaderBytes,
     });
-    // The taps see every handshake response (cookies are stored from a refusal too); a request
-    // one returns (a redirect) is not followed.
-    if (hooks !== null && hooks.onResponseHead !== null) {
-      try {
-        await hooks.onResponseHead.promise(response, ctx);
-      } catch (err) {
-        if (owned) socket.destroy();
-        throw err;
-      }
-    }
-    if (response.status === 101) {
-      try {
+    try {
+      // The taps see every handshake response (cookies are stored from a refusal too); a
+      // request one returns (a redirect) is not followed.
+      if (hooks !== null && hooks.onResponseHead !== null) await hooks.onResponseHead.promise(response, ctx);
+      if (response.status === 101) {
         options.check?.(response);
         if (hooks !== null && hooks.onUpgrade !== null) await hooks.onUpgrade.promise(request, response, socket);
-      } catch (err) {
-        if (owned) socket.destroy();
-        throw err;
       }
+    } catch (err) {
+      if (owned) socket.destroy();
+      throw err;
     }
     return { response, socket, head };
   } catch (err) {
