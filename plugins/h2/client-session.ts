@@ -478,7 +478,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (ended) body = nobody;
     else {
       // Buffering: the bytes are gathered here and become the body at the end (no stream body).
-      body = this.whole ? nobody : (this.body = new H2ResponseBody(this, length, false));
+      body = this.whole ? nobody : (this.body = new H2ResponseBody(this, length));
       if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'readIdleTimeout');
     }
     const res = protocolResponse(status, '', h, body, ended ? 0 : length, 2, 0, this.req);
