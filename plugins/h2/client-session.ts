@@ -305,8 +305,10 @@ export class H2ClientSession implements ClientSession {
   };
 }
 
-const BODY_OPTIONS = Object.freeze({ endStream: false });
-const TRAILER_OPTIONS = Object.freeze({ endStream: false, waitForTrailers: true });
+// node:http2 copies these (`{ ...options }`) and only reads the copy. Not frozen: V8 clones a
+// frozen object on a slow path (a runtime call per request).
+const BODY_OPTIONS = { endStream: false };
+const TRAILER_OPTIONS = { endStream: false, waitForTrailers: true };
 
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 

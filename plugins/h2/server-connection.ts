@@ -144,6 +144,10 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     this.writeTimeout = config.limits.writeTimeout;
     this.idleTimeout = config.limits.idleTimeout;
     this.maxHeaderBytes = config.limits.maxHeaderBytes;
+    // node's server listens too, only to emit each stream again on the factory server, where
+    // nothing listens: dropped, as a second listener makes emit() copy the listener array for
+    // every stream.
+    session.removeAllListeners('stream');
     session.on('stream', this.onStream);
     session.on('error', noop);
     session.once('close', this.onClose);

@@ -393,10 +393,13 @@ function streamWantTrailers(this: Tagged): void {
   this[kWire]!.onWantTrailers();
 }
 
-// node:http2 copies the options of respond(): shared constants save an object per stream.
-const END_OPTIONS = Object.freeze({ endStream: true });
-const TRAILER_OPTIONS = Object.freeze({ endStream: false, waitForTrailers: true });
-const BODY_OPTIONS = Object.freeze({ endStream: false });
+// node:http2 copies the options of respond() (`{ ...options }`) and only reads the copy:
+// shared constants save an object per stream. Not frozen: V8 clones a frozen object on a slow
+// path (a runtime call and a dictionary-mode copy per respond()). A response with a body and
+// no trailers passes none, as node's defaults are those.
+const END_OPTIONS = { endStream: true };
+const TRAILER_OPTIONS = { endStream: false, waitForTrailers: true };
+const BODY_OPTIONS = undefined;
 
 /** Trailers received with a request (node's 'trailers' event), as kernel Headers. */
 export function trailersOf(obj: Record<string, string | string[] | undefined>): Headers {
