@@ -33,16 +33,10 @@ export interface WebSocketInit {
   readonly peer: PeerAddr | null;
 }
 
-interface Waiter {
-  resolve(v: Message | IteratorResult<Message>): void;
-  reject(e: unknown): void;
-  /** Waiting in `for await`: resolve with an IteratorResult (one promise per message, not two). */
-  iter: boolean;
-}
+type Resolve = (v: Message | IteratorResult<Message>) => void;
+type Reject = (e: unknown) => void;
 
 const DONE: IteratorResult<Message> = Object.freeze({ value: undefined, done: true }) as IteratorResult<Message>;
-const BINARY = Object.freeze({ binary: true });
-const TEXT = Object.freeze({ binary: false });
 
 /** An open WebSocket connection. */
 export class WebSocket implements AsyncIterable<Message> {
@@ -58,7 +52,11 @@ export class WebSocket implements AsyncIterable<Message> {
   private readonly peer: PeerAddr | null;
   private queue: Message[] = [];
   private qHead = 0;
-  private waiter: Waiter | null = null;
+  // The reader waiting for the next message, kept in fields (no object per message).
+  private waitResolve: Resolve | null = null;
+  private waitReject: Reject | null = null;
+  /** The reader waits in `for await`: resolve with an IteratorResult (one promise per message, not two). */
+  private waitIter = false;
   private paused = false;
   private closeInfo: WebSocketError | null = null;
   private lastError: Error | null = null;
@@ -92,11 +90,12 @@ export class WebSocket implements AsyncIterable<Message> {
         const text = reason.toString('utf8');
         const err = new WebSocketError(code, text, undefined, this.lastError !== null ? { cause: this.lastError } : undefined);
         this.closeInfo = err;
-        const w = this.waiter;
-        this.waiter = null;
-        if (w !== null) {
-          if (w.iter && NORMAL_CLOSE_CODES.has(code)) w.resolve(DONE);
-          else w.reject(err);
+        const wake = this.waitResolve;
+        const fail = this.waitReject;
+        this.waitResolve = this.waitReject = null;
+        if (wake !== null) {
+          if (this.waitIter && NORMAL_CLOSE_CODES.has(code)) wake(DONE);
+          else fail!(err);
         }
         for (const p of this.pongWaiters.splice(0)) p.reject(err);
         resolve();
@@ -145,10 +144,10 @@ export class WebSocket implements AsyncIterable<Message> {
   }
 
   private deliver(msg: Message): void {
-    const w = this.waiter;
-    if (w !== null) {
-      this.waiter = null;
-      w.resolve(w.iter ? { value: msg, done: false } : msg);
+    const resolve = this.waitResolve;
+    if (resolve !== null) {
+      this.waitResolve = this.waitReject = null;
+      resolve(this.waitIter ? { value: msg, done: false } : msg);
       return;
     }
     this.queue.push(msg);
@@ -166,12 +165,14 @@ export class WebSocket implements AsyncIterable<Message> {
     const isText = typeof data === 'string';
     if (!isText && !(data instanceof Uint8Array)) return Promise.reject(new ArgumentError(`send() takes a string (text) or a Uint8Array (binary), got ${data === null ? 'null' : typeof data}`));
     if (this.ws.readyState !== 1) return Promise.reject(this.closedError('send'));
+    // No options: ws frames a string as text and bytes as binary by itself (a frozen options
+    // object would also cost ws's `{ ...options }` a slow clone per message).
     if (this.ws.bufferedAmount < SEND_HIGH_WATER) {
-      this.ws.send(data, isText ? TEXT : BINARY);
+      this.ws.send(data);
       return RESOLVED;
     }
     return new Promise((resolve, reject) => {
-      this.ws.send(data, isText ? TEXT : BINARY, (err) => (err ? reject(this.closeInfo ?? new WebSocketError(1006, '', undefined, { cause: err })) : resolve()));
+      this.ws.send(data, (err) => (err ? reject(this.closeInfo ?? new WebSocketError(1006, '', undefined, { cause: err })) : resolve()));
     });
   }
 
@@ -182,9 +183,11 @@ export class WebSocket implements AsyncIterable<Message> {
   receive(): Promise<Message> {
     if (this.qHead < this.queue.length) return Promise.resolve(this.take());
     if (this.closeInfo !== null) return Promise.reject(this.closeInfo);
-    if (this.waiter !== null) return Promise.reject(new ArgumentError('receive() is already waiting: read from one place at a time'));
+    if (this.waitResolve !== null) return Promise.reject(new ArgumentError('receive() is already waiting: read from one place at a time'));
     return new Promise<Message>((resolve, reject) => {
-      this.waiter = { resolve: resolve as Waiter['resolve'], reject, iter: false };
+      this.waitResolve = resolve as Resolve;
+      this.waitReject = reject;
+      this.waitIter = false;
     });
   }
 
@@ -215,9 +218,11 @@ export class WebSocket implements AsyncIterable<Message> {
         if (this.qHead < this.queue.length) return Promise.resolve({ value: this.take(), done: false });
         const c = this.closeInfo;
         if (c !== null) return NORMAL_CLOSE_CODES.has(c.closeCode) ? Promise.resolve(DONE) : Promise.reject(c);
-        if (this.waiter !== null) return Promise.reject(new ArgumentError('the WebSocket is already being read: read from one place at a time'));
+        if (this.waitResolve !== null) return Promise.reject(new ArgumentError('the WebSocket is already being read: read from one place at a time'));
         return new Promise<IteratorResult<Message>>((resolve, reject) => {
-          this.waiter = { resolve: resolve as Waiter['resolve'], reject, iter: true };
+          this.waitResolve = resolve as Resolve;
+          this.waitReject = reject;
+          this.waitIter = true;
         });
       },
       return: (): Promise<IteratorResult<Message>> => Promise.resolve(DONE),
