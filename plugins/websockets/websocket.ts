@@ -10,7 +10,7 @@
  * - received messages queue until read; past {@link RECEIVE_HIGH_WATER} queued messages the
  *   socket is paused (TCP pushes back on the peer) and resumed when the reader catches up.
  */
-import type { WebSocket as WsSocket } from 'ws';
+import type { FrameSocket } from './plain-socket.js';
 import { ArgumentError, PeerAddr, type Request, type Response } from '../../kernel/index.js';
 import { NORMAL_CLOSE_CODES, WebSocketError } from './errors.js';
 
@@ -48,7 +48,7 @@ export class WebSocket implements AsyncIterable<Message> {
   readonly response: Response;
   /** The subprotocol agreed, or null. */
   readonly subprotocol: string | null;
-  private readonly ws: WsSocket;
+  private readonly ws: FrameSocket;
   private readonly peer: PeerAddr | null;
   private queue: Message[] = [];
   private qHead = 0;
@@ -64,7 +64,7 @@ export class WebSocket implements AsyncIterable<Message> {
   private pongWaiters: { resolve(): void; reject(e: unknown): void }[] = [];
 
   /** @internal Made by the plugin around a ws socket whose handshake is done. */
-  constructor(ws: WsSocket, init: WebSocketInit) {
+  constructor(ws: FrameSocket, init: WebSocketInit) {
     this.ws = ws;
     this.isServer = init.isServer;
     this.request = init.request;

@@ -11,6 +11,7 @@
  */
 import type { Duplex } from 'node:stream';
 import type { WebSocket as WsSocket } from 'ws';
+import { PlainSocket, type FrameSocket } from './plain-socket.js';
 
 /** A `permessage-deflate` negotiation state (ws's `PerMessageDeflate`). */
 export interface Deflate {
@@ -91,14 +92,24 @@ export interface AttachOptions {
 /** Name of the permessage-deflate extension. */
 export const PERMESSAGE_DEFLATE = 'permessage-deflate';
 
+/** How long closing waits for the peer's close frame before dropping the connection. */
+const CLOSE_TIMEOUT = 30_000;
+
 /**
- * A ws `WebSocket` speaking over `socket`, which must have completed the HTTP handshake;
- * `head` holds bytes already read past it. The socket is resumed.
+ * The connection over `socket`, which must have completed the HTTP handshake; `head` holds
+ * bytes already read past it. The socket is resumed. Uncompressed connections get a
+ * {@link PlainSocket} (this project's frame codec, shorter from a message in to its answer
+ * out); permessage-deflate ones a ws `WebSocket`.
  */
-export function attachSocket(mod: WsModule, socket: Duplex, head: Uint8Array, o: AttachOptions): WsSocket {
+export function attachSocket(mod: WsModule, socket: Duplex, head: Uint8Array, o: AttachOptions): FrameSocket {
+  if (o.deflate === null) {
+    const plain = new PlainSocket(socket, head, { isServer: o.isServer, maxPayload: o.maxPayload, maxFragments: o.maxFragments, closeTimeout: CLOSE_TIMEOUT });
+    socket.resume();
+    return plain;
+  }
   // autoPong: ws answers pings itself; closeTimeout: how long close() waits for the peer's close frame.
   const Ctor = mod.WebSocket as unknown as new (address: null, protocols: undefined, options: Record<string, unknown>) => WsSocket;
-  const raw = new Ctor(null, undefined, { autoPong: true, maxPendingAutoPongs: 60, closeTimeout: 30_000 });
+  const raw = new Ctor(null, undefined, { autoPong: true, maxPendingAutoPongs: 60, closeTimeout: CLOSE_TIMEOUT });
   const w = raw as unknown as WsInternals;
   w._isServer = o.isServer;
   if (o.protocol !== null) w._protocol = o.protocol;
@@ -112,5 +123,5 @@ export function attachSocket(mod: WsModule, socket: Duplex, head: Uint8Array, o:
   });
   // The kernel hands sockets over explicitly paused; ws only adds a 'data' listener.
   socket.resume();
-  return raw;
+  return raw as unknown as FrameSocket;
 }

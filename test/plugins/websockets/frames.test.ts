@@ -1,0 +1,144 @@
+/**
+ * The uncompressed frame codec (PlainSocket) against hand-made frames: frames split at every
+ * byte, each length encoding at its boundaries, fragments with a ping between them, the close
+ * handshake's echo, malformed close frames and continuations, and, on the client side, a
+ * server that masks its frames.
+ */
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import net from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { WebSockets } from '../../../plugins/websockets/index.js';
+import { echo, frame, onCleanup, rawWs, startWs, waitFor, within } from './helpers.js';
+
+/** Yields to the event loop so the next write leaves as its own TCP segment. */
+const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
+
+async function closeCodeFor(bytes: Buffer[]): Promise<{ code: number; reason: string }> {
+  const { port } = await startWs(echo);
+  const c = await rawWs(port);
+  for (const b of bytes) await c.client.write(b);
+  const r = await c.closeFrame();
+  await within(c.client.closed, 3000, 'the server to close the connection');
+  return r;
+}
+
+describe('WebSockets: the uncompressed frame codec', () => {
+  it('reassembles frames that arrive a few bytes at a time, at each length encoding boundary', async () => {
+    const { port } = await startWs(echo);
+    const c = await rawWs(port);
+    const sizes = [0, 1, 125, 126, 127, 65535, 65536, 70000];
+    for (const n of sizes) {
+      const payload = Buffer.alloc(n, n % 251);
+      const bytes = frame(2, payload);
+      // Headers byte by byte, then the payload in a few pieces.
+      const cut = Math.min(bytes.length, 14);
+      for (let i = 0; i < cut; i++) {
+        await c.client.write(bytes.subarray(i, i + 1));
+        await tick();
+      }
+      for (let i = cut; i < bytes.length; i += 16384) {
+        await c.client.write(bytes.subarray(i, i + 16384));
+        await tick();
+      }
+    }
+    await waitFor(() => c.frames().length >= sizes.length, 5000, 'every echo');
+    const got = c.frames();
+    expect(got.map((f) => f.payload.length)).toEqual(sizes);
+    for (const f of got) {
+      expect(f.opcode).toBe(2);
+      expect(f.payload.every((b) => b === f.payload.length % 251)).toBe(true);
+    }
+    c.client.destroy();
+  });
+
+  it('joins fragments across a ping, answers the ping with its data, and echoes the message whole', async () => {
+    const { port } = await startWs(echo);
+    const c = await rawWs(port);
+    await c.client.write(Buffer.concat([frame(1, 'frag', { fin: false }), frame(9, 'are you there'), frame(0, 'men', { fin: false }), frame(0, 'ted ✓')]));
+    await waitFor(() => c.frames().length >= 2, 3000, 'the pong and the echo');
+    const [pong, text] = c.frames();
+    expect(pong!.opcode).toBe(10);
+    expect(pong!.payload.toString()).toBe('are you there');
+    expect(text!.opcode).toBe(1);
+    expect(text!.payload.toString()).toBe('fragmented ✓');
+    c.client.destroy();
+  });
+
+  it('answers a close frame with its code and reason, then closes the connection', async () => {
+    let seen: number | null = null;
+    const { port } = await startWs(async (ws) => {
+      await ws.receive().catch(() => undefined);
+      seen = ws.closeCode;
+    });
+    const c = await rawWs(port);
+    const payload = Buffer.concat([Buffer.from([0x0f, 0xa0]), Buffer.from('bye now')]); // 4000
+    await c.client.write(frame(8, payload));
+    expect(await c.closeFrame()).toEqual({ code: 4000, reason: 'bye now' });
+    await within(c.client.closed, 3000, 'the server to close the connection');
+    await waitFor(() => seen !== null, 3000, 'the handler to see the close');
+    expect(seen).toBe(4000);
+  });
+
+  it('an empty close frame is answered with an empty one (1005 on both ends)', async () => {
+    const { port } = await startWs(echo);
+    const c = await rawWs(port);
+    await c.client.write(frame(8, Buffer.alloc(0)));
+    await waitFor(() => c.frames().some((f) => f.opcode === 8), 3000, 'the close frame');
+    expect(c.frames().find((f) => f.opcode === 8)!.payload.length).toBe(0);
+    await within(c.client.closed, 3000, 'the server to close the connection');
+  });
+
+  it('a malformed close frame closes with 1002 (1-byte payload, code 999, code 1005 on the wire) or 1007 (reason not UTF-8)', async () => {
+    expect((await closeCodeFor([frame(8, Buffer.from([0x03]))])).code).toBe(1002);
+    expect((await closeCodeFor([frame(8, Buffer.from([0x03, 0xe7]))])).code).toBe(1002);
+    expect((await closeCodeFor([frame(8, Buffer.from([0x03, 0xed]))])).code).toBe(1002);
+    expect((await closeCodeFor([frame(8, Buffer.from([0x03, 0xe8, 0xff, 0xfe]))])).code).toBe(1007);
+  });
+
+  it('a continuation without a message, or a new message inside a fragmented one, closes with 1002', async () => {
+    expect((await closeCodeFor([frame(0, 'orphan')])).code).toBe(1002);
+    expect((await closeCodeFor([frame(1, 'start', { fin: false }), frame(2, 'again')])).code).toBe(1002);
+  });
+
+  it('the client closes with 1002 when a server masks its frames, and masks its own', async () => {
+    const server = net.createServer();
+    onCleanup(() => new Promise<void>((r) => server.close(() => r())));
+    const seen: Buffer[] = [];
+    server.on('connection', (socket) => {
+      let buf = Buffer.alloc(0);
+      let upgraded = false;
+      socket.on('data', (chunk: Buffer) => {
+        buf = Buffer.concat([buf, chunk]);
+        if (!upgraded) {
+          const end = buf.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          const key = /sec-websocket-key: *(\S+)/i.exec(buf.toString('latin1', 0, end))![1]!;
+          const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+          socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+          socket.write(frame(1, 'masked by a server', { mask: true }));
+          upgraded = true;
+          buf = buf.subarray(end + 4);
+        }
+        seen.push(buf);
+        buf = Buffer.alloc(0);
+      });
+      socket.on('error', () => {});
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as net.AddressInfo).port;
+    let code: number | null = null;
+    await WebSockets.open(`ws://127.0.0.1:${port}/`, async (ws) => {
+      await ws.receive().catch(() => undefined);
+      code = ws.closeCode;
+    }).catch(() => undefined);
+    const bytes = Buffer.concat(seen);
+    // The client's close frame: masked (bit 0x80 of the second byte), carrying 1002.
+    expect(bytes[0]).toBe(0x88);
+    expect(bytes[1]! & 0x80).toBe(0x80);
+    const key = bytes.subarray(2, 6);
+    expect(((bytes[6]! ^ key[0]!) << 8) | (bytes[7]! ^ key[1]!)).toBe(1002);
+    expect(code).toBe(1006); // the server never answered with its own close frame
+  });
+});
