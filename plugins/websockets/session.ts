@@ -1,6 +1,6 @@
 /**
  * One WebSocket session: answer the handshake on a socket the kernel handed over (101, or the
- * refusal), hand the socket to ws, and run the handler to completion, closing the connection
+ * refusal), hand the socket to the frame codec (ws-lib's attachSocket), and run the handler to completion, closing the connection
  * when it returns (1000) or throws (1011).
  */
 import type { Duplex } from 'node:stream';
@@ -49,7 +49,7 @@ export function writeRefusal(socket: Duplex, status: number, message: string, he
 
 /**
  * Answers an accepted handshake with 101 on `socket` (handed over by the kernel: paused, our
- * listeners only), gives it to ws and runs `handler`. Resolves when the connection is closed;
+ * listeners only), gives it to the frame codec and runs `handler`. Resolves when the connection is closed;
  * a handler error goes to `report` (a peer that closed abnormally is not an error here).
  */
 export async function serveSession(

@@ -1,6 +1,8 @@
 /**
- * The bridge to `ws` (framing, masking, close/ping/pong, UTF-8 checks, permessage-deflate).
- * `ws` is imported on first use, so a stack that never opens a WebSocket does not load it.
+ * The bridge to `ws`, which carries the connections that agreed permessage-deflate (framing,
+ * masking, close/ping/pong, UTF-8 checks, compression) and negotiates the extension; the
+ * uncompressed ones get {@link PlainSocket}. `ws` is imported on first use, so a stack that
+ * never opens a WebSocket does not load it.
  *
  * switchyard does the HTTP handshake itself (the kernel's parser and serializer, its
  * connect step and hooks) and hands `ws` the socket afterwards, exactly as `ws` does
