@@ -1,7 +1,7 @@
 /**
  * One WebSocket session: answer the handshake on a socket the kernel handed over (101, or the
- * refusal), hand the socket to the frame codec (ws-lib's attachSocket), and run the handler to completion, closing the connection
- * when it returns (1000) or throws (1011).
+ * refusal), hand the socket to the frame codec (ws-lib's attachSocket), and run the handler
+ * to completion, closing the connection when it returns (1000) or throws (1011).
  */
 import type { Duplex } from 'node:stream';
 import { PeerAddr, Response, serializeResponseHead, type Headers, type Request } from '../../kernel/index.js';
