@@ -52,6 +52,50 @@ describe('WebSockets: the uncompressed frame codec', () => {
     c.client.destroy();
   });
 
+  it('echoes 150 messages of random sizes, fragmented at random and written in random pieces, in order and intact', async () => {
+    // A fixed-seed LCG: the same stream every run.
+    let x = 20261126;
+    const rnd = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return x % n;
+    };
+    const { port } = await startWs(echo);
+    const c = await rawWs(port);
+    const sent: { text: boolean; data: Buffer }[] = [];
+    const wire: Buffer[] = [];
+    for (let i = 0; i < 150; i++) {
+      const size = rnd(4) === 0 ? rnd(70000) : rnd(300);
+      const text = rnd(2) === 0;
+      const data = text ? Buffer.from('é'.repeat(size >> 1) + 'x'.repeat(size & 1)) : Buffer.from(Array.from({ length: size }, () => rnd(256)));
+      sent.push({ text, data });
+      const parts = 1 + rnd(4);
+      const step = Math.ceil(data.length / parts) || 1;
+      let first = true;
+      // A fragment may cut a character in two: UTF-8 is checked on the whole message.
+      for (let at = 0; first || at < data.length; at += step) {
+        const last = at + step >= data.length;
+        wire.push(frame(first ? (text ? 1 : 2) : 0, data.subarray(at, at + step), { fin: last }));
+        if (rnd(5) === 0 && !last) wire.push(frame(9, 'p'));
+        first = false;
+      }
+    }
+    const all = Buffer.concat(wire);
+    for (let at = 0; at < all.length; ) {
+      const n = 1 + rnd(rnd(3) === 0 ? 20 : 40000);
+      await c.client.write(all.subarray(at, at + n));
+      at += n;
+      if (rnd(3) === 0) await tick();
+    }
+    await waitFor(() => c.frames().filter((f) => f.opcode !== 10).length >= sent.length, 10_000, 'every echo');
+    const echoed = c.frames().filter((f) => f.opcode !== 10);
+    expect(echoed.length).toBe(sent.length);
+    for (let i = 0; i < sent.length; i++) {
+      expect(echoed[i]!.opcode).toBe(sent[i]!.text ? 1 : 2);
+      expect(echoed[i]!.payload.equals(sent[i]!.data)).toBe(true);
+    }
+    c.client.destroy();
+  });
+
   it('joins fragments across a ping, answers the ping with its data, and echoes the message whole', async () => {
     const { port } = await startWs(echo);
     const c = await rawWs(port);
