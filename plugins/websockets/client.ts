@@ -141,7 +141,7 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
     if (agreed === null) deflate?.cleanup();
     deflate = null;
     const protocol = response.headers.get('Sec-WebSocket-Protocol') ?? null;
-    const raw = attachSocket(mod, socket, head, { isServer: false, protocol, deflate: agreed, maxPayload: limits.maxFrameSize, maxFragments: limits.maxFragmentation });
+    const raw = attachSocket(socket, head, { isServer: false, deflate: agreed, maxPayload: limits.maxFrameSize, maxFragments: limits.maxFragmentation });
     const ws = new WebSocket(raw, { isServer: false, request, response, subprotocol: protocol, peer: peerOf(owned ? socket : to) });
     // Canceling the call during the session says goodbye (1001) instead of leaving the peer waiting.
     const stop = ctx.onCancel(() => {

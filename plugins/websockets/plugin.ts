@@ -28,7 +28,7 @@ async function claim(request: Request, socket: Duplex, head: Uint8Array): Promis
     return true;
   }
   trackSocket(socket);
-  void serveSession(mod, socket, head, request, n, e.options, e.handler, e.report);
+  void serveSession(socket, head, request, n, e.options, e.handler, e.report);
   return true;
 }
 

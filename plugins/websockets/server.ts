@@ -54,7 +54,7 @@ export async function upgrade(stream: Stream, handler: WebSocketHandler, options
   trackSocket(socket);
   const response = new Response(101, null, { headers: n.headers, copyHeaders: false, request });
   socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
-  const raw = attachSocket(mod, socket, head, { isServer: true, protocol: n.protocol, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
+  const raw = attachSocket(socket, head, { isServer: true, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
   const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
   try {
     await runHandler(ws, handler);

@@ -9,7 +9,7 @@ import { WebSocketError } from './errors.js';
 import type { Negotiation } from './handshake.js';
 import type { ResolvedServerOptions } from './options.js';
 import { WebSocket } from './websocket.js';
-import { attachSocket, type WsModule } from './ws-lib.js';
+import { attachSocket } from './ws-lib.js';
 
 /** What runs on each connection: reads and writes the `WebSocket`; the connection closes when it returns. */
 export type WebSocketHandler<T = unknown> = (ws: WebSocket) => T | Promise<T>;
@@ -53,7 +53,6 @@ export function writeRefusal(socket: Duplex, status: number, message: string, he
  * a handler error goes to `report` (a peer that closed abnormally is not an error here).
  */
 export async function serveSession(
-  mod: WsModule,
   socket: Duplex,
   head: Uint8Array,
   request: Request,
@@ -64,7 +63,7 @@ export async function serveSession(
 ): Promise<void> {
   const response = new Response(101, null, { headers: n.headers, copyHeaders: false, request });
   socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
-  const raw = attachSocket(mod, socket, head, { isServer: true, protocol: n.protocol, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
+  const raw = attachSocket(socket, head, { isServer: true, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
   const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
   try {
     await runHandler(ws, handler);

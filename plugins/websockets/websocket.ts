@@ -10,7 +10,7 @@
  * - received messages queue until read; past {@link RECEIVE_HIGH_WATER} queued messages the
  *   socket is paused (TCP pushes back on the peer) and resumed when the reader catches up.
  */
-import type { FrameSocket } from './plain-socket.js';
+import type { FrameConnection } from './frame-connection.js';
 import { ArgumentError, PeerAddr, type Request, type Response } from '../../kernel/index.js';
 import { NORMAL_CLOSE_CODES, WebSocketError } from './errors.js';
 
@@ -48,7 +48,7 @@ export class WebSocket implements AsyncIterable<Message> {
   readonly response: Response;
   /** The subprotocol agreed, or null. */
   readonly subprotocol: string | null;
-  private readonly ws: FrameSocket;
+  private readonly ws: FrameConnection;
   private readonly peer: PeerAddr | null;
   private queue: Message[] = [];
   private qHead = 0;
@@ -63,25 +63,22 @@ export class WebSocket implements AsyncIterable<Message> {
   private readonly closedPromise: Promise<void>;
   private pongWaiters: { resolve(): void; reject(e: unknown): void }[] = [];
 
-  /** @internal Made by the plugin around a ws socket whose handshake is done. */
-  constructor(ws: FrameSocket, init: WebSocketInit) {
+  /** @internal Made by the plugin around a connection whose handshake is done. */
+  constructor(ws: FrameConnection, init: WebSocketInit) {
     this.ws = ws;
     this.isServer = init.isServer;
     this.request = init.request;
     this.response = init.response;
     this.subprotocol = init.subprotocol;
     this.peer = init.peer;
-    ws.on('message', (data, isBinary) => {
-      const buf = data as Buffer;
-      this.deliver(isBinary ? buf : buf.toString('utf8'));
-    });
+    ws.on('message', (data, isBinary) => this.deliver(isBinary ? data : data.toString('utf8')));
     ws.on('pong', () => {
       const ws2 = this.pongWaiters;
       if (ws2.length === 0) return;
       this.pongWaiters = [];
       for (const w of ws2) w.resolve();
     });
-    // ws emits 'error' for protocol violations (then closes with their code); keep it as the cause.
+    // 'error' comes for a protocol violation (then the close with its code): kept as the cause.
     ws.on('error', (err: Error) => {
       this.lastError = err;
     });
@@ -165,8 +162,6 @@ export class WebSocket implements AsyncIterable<Message> {
     const isText = typeof data === 'string';
     if (!isText && !(data instanceof Uint8Array)) return Promise.reject(new ArgumentError(`send() takes a string (text) or a Uint8Array (binary), got ${data === null ? 'null' : typeof data}`));
     if (this.ws.readyState !== 1) return Promise.reject(this.closedError('send'));
-    // No options: ws frames a string as text and bytes as binary by itself (a frozen options
-    // object would also cost ws's `{ ...options }` a slow clone per message).
     if (this.ws.bufferedAmount < SEND_HIGH_WATER) {
       this.ws.send(data);
       return RESOLVED;

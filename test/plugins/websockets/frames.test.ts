@@ -1,10 +1,11 @@
 /**
- * The uncompressed frame codec (PlainSocket) against hand-made frames: frames split at every
- * byte, each length encoding at its boundaries, fragments with a ping between them, the close
- * handshake's echo, malformed close frames and continuations, and, on the client side, a
- * server that masks its frames.
+ * The plugin's frame codec (FrameConnection) against hand-made frames: frames split at every byte,
+ * each length encoding at its boundaries, random fragmenting and chunking, fragments with a
+ * ping between them, the close handshake's echo, malformed close frames and continuations,
+ * permessage-deflate's RSV1 rules, and, on the client side, a server that masks its frames.
  */
 import { createHash } from 'node:crypto';
+import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ async function closeCodeFor(bytes: Buffer[]): Promise<{ code: number; reason: st
   return r;
 }
 
-describe('WebSockets: the uncompressed frame codec', () => {
+describe('WebSockets: the frame codec', () => {
   it('reassembles frames that arrive a few bytes at a time, at each length encoding boundary', async () => {
     const { port } = await startWs(echo);
     const c = await rawWs(port);
@@ -143,6 +144,31 @@ describe('WebSockets: the uncompressed frame codec', () => {
   it('a continuation without a message, or a new message inside a fragmented one, closes with 1002', async () => {
     expect((await closeCodeFor([frame(0, 'orphan')])).code).toBe(1002);
     expect((await closeCodeFor([frame(1, 'start', { fin: false }), frame(2, 'again')])).code).toBe(1002);
+  });
+
+  it('with permessage-deflate: inflates a compressed message, compresses the echo (RSV1), and refuses RSV1 on a continuation or a control frame', async () => {
+    const deflateExt = 'Sec-WebSocket-Extensions: permessage-deflate\r\n';
+    const { port } = await startWs(echo, { compress: true });
+    const c = await rawWs(port, deflateExt);
+    expect(c.head).toMatch(/Sec-WebSocket-Extensions: permessage-deflate/i);
+    const text = 'compressed, compressed, compressed ✓'.repeat(20);
+    const z = deflateRawSync(Buffer.from(text), { finishFlush: constants.Z_SYNC_FLUSH });
+    // RFC 7692 §7.2.1: the trailing 00 00 ff ff of the flush is left off.
+    expect(z.subarray(-4).toString('hex')).toBe('0000ffff');
+    await c.client.write(frame(1, z.subarray(0, z.length - 4), { rsv1: true }));
+    await waitFor(() => c.frames().length >= 1, 3000, 'the echo');
+    const echoed = c.frames()[0]!;
+    expect(echoed.opcode).toBe(1);
+    expect(echoed.rsv1).toBe(true);
+    expect(echoed.payload.length).toBeLessThan(Buffer.byteLength(text));
+    expect(inflateRawSync(Buffer.concat([echoed.payload, Buffer.from([0, 0, 0xff, 0xff])]), { finishFlush: constants.Z_SYNC_FLUSH }).toString()).toBe(text);
+    c.client.destroy();
+    for (const bad of [[frame(2, 'a', { fin: false }), frame(0, 'b', { rsv1: true })], [frame(9, 'p', { rsv1: true })]]) {
+      const d = await rawWs(port, deflateExt);
+      for (const b of bad) await d.client.write(b);
+      expect((await d.closeFrame()).code).toBe(1002);
+      await within(d.client.closed, 3000, 'the server to close the connection');
+    }
   });
 
   it('the client closes with 1002 when a server masks its frames, and masks its own', async () => {

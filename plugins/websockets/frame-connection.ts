@@ -1,50 +1,68 @@
 /**
- * `PlainSocket`: a WebSocket connection with uncompressed frames (RFC 6455), on a socket whose
- * HTTP handshake is done. The frame parser reads straight off the socket's 'data' events and
- * a small message goes out as one buffer in one write, so a handler's echo reaches the write
- * syscall sooner than through ws's stream-based receiver and corked two-part writes (measured
- * in bench/diagnostics/ws-latency.ts). Connections that agreed permessage-deflate use ws (see
- * ws-lib.ts), which this class mirrors event for event: 'message' (data, isBinary), 'pong',
- * 'error' (a protocol violation, before the close it causes), 'close' (code, reason).
+ * `FrameConnection`: the frame codec of a WebSocket connection (RFC 6455) on a socket whose HTTP
+ * handshake is done. The parser reads straight off the socket's 'data' events and a small
+ * message goes out as one buffer in one write, so a handler's echo reaches the write syscall
+ * sooner than through ws's stream-based receiver and corked two-part writes (measured in
+ * bench/diagnostics/ws-latency.ts). With permessage-deflate agreed (RFC 7692), messages go
+ * through ws's `PerMessageDeflate` (zlib, its window and context-takeover rules, its bound on
+ * decompressed size), one at a time each way, in order; a message is compressed when the
+ * context is kept, or else from 1 KiB, as ws decides. Events, as ws's WebSocket has them:
+ * 'message' (data, isBinary), 'pong', 'error' (a protocol violation, before the close it
+ * causes), 'close' (code, reason).
  *
  * Rules kept (the close code sent for each in parentheses): frames from a client must be
- * masked and from a server must not (1002); RSV bits need an extension (1002); reserved
- * opcodes (1002); control frames are final and at most 125 bytes (1002); a continuation needs
- * a message started, a new message needs the last one ended (1002); a frame or message past
- * `maxPayload` is refused from its declared length, before its payload (1009); more fragments
- * than `maxFragments` (1008); text must be UTF-8 (1007); a close frame carries no code or a
- * valid one (1002) and a UTF-8 reason (1007). Pings are answered with a pong of the same data.
+ * masked and from a server must not (1002); RSV1 only on the first frame of a data message of
+ * a compressed connection, RSV2 and RSV3 never (1002); reserved opcodes (1002); control frames
+ * are final and at most 125 bytes (1002); a continuation needs a message started, a new
+ * message needs the last one ended (1002); a frame or message past `maxPayload` is refused
+ * from its declared length, before its payload (1009), and a compressed one that inflates past
+ * it (1009) or does not inflate (1007); more fragments than `maxFragments` (1008); text must
+ * be UTF-8 (1007); a close frame carries no code or a valid one (1002) and a UTF-8 reason
+ * (1007). Pings are answered with a pong of the same data.
  *
  * Closing: `close()` sends a close frame and waits for the peer's (at most `closeTimeout` ms,
- * then the socket is destroyed); a close frame received is answered with one echoing its code,
- * and the socket ends once both went. After a protocol error the close frame goes out and the
- * socket ends without waiting. The code reported on 'close' is the peer's (1005 when its frame
- * had none), or 1006 when the connection ended without one.
+ * then the socket is destroyed); a close frame received is answered with one echoing its code
+ * and reason, and the socket ends once both went (after the last is written). After a
+ * protocol error the close frame goes out and the socket ends without waiting. The code
+ * reported on 'close' is the peer's (1005 when its frame had none), or 1006 when the
+ * connection ended without one.
  */
 import { isUtf8 } from 'node:buffer';
 import { randomFillSync } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 
-/** What the WebSocket class uses of a connection: ws's `WebSocket` and {@link PlainSocket} both have it. */
-export interface FrameSocket {
-  /** 0 connecting, 1 open, 2 closing, 3 closed (as ws and the browser API number them). */
-  readonly readyState: number;
-  /** The extensions agreed (`permessage-deflate …`), or ''. */
-  readonly extensions: string;
-  /** Bytes queued for the socket but not written yet. */
-  readonly bufferedAmount: number;
-  send(data: string | Uint8Array, cb?: (err?: Error | null) => void): void;
-  ping(data: string | Uint8Array): void;
-  pong(data: string | Uint8Array): void;
-  close(code: number, reason: string): void;
-  terminate(): void;
-  pause(): void;
-  resume(): void;
-  on(event: 'message', fn: (data: Buffer, isBinary: boolean) => void): unknown;
-  on(event: 'pong', fn: (data: Buffer) => void): unknown;
-  on(event: 'error', fn: (err: Error) => void): unknown;
-  once(event: 'close', fn: (code: number, reason: Buffer) => void): unknown;
+/** A permessage-deflate state (ws's `PerMessageDeflate`, after the handshake agreed it). */
+export interface MessageDeflate {
+  /** The parameters agreed. */
+  readonly params: Record<string, unknown> | null;
+  /** Compresses one message (`fin`: its last part). */
+  compress(data: Buffer, fin: boolean, cb: (err: Error | null, out?: Buffer) => void): void;
+  /** Inflates one frame's payload (`fin`: the message's last); a RangeError past the size bound. */
+  decompress(data: Buffer, fin: boolean, cb: (err: Error | null, out?: Buffer) => void): void;
+  /** Releases the zlib streams. */
+  cleanup(): void;
+}
+
+/** The name of the extension, as the handshake and `extensions` spell it. */
+const DEFLATE_NAME = 'permessage-deflate';
+/** Below this size a message is sent uncompressed when the context is not kept (ws's threshold). */
+const DEFLATE_THRESHOLD = 1024;
+
+/** A frame waiting behind a compression in flight. */
+interface Queued {
+  opcode: number;
+  payload: Buffer;
+  cb: ((err?: Error | null) => void) | undefined;
+  compress: boolean;
+}
+
+/** The events of a {@link FrameConnection}, typed. */
+export interface FrameConnection {
+  on(event: 'message', fn: (data: Buffer, isBinary: boolean) => void): this;
+  on(event: 'pong', fn: (data: Buffer) => void): this;
+  on(event: 'error', fn: (err: Error) => void): this;
+  once(event: 'close', fn: (code: number, reason: Buffer) => void): this;
 }
 
 /** A protocol violation by the peer, with the close code it is answered with. */
@@ -90,8 +108,8 @@ function applyMask(data: Buffer, from: number, n: number, mask: Buffer, m: numbe
   for (; i < n; i++) out[at + i] = data[from + i]! ^ mask[m + (i & 3)]!;
 }
 
-/** Options of a {@link PlainSocket}. */
-export interface PlainSocketOptions {
+/** Options of a {@link FrameConnection}. */
+export interface FrameConnectionOptions {
   /** Server side: expects masked frames, sends unmasked ones. */
   readonly isServer: boolean;
   /** Largest frame and message payload (0: unbounded). */
@@ -100,13 +118,29 @@ export interface PlainSocketOptions {
   readonly maxFragments: number;
   /** How long `close()` waits for the peer's close frame before dropping the connection. */
   readonly closeTimeout: number;
+  /** The permessage-deflate state when the handshake agreed it, else null. */
+  readonly deflate: MessageDeflate | null;
 }
 
-/** @internal A WebSocket connection with uncompressed frames (see the module notes). */
-export class PlainSocket extends EventEmitter implements FrameSocket {
+/** @internal One WebSocket connection's frames, both ways (see the module notes). */
+export class FrameConnection extends EventEmitter {
+  /** 1 open, 2 closing, 3 closed (as ws and the browser API number them). */
   readyState = OPEN;
-  readonly extensions = '';
+  /** The extensions agreed (`permessage-deflate`), or ''. */
+  readonly extensions: string;
   private readonly socket: Duplex;
+  private readonly deflate: MessageDeflate | null;
+  /** Frames waiting while a message is being compressed (null when none is). */
+  private queue: Queued[] | null = null;
+  private queuedBytes = 0;
+  /** A compressed frame is being inflated: parsing waits for it. */
+  private inflating = false;
+  /** The message in progress is compressed; its inflated size so far. */
+  private messageCompressed = false;
+  private inflatedBytes = 0;
+  /** Reading paused by the reader (`pause()`), or by us while inflating with much buffered. */
+  private userPaused = false;
+  private ownPaused = false;
   private readonly isServer: boolean;
   private readonly maxPayload: number;
   private readonly maxFragments: number;
@@ -118,21 +152,26 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
   /** Fragments of the data message in progress (null between messages), their total size and opcode. */
   private fragments: Buffer[] | null = null;
   private fragmentBytes = 0;
+  private fragmentCount = 0;
   private fragmentOpcode = 0;
   private closeSent = false;
+  /** Our close frame reached the socket. */
+  private closeWritten = false;
   private closeReceived = false;
   private failed = false;
   private closeCode = 1006;
   private closeReason: Buffer = EMPTY;
   private closeTimer: NodeJS.Timeout | null = null;
 
-  constructor(socket: Duplex, head: Uint8Array, o: PlainSocketOptions) {
+  constructor(socket: Duplex, head: Uint8Array, o: FrameConnectionOptions) {
     super();
     this.socket = socket;
     this.isServer = o.isServer;
     this.maxPayload = o.maxPayload;
     this.maxFragments = o.maxFragments;
     this.closeTimeout = o.closeTimeout;
+    this.deflate = o.deflate;
+    this.extensions = o.deflate !== null ? DEFLATE_NAME : '';
     const s = socket as Duplex & { setTimeout?(ms: number): void; setNoDelay?(on?: boolean): void };
     s.setTimeout?.(0);
     s.setNoDelay?.(true);
@@ -145,34 +184,79 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
     socket.once('close', this.onClose);
   }
 
+  /** Bytes queued for the socket (or behind a compression) and not written yet. */
   get bufferedAmount(): number {
-    return this.socket.writableLength;
+    return this.socket.writableLength + this.queuedBytes;
   }
 
   // ---- sending -----------------------------------------------------------------------------
 
   send(data: string | Uint8Array, cb?: (err?: Error | null) => void): void {
-    if (typeof data === 'string') this.frame(1, Buffer.from(data, 'utf8'), cb);
-    else this.frame(2, Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength), cb);
+    const payload = typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data);
+    const opcode = typeof data === 'string' ? 1 : 2;
+    if (this.deflate === null) {
+      if (this.queue === null) this.frame(opcode, payload, cb, false);
+      else this.enqueue(opcode, payload, cb, false);
+      return;
+    }
+    const p = this.deflate.params;
+    const keepsContext = p === null || p[this.isServer ? 'server_no_context_takeover' : 'client_no_context_takeover'] !== true;
+    this.out(opcode, payload, cb, keepsContext || payload.length >= DEFLATE_THRESHOLD);
   }
 
   ping(data: string | Uint8Array): void {
-    this.frame(9, typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.out(9, typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data), undefined, false);
   }
 
   pong(data: string | Uint8Array): void {
-    this.frame(10, typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    this.out(10, typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data), undefined, false);
   }
 
-  /** Writes one final frame of `opcode` carrying `payload`. */
-  private frame(opcode: number, payload: Buffer, cb?: (err?: Error | null) => void): void {
+  /** Sends a frame, behind any compression in flight (frames leave in the order sent). */
+  private out(opcode: number, payload: Buffer, cb: ((err?: Error | null) => void) | undefined, compress: boolean): void {
+    if (this.queue !== null) {
+      this.enqueue(opcode, payload, cb, compress);
+      return;
+    }
+    if (!compress) {
+      this.frame(opcode, payload, cb, false);
+      return;
+    }
+    this.queue = [];
+    this.queuedBytes += payload.length;
+    this.deflate!.compress(payload, true, (_err, out) => {
+      this.queuedBytes -= payload.length;
+      const waiting = this.queue!;
+      this.queue = null;
+      if (this.socket.destroyed || out === undefined) {
+        const err = new Error('the WebSocket connection closed before the message was sent');
+        cb?.(err);
+        for (const q of waiting) q.cb?.(err);
+        this.queuedBytes = 0;
+        return;
+      }
+      this.frame(opcode, out, cb, true);
+      for (const q of waiting) {
+        this.queuedBytes -= q.payload.length;
+        this.out(q.opcode, q.payload, q.cb, q.compress);
+      }
+    });
+  }
+
+  private enqueue(opcode: number, payload: Buffer, cb: ((err?: Error | null) => void) | undefined, compress: boolean): void {
+    this.queue!.push({ opcode, payload, cb, compress });
+    this.queuedBytes += payload.length;
+  }
+
+  /** Writes one final frame of `opcode` carrying `payload` (`rsv1`: a compressed message). */
+  private frame(opcode: number, payload: Buffer, cb: ((err?: Error | null) => void) | undefined, rsv1: boolean): void {
     const n = payload.length;
     const mask = !this.isServer;
     const lenBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
     const head = 2 + lenBytes + (mask ? 4 : 0);
     const whole = mask || n <= COPY_LIMIT;
     const out = Buffer.allocUnsafe(whole ? head + n : head);
-    out[0] = 0x80 | opcode;
+    out[0] = (rsv1 ? 0xc0 : 0x80) | opcode;
     if (lenBytes === 0) out[1] = n;
     else if (lenBytes === 2) {
       out[1] = 126;
@@ -210,28 +294,29 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
   close(code: number, reason: string): void {
     if (this.readyState === CLOSED) return;
     if (this.closeSent) {
-      if (this.closeReceived || this.failed) this.socket.end();
+      if (this.closeWritten && (this.closeReceived || this.failed)) this.socket.end();
       return;
     }
     this.readyState = CLOSING;
-    this.sendClose(code === 1005 ? -1 : code, reason);
-    if (this.closeReceived || this.failed) this.socket.end();
-    else if (this.closeTimer === null) this.closeTimer = setTimeout(() => this.socket.destroy(), this.closeTimeout);
+    this.closeSent = true;
+    let payload = EMPTY;
+    if (code !== 1005) {
+      const r = Buffer.from(reason, 'utf8');
+      payload = Buffer.allocUnsafe(2 + r.length);
+      payload.writeUInt16BE(code, 0);
+      r.copy(payload, 2);
+    }
+    // The socket ends once the frame is out (it may wait behind a compression) and, unless the
+    // peer broke the protocol, the peer's close frame came.
+    this.out(8, payload, this.afterCloseWritten, false);
+    if (!this.closeReceived && !this.failed && this.closeTimer === null) this.closeTimer = setTimeout(() => this.socket.destroy(), this.closeTimeout);
   }
 
-  /** Sends the close frame: `code` -1 for none. */
-  private sendClose(code: number, reason: string): void {
-    this.closeSent = true;
-    if (code < 0) {
-      this.frame(8, EMPTY, noop);
-      return;
-    }
-    const r = Buffer.from(reason, 'utf8');
-    const payload = Buffer.allocUnsafe(2 + r.length);
-    payload.writeUInt16BE(code, 0);
-    r.copy(payload, 2);
-    this.frame(8, payload, noop);
-  }
+  private readonly afterCloseWritten = (err?: Error | null): void => {
+    if (err) return;
+    this.closeWritten = true;
+    if (this.closeReceived || this.failed) this.socket.end();
+  };
 
   terminate(): void {
     if (this.readyState === CLOSED) return;
@@ -240,11 +325,13 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
   }
 
   pause(): void {
+    this.userPaused = true;
     this.socket.pause();
   }
 
   resume(): void {
-    this.socket.resume();
+    this.userPaused = false;
+    if (!this.ownPaused) this.socket.resume();
   }
 
   /** The peer broke the protocol: say why ('error'), close with `code`, end the socket at once. */
@@ -257,7 +344,7 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
     this.socket.resume();
     this.emit('error', new FrameError(code, message));
     if (this.readyState === OPEN) this.close(code, '');
-    else if (this.closeSent) this.socket.end();
+    else if (this.closeWritten) this.socket.end();
   }
 
   private readonly onEnd = (): void => {
@@ -274,6 +361,7 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
   private readonly onClose = (): void => {
     if (this.closeTimer !== null) clearTimeout(this.closeTimer);
     this.closeTimer = null;
+    this.deflate?.cleanup();
     this.socket.removeListener('data', this.onData);
     this.readyState = CLOSED;
     this.emit('close', this.closeCode, this.closeReason);
@@ -288,8 +376,20 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
     }
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    while (this.buffered >= 2 && !this.failed && !this.closeReceived && this.parseFrame());
+    if (this.inflating) {
+      // Parsing waits for the inflation in flight; past 64 KiB waiting, so does the peer.
+      if (this.buffered > 65536 && !this.ownPaused) {
+        this.ownPaused = true;
+        this.socket.pause();
+      }
+      return;
+    }
+    this.pump();
   };
+
+  private pump(): void {
+    while (this.buffered >= 2 && !this.failed && !this.closeReceived && !this.inflating && this.parseFrame());
+  }
 
   /** The byte `i` positions into what is buffered (in the first chunk, almost always). */
   private byteAt(i: number): number {
@@ -343,7 +443,10 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
     const fin = (b0 & 0x80) !== 0;
     const opcode = b0 & 0x0f;
     const masked = (b1 & 0x80) !== 0;
-    if ((b0 & 0x70) !== 0) return (this.fail(1002, 'RSV bits set without an extension that defines them'), false);
+    const rsv1 = (b0 & 0x40) !== 0;
+    if ((b0 & 0x30) !== 0 || (rsv1 && (this.deflate === null || opcode === 0 || opcode >= 8))) {
+      return (this.fail(1002, 'RSV bits set where no extension defines them'), false);
+    }
     if (masked !== this.isServer) return (this.fail(1002, this.isServer ? 'a client frame is not masked' : 'a server frame is masked'), false);
     if (opcode >= 8) {
       if (opcode > 10) return (this.fail(1002, `reserved opcode ${opcode}`), false);
@@ -379,10 +482,13 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
     if (masked) applyMask(frame, at, len, frame, head, frame, at);
     const payload = frame.subarray(at);
     if (opcode >= 8) return this.control(opcode, payload);
-    if (this.maxFragments > 0 && (this.fragments?.length ?? 0) + 1 > this.maxFragments) {
+    if (this.maxFragments > 0 && this.fragmentCount + 1 > this.maxFragments) {
       return (this.fail(1008, `message in more than maxFragmentation (${this.maxFragments}) fragments`), false);
     }
+    if (opcode !== 0) this.messageCompressed = rsv1;
+    if (this.messageCompressed) return this.inflate(opcode, payload, fin);
     if (!fin) {
+      this.fragmentCount++;
       if (this.fragments === null) {
         this.fragments = [];
         this.fragmentOpcode = opcode;
@@ -397,17 +503,68 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
       this.fragments.push(payload);
       data = Buffer.concat(this.fragments, this.fragmentBytes + len);
       type = this.fragmentOpcode;
-      this.fragments = null;
-      this.fragmentBytes = 0;
+      this.endMessage();
     }
+    return this.deliver(data, type);
+  }
+
+  private endMessage(): void {
+    this.fragments = null;
+    this.fragmentBytes = 0;
+    this.fragmentCount = 0;
+    this.inflatedBytes = 0;
+  }
+
+  /** A whole message: text must be UTF-8. False after a failure. */
+  private deliver(data: Buffer, type: number): boolean {
     if (type === 1 && !isUtf8(data)) return (this.fail(1007, 'a text message is not valid UTF-8'), false);
     this.emit('message', data, type === 2);
     return true;
   }
 
+  /** Inflates a frame of a compressed message; parsing goes on when it is done. */
+  private inflate(opcode: number, payload: Buffer, fin: boolean): boolean {
+    if (this.fragments === null) {
+      this.fragments = [];
+      this.fragmentOpcode = opcode;
+    }
+    this.fragmentCount++;
+    this.fragmentBytes += payload.length;
+    this.inflating = true;
+    this.deflate!.decompress(payload, fin, (err, out) => {
+      this.inflating = false;
+      if (this.failed || this.readyState === CLOSED) return;
+      if (err) {
+        this.fail(err instanceof RangeError ? 1009 : 1007, `a compressed message ${err instanceof RangeError ? 'inflates past maxFrameSize' : 'does not inflate'}: ${err.message}`);
+        return;
+      }
+      if (out !== undefined && out.length > 0) {
+        this.inflatedBytes += out.length;
+        if (this.maxPayload > 0 && this.inflatedBytes > this.maxPayload) {
+          this.fail(1009, `message longer than maxFrameSize (${this.maxPayload} bytes) once inflated`);
+          return;
+        }
+        this.fragments!.push(out);
+      }
+      if (fin) {
+        const parts = this.fragments!;
+        const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.inflatedBytes);
+        const type = this.fragmentOpcode;
+        this.endMessage();
+        if (!this.deliver(data, type)) return;
+      }
+      this.pump();
+      if (this.ownPaused && !this.inflating) {
+        this.ownPaused = false;
+        if (!this.userPaused) this.socket.resume();
+      }
+    });
+    return false;
+  }
+
   private control(opcode: number, payload: Buffer): boolean {
     if (opcode === 9) {
-      if (this.readyState === OPEN) this.frame(10, payload);
+      if (this.readyState === OPEN) this.out(10, payload, undefined, false);
       return true;
     }
     if (opcode === 10) {
@@ -432,10 +589,13 @@ export class PlainSocket extends EventEmitter implements FrameSocket {
     this.socket.removeListener('data', this.onData);
     this.socket.resume();
     // Answered with a close frame echoing the code and reason (none when it had none).
-    if (this.closeSent) this.socket.end();
-    else this.close(code, code === 1005 ? '' : this.closeReason.toString('utf8'));
+    if (this.closeWritten) this.socket.end();
+    else if (!this.closeSent) this.close(code, code === 1005 ? '' : this.closeReason.toString('utf8'));
     return false;
   }
 }
 
-function noop(): void {}
+/** `data` as a Buffer over the same bytes. */
+function bytesOf(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
