@@ -254,7 +254,10 @@ export class FrameConnection extends EventEmitter {
     const mask = !this.isServer;
     const lenBytes = n < 126 ? 0 : n < 65536 ? 2 : 8;
     const head = 2 + lenBytes + (mask ? 4 : 0);
-    const whole = mask || n <= COPY_LIMIT;
+    // A large payload goes out after its header in the same corked write, not copied; a
+    // caller's bytes that must be masked are copied (never changed), but a compressed
+    // message's are ours and are masked where they lie.
+    const whole = n <= COPY_LIMIT || (mask && !rsv1);
     const out = Buffer.allocUnsafe(whole ? head + n : head);
     out[0] = (rsv1 ? 0xc0 : 0x80) | opcode;
     if (lenBytes === 0) out[1] = n;
@@ -276,8 +279,16 @@ export class FrameConnection extends EventEmitter {
       const m = head - 4;
       MASK_POOL.copy(out, m, maskAt, maskAt + 4);
       maskAt += 4;
-      applyMask(payload, 0, n, out, m, out, head);
-      socket.write(out, cb);
+      if (whole) {
+        applyMask(payload, 0, n, out, m, out, head);
+        socket.write(out, cb);
+      } else {
+        applyMask(payload, 0, n, out, m, payload, 0);
+        socket.cork();
+        socket.write(out);
+        socket.write(payload, cb);
+        socket.uncork();
+      }
     } else if (whole) {
       payload.copy(out, head);
       socket.write(out, cb);
