@@ -447,6 +447,32 @@ export class FrameConnection extends EventEmitter {
     return out;
   }
 
+  /**
+   * Takes the next frame (`total` bytes: a `head`-byte header, the mask when `masked`, the
+   * payload) and returns its payload unmasked: a view into the chunk it lies in (almost
+   * always), else into a copy. Unmasked in place: the bytes are ours.
+   */
+  private takePayload(total: number, head: number, masked: boolean): Buffer {
+    const first = this.chunks[0]!;
+    const o = this.offset;
+    let buf = first;
+    let start = o;
+    if (first.length - o >= total) {
+      this.buffered -= total;
+      this.offset = o + total;
+      if (this.offset === first.length) {
+        this.chunks.shift();
+        this.offset = 0;
+      }
+    } else {
+      buf = this.take(total);
+      start = 0;
+    }
+    const at = start + head + (masked ? 4 : 0);
+    if (masked) applyMask(buf, at, start + total - at, buf, start + head, buf, at);
+    return buf.subarray(at, start + total);
+  }
+
   /** Parses one frame if it is all there: true to go on, false to wait for more bytes (or after a failure). */
   private parseFrame(): boolean {
     const b0 = this.byteAt(0);
@@ -487,11 +513,7 @@ export class FrameConnection extends EventEmitter {
     }
     const total = head + (masked ? 4 : 0) + len;
     if (this.buffered < total) return false;
-    const frame = this.take(total);
-    const at = head + (masked ? 4 : 0);
-    // Unmasked in place: the bytes are ours (a socket chunk, or a copy).
-    if (masked) applyMask(frame, at, len, frame, head, frame, at);
-    const payload = frame.subarray(at);
+    const payload = this.takePayload(total, head, masked);
     if (opcode >= 8) return this.control(opcode, payload);
     if (this.maxFragments > 0 && this.fragmentCount + 1 > this.maxFragments) {
       return (this.fail(1008, `message in more than maxFragmentation (${this.maxFragments}) fragments`), false);
