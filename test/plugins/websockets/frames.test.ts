@@ -171,6 +171,21 @@ describe('WebSockets: the frame codec', () => {
     }
   });
 
+  it('with permessage-deflate: 300 messages of 20-100 KB sent without waiting arrive inflated, in order, both ways', async () => {
+    const body = (i: number): string => `${i}:`.padEnd(20_000 + (i % 5) * 20_000, String.fromCharCode(97 + (i % 26)));
+    const { url } = await startWs(echo, { compress: true });
+    await WebSockets.open(
+      url,
+      async (ws) => {
+        expect(ws.compressed).toBe(true);
+        const sends = Array.from({ length: 300 }, (_, i) => ws.send(body(i)));
+        for (let i = 0; i < 300; i++) expect(await ws.receive()).toBe(body(i));
+        await Promise.all(sends);
+      },
+      { compress: true },
+    );
+  });
+
   it('the client closes with 1002 when a server masks its frames, and masks its own', async () => {
     const server = net.createServer();
     onCleanup(() => new Promise<void>((r) => server.close(() => r())));
