@@ -320,7 +320,8 @@ export class FrameConnection extends EventEmitter {
     // The socket ends once the frame is out (it may wait behind a compression) and, unless the
     // peer broke the protocol, the peer's close frame came.
     this.out(8, payload, this.afterCloseWritten, false);
-    if (!this.closeReceived && !this.failed && this.closeTimer === null) this.closeTimer = setTimeout(() => this.socket.destroy(), this.closeTimeout);
+    // Bounded either way: a peer that never answers, or never reads what we wrote, is dropped.
+    if (this.closeTimer === null) this.closeTimer = setTimeout(() => this.socket.destroy(), this.closeTimeout);
   }
 
   private readonly afterCloseWritten = (err?: Error | null): void => {
