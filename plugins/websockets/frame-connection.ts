@@ -193,6 +193,7 @@ export class FrameConnection extends EventEmitter {
 
   // ---- sending -----------------------------------------------------------------------------
 
+  /** Sends a message (a string as text, bytes as binary); `cb` once it reached the socket. */
   send(data: string | Uint8Array, cb?: (err?: Error | null) => void): void {
     const payload = typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data);
     const opcode = typeof data === 'string' ? 1 : 2;
@@ -206,10 +207,12 @@ export class FrameConnection extends EventEmitter {
     this.out(opcode, payload, cb, keepsContext || payload.length >= DEFLATE_THRESHOLD);
   }
 
+  /** Sends a ping (at most 125 bytes; the caller checks). */
   ping(data: string | Uint8Array): void {
     this.out(9, typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data), undefined, false);
   }
 
+  /** Sends an unsolicited pong (at most 125 bytes; the caller checks). */
   pong(data: string | Uint8Array): void {
     this.out(10, typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data), undefined, false);
   }
@@ -304,6 +307,7 @@ export class FrameConnection extends EventEmitter {
 
   // ---- closing -----------------------------------------------------------------------------
 
+  /** Starts the closing handshake (1005: a close frame without a code); see the module notes. */
   close(code: number, reason: string): void {
     if (this.readyState === CLOSED) return;
     if (this.closeSent) {
@@ -332,17 +336,20 @@ export class FrameConnection extends EventEmitter {
     if (this.closeReceived || this.failed) this.socket.end();
   };
 
+  /** Drops the connection without a closing handshake. */
   terminate(): void {
     if (this.readyState === CLOSED) return;
     this.readyState = CLOSING;
     this.socket.destroy();
   }
 
+  /** Stops reading from the socket (the reader's backpressure). */
   pause(): void {
     this.userPaused = true;
     this.socket.pause();
   }
 
+  /** Reads from the socket again. */
   resume(): void {
     this.userPaused = false;
     if (!this.ownPaused) this.socket.resume();
