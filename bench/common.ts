@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { median } from './load.js';
 
 /** Comma list from the environment variable `name`, or null when unset or empty. */
@@ -229,6 +230,20 @@ export async function prepareLaunches(
   );
   await esbuild.stop?.(); // ends its service process
   return { launches, runner: 'esbuild' };
+}
+
+/** Where the single-file benches keep their precompiled programs (resolves the project's packages). */
+const BENCH_CACHE = join(fileURLToPath(import.meta.url), '..', '..', 'node_modules', '.cache', 'switchyard-bench');
+
+/**
+ * One program (a bench file running itself in child roles) precompiled into the bench cache as
+ * `outName`, as {@link prepareLaunches} does; without esbuild it runs through tsx. `note` says
+ * so when it does.
+ */
+export async function prepareProgram(source: string, outName: string, what: string): Promise<{ launch: Launch; runner: 'esbuild' | 'tsx'; note?: string }> {
+  const prepared = await prepareLaunches([{ key: 'p', source, outName }], 'esbuild', BENCH_CACHE, { sourcemap: false, what });
+  const launch = prepared.launches.get('p') ?? { argv: ['--import', 'tsx', source] };
+  return { launch, runner: prepared.runner, ...(prepared.note !== undefined ? { note: prepared.note } : {}) };
 }
 
 // ---------------------------------------------------------------------------------------

@@ -25,8 +25,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http2 from 'node:http2';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
-import { childTracker, fmtInt, fmtRatio, pairedRatio, prepareLaunches, printTable, stopChild, type Launch } from './common.js';
+import { childTracker, fmtInt, fmtRatio, pairedRatio, prepareProgram, printTable, stopChild, type Launch } from './common.js';
 import { median, pinned, tasksetUsable } from './load.js';
 
 type ServerKind = 'switchyard-h2c' | 'switchyard-h2' | 'node-h2c' | 'node-h2' | 'fastify-h2c' | 'fastify-h2';
@@ -310,10 +309,9 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
   const pin = tasksetUsable(sCpu) && tasksetUsable(lCpu) && sCpu !== lCpu;
   log(pin ? `pinning: servers on core ${sCpu}, load on core ${lCpu}` : 'WARNING: not pinning (taskset unusable or one core); figures are noisier');
   try {
-    const root = join(SELF, '..', '..');
-    const prepared = await prepareLaunches([{ key: 'h2', source: SELF, outName: 'h2-bench.mjs' }], 'esbuild', join(root, 'node_modules', '.cache', 'switchyard-bench'), { sourcemap: false, what: 'HTTP/2 bench programs' });
+    const prepared = await prepareProgram(SELF, 'h2-bench.mjs', 'HTTP/2 bench programs');
     if (prepared.note !== undefined) log(prepared.note);
-    launch = prepared.launches.get('h2') ?? launch;
+    launch = prepared.launch;
     const only = process.env.BENCH_H2_ONLY;
     const rows = only === 'client' ? [] : await serverBench(runs, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
     const base = (label: string): Row | undefined => rows.find((r) => r.label === label);

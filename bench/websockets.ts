@@ -43,10 +43,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { abortOnSignals, childTracker, envList, fmtInt, fmtRatio, prepareLaunches, printTable, stopChild, type Launch } from './common.js';
+import { abortOnSignals, childTracker, envList, fmtInt, fmtRatio, prepareProgram, printTable, stopChild, type Launch } from './common.js';
 import { median, pinned, tasksetUsable } from './load.js';
 
 type Stack = 'ws' | 'switchyard';
@@ -235,12 +234,9 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
   const children = childTracker();
   const { dispose } = abortOnSignals(children, () => {});
   const t0 = performance.now();
-  const prepared = await prepareLaunches([{ key: 'ws', source: SELF, outName: 'websockets-bench.mjs' }], 'esbuild', join(SELF, '..', '..', 'node_modules', '.cache', 'switchyard-bench'), {
-    sourcemap: false,
-    what: 'WebSocket bench programs',
-  });
+  const prepared = await prepareProgram(SELF, 'websockets-bench.mjs', 'WebSocket bench programs');
   if (prepared.note !== undefined) log(prepared.note);
-  launch = prepared.launches.get('ws') ?? launch;
+  launch = prepared.launch;
   log(`programs: ${prepared.runner === 'esbuild' ? 'precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node' : 'node --import tsx'}`);
   let procs: ChildProcess[] = [];
   const ports = new Map<string, number>();

@@ -22,7 +22,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { prepareLaunches, type Launch } from '../common.js';
+import { prepareProgram } from '../common.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const H2_BENCH = join(SELF, '..', '..', 'h2.ts');
@@ -66,11 +66,7 @@ async function main(): Promise<void> {
   const kinds = (process.env.H2_INSTR_KINDS ?? 'node-h2c,switchyard-h2c,node-h2,switchyard-h2').split(',');
   const low = Number(process.env.H2_INSTR_LOW ?? 10000) || 10000;
   const high = Number(process.env.H2_INSTR_HIGH ?? 40000) || 40000;
-  const prepared = await prepareLaunches([{ key: 'h2', source: H2_BENCH, outName: 'h2-bench.mjs' }], 'esbuild', join(SELF, '..', '..', '..', 'node_modules', '.cache', 'switchyard-bench'), {
-    sourcemap: false,
-    what: 'servers',
-  });
-  const launch: Launch = prepared.launches.get('h2') ?? { argv: ['--import', 'tsx', H2_BENCH] };
+  const { launch } = await prepareProgram(H2_BENCH, 'h2-bench.mjs', 'servers');
   if ('error' in launch) throw new Error(launch.error);
   console.log(`instructions per request (valgrind), h2load -c 10 -m 100: (count after ${high} - count after ${low}) / ${high - low}`);
   const per = new Map<string, number>();

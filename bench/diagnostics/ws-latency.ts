@@ -27,9 +27,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { prepareLaunches, type Launch } from '../common.js';
+import { prepareProgram } from '../common.js';
 import { pinned, tasksetUsable } from '../load.js';
 
 type Stack = 'ws' | 'ws+micro' | 'switchyard';
@@ -116,11 +115,7 @@ function quantile(sorted: number[], q: number): number {
 async function main(): Promise<void> {
   const n = Number(process.env.WS_LATENCY_MESSAGES ?? 40000) || 40000;
   const rounds = Number(process.env.WS_LATENCY_ROUNDS ?? 3) || 3;
-  const prepared = await prepareLaunches([{ key: 'lat', source: SELF, outName: 'ws-latency.mjs' }], 'esbuild', join(SELF, '..', '..', '..', 'node_modules', '.cache', 'switchyard-bench'), {
-    sourcemap: false,
-    what: 'diagnostic',
-  });
-  const launch: Launch = prepared.launches.get('lat') ?? { argv: ['--import', 'tsx', SELF] };
+  const { launch } = await prepareProgram(SELF, 'ws-latency.mjs', 'diagnostic');
   if ('error' in launch) throw new Error(launch.error);
   const pin = tasksetUsable(1);
   const argv = (cpu: number, args: string[]): string[] => pinned(pin ? cpu : null, [process.execPath, ...launch.argv, ...args]);
