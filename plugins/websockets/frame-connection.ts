@@ -45,8 +45,8 @@ export interface MessageDeflate {
   cleanup(): void;
 }
 
-/** The name of the extension, as the handshake and `extensions` spell it. */
-const DEFLATE_NAME = 'permessage-deflate';
+/** Name of the permessage-deflate extension, as the handshake and `extensions` spell it. */
+export const PERMESSAGE_DEFLATE = 'permessage-deflate';
 /** Below this size a message is sent uncompressed when the context is not kept (ws's threshold). */
 const DEFLATE_THRESHOLD = 1024;
 
@@ -172,7 +172,7 @@ export class FrameConnection extends EventEmitter {
     this.maxFragments = o.maxFragments;
     this.closeTimeout = o.closeTimeout;
     this.deflate = o.deflate;
-    this.extensions = o.deflate !== null ? DEFLATE_NAME : '';
+    this.extensions = o.deflate !== null ? PERMESSAGE_DEFLATE : '';
     const s = socket as Duplex & { setTimeout?(ms: number): void; setNoDelay?(on?: boolean): void };
     s.setTimeout?.(0);
     s.setNoDelay?.(true);

@@ -7,15 +7,13 @@
  * for requests the tap leaves alone, its stream handler runs `upgrade(stream)`, which answers
  * anything that is not a WebSocket handshake with 426.
  */
-import { ArgumentError, PeerAddr, Response, Server, Stream, serializeResponseHead } from '../../kernel/index.js';
-import { WebSocketError } from './errors.js';
+import { ArgumentError, PeerAddr, Server, Stream } from '../../kernel/index.js';
 import { negotiate } from './handshake.js';
 import { resolveServerOptions, SERVER_WS_KEYS, type ResolvedServerOptions, type WebSocketListenOptions, type WebSocketServerOptions } from './options.js';
 import { defaultKernel } from './plugin.js';
 import { addEntry, destroySockets, removeEntry, trackSocket, type ListenEntry } from './registry.js';
-import { peerOf, runHandler, type WebSocketHandler } from './session.js';
-import { WebSocket } from './websocket.js';
-import { attachSocket, loadWs } from './ws-lib.js';
+import { serveSession, type WebSocketHandler } from './session.js';
+import { loadWs } from './ws-lib.js';
 
 function checkHandler(handler: unknown, where: string): void {
   if (typeof handler !== 'function') throw new ArgumentError(`${where}: handler must be a function (ws) => …, got ${typeof handler}`);
@@ -52,16 +50,13 @@ export async function upgrade(stream: Stream, handler: WebSocketHandler, options
   }
   const { socket, head } = stream.upgrade();
   trackSocket(socket);
-  const response = new Response(101, null, { headers: n.headers, copyHeaders: false, request });
-  socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
-  const raw = attachSocket(socket, head, { isServer: true, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
-  const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
-  try {
-    await runHandler(ws, handler);
-  } catch (err) {
-    // A peer that broke the protocol or dropped the connection is not the handler's fault.
-    if (!(err instanceof WebSocketError)) throw err;
-  }
+  // The handler's own error rejects this call (a peer that broke the protocol or dropped the
+  // connection is not the handler's fault: serveSession drops that).
+  await serveSession(socket, head, request, n, o, handler, rethrow);
+}
+
+function rethrow(err: unknown): never {
+  throw err;
 }
 
 function defaultReport(err: unknown): void {

@@ -9,6 +9,8 @@
 import type { Duplex } from 'node:stream';
 import { FrameConnection, type MessageDeflate } from './frame-connection.js';
 
+export { PERMESSAGE_DEFLATE } from './frame-connection.js';
+
 /** A `permessage-deflate` state (ws's `PerMessageDeflate`): negotiation, then compression. */
 export interface Deflate extends MessageDeflate {
   /** The parameters agreed (set by `accept`). */
@@ -38,7 +40,6 @@ export interface WsModule {
 }
 
 let loading: Promise<WsModule> | null = null;
-let loaded: WsModule | null = null;
 
 /** Imports `ws` once; later calls return the same module. */
 export function loadWs(): Promise<WsModule> {
@@ -48,16 +49,10 @@ export function loadWs(): Promise<WsModule> {
       if (typeof mod.PerMessageDeflate !== 'function' || typeof mod.extension?.parse !== 'function') {
         throw new Error('the installed ws does not export PerMessageDeflate and extension (ws 8.x expected)');
       }
-      loaded = mod;
       return mod;
     });
   }
   return loading;
-}
-
-/** The module once {@link loadWs} resolved, else null (for synchronous paths after a load). */
-export function wsLoaded(): WsModule | null {
-  return loaded;
 }
 
 /** The limits and settings a socket gets. */
@@ -72,8 +67,6 @@ export interface AttachOptions {
   readonly maxFragments: number;
 }
 
-/** Name of the permessage-deflate extension. */
-export const PERMESSAGE_DEFLATE = 'permessage-deflate';
 
 /** How long closing waits for the peer's close frame before dropping the connection. */
 const CLOSE_TIMEOUT = 30_000;
