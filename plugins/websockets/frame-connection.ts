@@ -196,15 +196,13 @@ export class FrameConnection extends EventEmitter {
   /** Sends a message (a string as text, bytes as binary); `cb` once it reached the socket. */
   send(data: string | Uint8Array, cb?: (err?: Error | null) => void): void {
     const payload = typeof data === 'string' ? Buffer.from(data, 'utf8') : bytesOf(data);
-    const opcode = typeof data === 'string' ? 1 : 2;
-    if (this.deflate === null) {
-      if (this.queue === null) this.frame(opcode, payload, cb, false);
-      else this.enqueue(opcode, payload, cb, false);
-      return;
-    }
-    const p = this.deflate.params;
-    const keepsContext = p === null || p[this.isServer ? 'server_no_context_takeover' : 'client_no_context_takeover'] !== true;
-    this.out(opcode, payload, cb, keepsContext || payload.length >= DEFLATE_THRESHOLD);
+    this.out(typeof data === 'string' ? 1 : 2, payload, cb, this.deflate !== null && this.compresses(payload.length));
+  }
+
+  /** ws's rule: every message while the compression context is kept, else from 1 KiB. */
+  private compresses(n: number): boolean {
+    const p = this.deflate!.params;
+    return p === null || p[this.isServer ? 'server_no_context_takeover' : 'client_no_context_takeover'] !== true || n >= DEFLATE_THRESHOLD;
   }
 
   /** Sends a ping (at most 125 bytes; the caller checks). */
