@@ -4,18 +4,8 @@
  */
 import { createDeflateRaw } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { WebSockets, type WebSocketListenOptions } from '../../../plugins/websockets/index.js';
-import { echo, frame, frameHeader, rawWs, startWs, waitFor, within } from './helpers.js';
-
-/** Starts an echo server, sends `bytes` after the handshake, and returns the close code it answered with. */
-async function closeCodeFor(bytes: Buffer | Buffer[], options: WebSocketListenOptions = {}, extra = ''): Promise<{ code: number; url: string }> {
-  const { url, port } = await startWs(echo, options);
-  const c = await rawWs(port, extra);
-  for (const b of Array.isArray(bytes) ? bytes : [bytes]) await c.client.write(b);
-  const { code } = await c.closeFrame();
-  await within(c.client.closed, 3000, 'the server to close the connection');
-  return { code, url };
-}
+import { WebSockets } from '../../../plugins/websockets/index.js';
+import { closeCodeFor, echo, frame, frameHeader, rawWs, startWs, waitFor } from './helpers.js';
 
 async function stillServing(url: string): Promise<void> {
   expect(await WebSockets.open(url, async (ws) => (await ws.send('still here'), await ws.receive()))).toBe('still here');

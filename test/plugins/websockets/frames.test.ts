@@ -10,19 +10,10 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { WebSockets } from '../../../plugins/websockets/index.js';
-import { echo, frame, onCleanup, rawWs, startWs, waitFor, within } from './helpers.js';
+import { closeCodeFor, echo, frame, onCleanup, rawWs, startWs, waitFor, within } from './helpers.js';
 
 /** Yields to the event loop so the next write leaves as its own TCP segment. */
 const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
-
-async function closeCodeFor(bytes: Buffer[]): Promise<{ code: number; reason: string }> {
-  const { port } = await startWs(echo);
-  const c = await rawWs(port);
-  for (const b of bytes) await c.client.write(b);
-  const r = await c.closeFrame();
-  await within(c.client.closed, 3000, 'the server to close the connection');
-  return r;
-}
 
 describe('WebSockets: the frame codec', () => {
   it('reassembles frames that arrive a few bytes at a time, at each length encoding boundary', async () => {
@@ -164,10 +155,7 @@ describe('WebSockets: the frame codec', () => {
     expect(inflateRawSync(Buffer.concat([echoed.payload, Buffer.from([0, 0, 0xff, 0xff])]), { finishFlush: constants.Z_SYNC_FLUSH }).toString()).toBe(text);
     c.client.destroy();
     for (const bad of [[frame(2, 'a', { fin: false }), frame(0, 'b', { rsv1: true })], [frame(9, 'p', { rsv1: true })]]) {
-      const d = await rawWs(port, deflateExt);
-      for (const b of bad) await d.client.write(b);
-      expect((await d.closeFrame()).code).toBe(1002);
-      await within(d.client.closed, 3000, 'the server to close the connection');
+      expect((await closeCodeFor(bad, { compress: true }, deflateExt)).code).toBe(1002);
     }
   });
 

@@ -149,3 +149,17 @@ export async function rawWs(port: number, extra = '', path = '/'): Promise<RawWs
     },
   };
 }
+
+/**
+ * Starts an echo server (`options`), sends `bytes` after a raw handshake (plus `extra` header
+ * lines), and returns the close frame it answered with and the server's URL, once the server
+ * closed the connection.
+ */
+export async function closeCodeFor(bytes: Buffer | Buffer[], options: WebSocketListenOptions = {}, extra = ''): Promise<{ code: number; reason: string; url: string }> {
+  const { url, port } = await startWs(echo, options);
+  const c = await rawWs(port, extra);
+  for (const b of Array.isArray(bytes) ? bytes : [bytes]) await c.client.write(b);
+  const { code, reason } = await c.closeFrame();
+  await within(c.client.closed, 3000, 'the server to close the connection');
+  return { code, reason, url };
+}
