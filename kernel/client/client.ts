@@ -9,7 +9,7 @@ import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import { AbstractBody, bodyLength, readAll, type Body } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
-import { Headers, type HeadersInit } from '../message/headers.js';
+import { Headers, headersFromArrays, type HeadersInit } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
@@ -415,9 +415,7 @@ export class Client {
     let headers: Headers;
     if (o.headers == null && d === null) {
       // The common call: only the User-Agent, in arrays of its size (a push onto empty ones reserves 17 slots each).
-      headers = new Headers();
-      headers._names = ['User-Agent'];
-      headers._values = [USER_AGENT];
+      headers = headersFromArrays(['User-Agent'], [USER_AGENT]);
     } else {
       headers = new Headers(o.headers ?? undefined);
       if (d !== null) for (const [k, v] of d) if (!headers.has(k)) headers.push(k, v);

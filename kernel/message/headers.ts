@@ -65,6 +65,24 @@ export class Headers implements Iterable<[string, string]> {
       this._values = [];
       return;
     }
+    if ((init as unknown) === ARRAYS) {
+      // headersFromArrays(): the caller's arrays, used as they are.
+      this._names = given.names!;
+      this._values = given.values!;
+      given.names = given.values = null;
+      return;
+    }
+    const keys = init != null ? plainKeys(init) : null;
+    if (keys !== null) {
+      // The common `{ 'Content-Type': '…' }`: arrays of the exact size (the keys array itself
+      // for the names), not the 17 slots each that a first push onto an empty array reserves,
+      // and no empty arrays made first only to be replaced.
+      const values = keys.slice();
+      for (let i = 0; i < keys.length; i++) values[i] = (init as Record<string, string>)[keys[i]!]!;
+      this._names = keys;
+      this._values = values;
+      return;
+    }
     this._names = [];
     this._values = [];
     if (init != null) addAll(this, init);
@@ -176,10 +194,7 @@ export class Headers implements Iterable<[string, string]> {
 
   /** A copy of this collection. */
   clone(): Headers {
-    const h = new Headers();
-    h._names = this._names.slice();
-    h._values = this._values.slice();
-    return h;
+    return headersFromArrays(this._names.slice(), this._values.slice());
   }
 
   /** Pairs as an array of tuples. */
@@ -250,6 +265,81 @@ function plainPairs(init: Record<string, unknown>, keys: string[]): boolean {
   return true;
 }
 
+/**
+ * The keys of `init` when it is a plain object that {@link plainPairs} accepts (its names and
+ * values map one for one onto a Headers), else null.
+ */
+function plainKeys(init: object): string[] | null {
+  if (typeof init !== 'object' || init instanceof Headers || init instanceof Map || typeof (init as Iterable<unknown>)[Symbol.iterator] === 'function') return null;
+  const keys = Object.keys(init);
+  return plainPairs(init as Record<string, unknown>, keys) ? keys : null;
+}
+
+const ARRAYS = Symbol('arrays');
+const given: { names: string[] | null; values: string[] | null } = { names: null, values: null };
+
+/**
+ * @internal Headers over `names` and `values` (parallel, same length), taken as they are: no
+ * copy, no checks. For protocol drivers whose codec read and validated the fields.
+ */
+export function headersFromArrays(names: string[], values: string[]): Headers {
+  given.names = names;
+  given.values = values;
+  return new Headers(ARRAYS as unknown as number);
+}
+
+const canonicalCache = new Map<string, string>();
+
+/** Canonical spelling of a lowercase wire name (cached: the usual names repeat on every request). */
+function canonicalWireName(name: string): string {
+  let c = canonicalCache.get(name);
+  if (c === undefined) {
+    c = canonicalHeaderKey(name);
+    if (canonicalCache.size < 1024) canonicalCache.set(name, c);
+  }
+  return c;
+}
+
+/**
+ * @internal Headers from a decoded HTTP/2 (or HTTP/3) field list: flat `[name, value, …]` in
+ * arrival order, names lowercase as those protocols send them. Pseudo-header fields (`:path`…)
+ * are skipped and names are stored in canonical spelling. With `hostFromAuthority`, a list
+ * without `host` gets `Host` from its `:authority` at the end (HTTP/1 handlers read Host; RFC
+ * 9113 §8.3.1).
+ */
+export function headersFromFields(fields: readonly string[], hostFromAuthority: boolean): Headers {
+  // Arrays of the exact size: pushing onto empty ones reserves 17 slots each.
+  let n = 0;
+  let hasHost = false;
+  let authority: string | null = null;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.charCodeAt(0) === 0x3a) {
+      if (name === ':authority') authority = fields[i + 1]!;
+      continue;
+    }
+    if (name === 'host') hasHost = true;
+    n++;
+  }
+  const addHost = hostFromAuthority && authority !== null && !hasHost;
+  const size = addHost ? n + 1 : n;
+  const names = new Array<string>(size);
+  const values = new Array<string>(size);
+  let j = 0;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (name.charCodeAt(0) === 0x3a) continue;
+    names[j] = canonicalWireName(name);
+    values[j] = fields[i + 1]!;
+    j++;
+  }
+  if (addHost) {
+    names[j] = 'Host';
+    values[j] = authority!;
+  }
+  return headersFromArrays(names, values);
+}
+
 function addAll(h: Headers, init: unknown): void {
   if (init instanceof Headers) {
     // Already a header list: copy the pairs as they are (joining would merge, e.g., two
@@ -272,15 +362,6 @@ function addAll(h: Headers, init: unknown): void {
   }
   if (typeof init === 'object' && init !== null) {
     const keys = Object.keys(init);
-    if (h._names.length === 0 && plainPairs(init as Record<string, unknown>, keys)) {
-      // The common `{ 'Content-Type': '…' }`: arrays of the exact size (the keys array itself
-      // for the names), not the 17 slots each that a first push onto an empty array reserves.
-      const values = keys.slice();
-      for (let i = 0; i < keys.length; i++) values[i] = (init as Record<string, string>)[keys[i]!]!;
-      h._names = keys;
-      h._values = values;
-      return;
-    }
     for (const k of keys) {
       const v = (init as Record<string, unknown>)[k];
       if (v !== undefined) addPair(h, k, v);

@@ -4,7 +4,7 @@
 import { ArgumentError } from '../errors.js';
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { RequestContext } from './context.js';
-import { Headers, type HeadersInit } from './headers.js';
+import { Headers, headersFromFields, type HeadersInit } from './headers.js';
 
 /** Options of {@link Request} (all optional). */
 export interface RequestOptions {
@@ -90,8 +90,10 @@ export class Request {
   method: string;
   /** Request target: path plus query string (or absolute form for proxies). */
   target: string;
-  /** Request headers. */
-  headers: Headers;
+  // The headers, or null while they are still the wire's field list (`_fields`): an HTTP/2
+  // request is read into Headers when something first asks (many handlers never do).
+  private _headers: Headers | null;
+  private _fields: readonly string[] | null;
   /** Body: string, bytes, a streamed body, or null. On a server (`serve`) it is the buffered bytes. */
   body: Body;
   // Trailers and the context are made on first use: a server request that never touches
@@ -122,7 +124,8 @@ export class Request {
       const w = wire;
       this.method = method;
       this.target = target;
-      this.headers = w.headers!;
+      this._headers = w.headers;
+      this._fields = w.fields;
       this.body = w.body;
       this._trailers = null;
       this.host = null;
@@ -133,6 +136,7 @@ export class Request {
       this._ctx = null;
       this.url = '';
       w.headers = null;
+      w.fields = null;
       return;
     }
     if (typeof method !== 'string' || method === '') throw new ArgumentError(`Request method must be a non-empty string, got ${describeType(method)}`);
@@ -145,7 +149,8 @@ export class Request {
     }
     this.method = method;
     this.target = target;
-    this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
+    this._headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
+    this._fields = null;
     this.body = checkBody(opts.body, 'Request');
     this._trailers = opts.trailers == null ? null : makeHeaders(opts.trailers, true);
     if (opts.host != null && typeof opts.host !== 'string') throw new ArgumentError(`host must be a string, got ${describeType(opts.host)}`);
@@ -160,6 +165,23 @@ export class Request {
     }
     this._ctx = opts.context ?? null;
     this.url = '';
+  }
+
+  /** Request headers. */
+  get headers(): Headers {
+    return this._headers ?? this.readFields();
+  }
+  set headers(h: Headers) {
+    if (!(h instanceof Headers)) throw new ArgumentError(`headers must be a Headers, got ${describeType(h)}`);
+    this._headers = h;
+    this._fields = null;
+  }
+
+  private readFields(): Headers {
+    const h = headersFromFields(this._fields ?? [], true);
+    this._headers = h;
+    this._fields = null;
+    return h;
   }
 
   /** Trailers (sent after a chunked body; read from one). */
@@ -203,8 +225,9 @@ export class Request {
 }
 
 const WIRE: RequestOptions = Object.freeze({});
-const wire: { headers: Headers | null; body: Body; contentLength: number; protoMinor: number } = {
+const wire: { headers: Headers | null; fields: readonly string[] | null; body: Body; contentLength: number; protoMinor: number } = {
   headers: null,
+  fields: null,
   body: null,
   contentLength: 0,
   protoMinor: 1,
@@ -214,8 +237,9 @@ const wire: { headers: Headers | null; body: Body; contentLength: number; protoM
  * @internal Builds a server request from a parsed HTTP/1 head without re-validating it:
  * the hot path of the server. Fields are the same as the public constructor's.
  */
-export function requestFromWire(method: string, target: string, headers: Headers, body: Body, contentLength: number, protoMinor: number): Request {
-  wire.headers = headers;
+export function requestFromWire(method: string, target: string, headers: Headers | readonly string[], body: Body, contentLength: number, protoMinor: number): Request {
+  if (headers instanceof Headers) wire.headers = headers;
+  else wire.fields = headers;
   wire.body = body;
   wire.contentLength = contentLength;
   wire.protoMinor = protoMinor;

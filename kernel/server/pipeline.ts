@@ -117,8 +117,12 @@ export interface PipelineServer {
  * A server request from a protocol plugin's parsed head, without the public constructor's
  * checks (the plugin's codec validated it): `headers` is used as is, `body` is `nobody` for a
  * request without a body, else null (read it from the wire), `contentLength` -1 when unknown.
+ * `headers` may also be the decoded field list of an HTTP/2 header block (flat `[name, value,
+ * …]`, lowercase names, pseudo-headers included): it is read into Headers when
+ * `request.headers` is first read, as `headersFromFields(fields, true)` does (Host from
+ * `:authority` when the block has none).
  */
-export function protocolRequest(method: string, target: string, headers: Headers, body: Body, contentLength: number, host: string | null, protoMajor: number): Request {
+export function protocolRequest(method: string, target: string, headers: Headers | readonly string[], body: Body, contentLength: number, host: string | null, protoMajor: number): Request {
   const req = requestFromWire(method, target, headers, body, contentLength, 0);
   req.protoMajor = protoMajor;
   req.host = host;

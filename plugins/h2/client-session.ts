@@ -19,6 +19,7 @@ import {
   AbstractBody,
   DEFAULT_MAX_HEADER_BYTES,
   getCallOptions,
+  headersFromFields,
   hostPort,
   kUnprocessed,
   nobody,
@@ -35,7 +36,7 @@ import {
   type SessionInfo,
 } from '../../kernel/index.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
-import { addWireHeaders, headerListSize, headersFromObject, headersFromRaw, type H2HeaderObject } from './headers.js';
+import { addWireHeaders, headerListSize, headersFromObject, type H2HeaderObject } from './headers.js';
 import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
 
@@ -472,7 +473,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.fail(new ProtocolError(`response header block exceeds maxHeaderBytes (${max})`, { limit: 'maxHeaderBytes' }));
       return;
     }
-    const h = raw !== undefined ? headersFromRaw(raw, null) : headersFromObject(headers as Record<string, string | string[] | undefined>);
+    const h = raw !== undefined ? headersFromFields(raw, false) : headersFromObject(headers as Record<string, string | string[] | undefined>);
     const cl = h.get('Content-Length');
     const length = cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1;
     const ended = (flags & 1) !== 0;

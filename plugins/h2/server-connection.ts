@@ -11,7 +11,6 @@ import { createRequire } from 'node:module';
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { nobody, PeerAddr, protocolRequest, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
-import { headerListSize, headersFromRaw, type RequestPseudo } from './headers.js';
 import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
 import { serverConfig, type H2ServerConfig } from './settings.js';
 
@@ -194,28 +193,39 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
 
   private readonly onStream = (stream: ServerHttp2Stream, _headers: IncomingHttpHeaders, flags: number, raw?: string[]): void => {
     const list = raw ?? flatten(_headers);
-    if (headerListSize(list) > this.maxHeaderBytes) {
+    // One pass: the pseudo-headers, Content-Length and the block's size as HTTP/2 counts it
+    // (RFC 9113 §6.5.2: name + value + 32 per field).
+    let method: string | undefined;
+    let path: string | undefined;
+    let authority: string | undefined;
+    let cl: string | undefined;
+    let size = 0;
+    for (let i = 0; i + 1 < list.length; i += 2) {
+      const name = list[i]!;
+      const value = list[i + 1]!;
+      size += name.length + value.length + 32;
+      if (name.charCodeAt(0) === 0x3a) {
+        if (name === ':method') method = value;
+        else if (name === ':path') path = value;
+        else if (name === ':authority') authority = value;
+      } else if (cl === undefined && name === 'content-length') cl = value;
+    }
+    if (size > this.maxHeaderBytes) {
       // node:http2 advertises SETTINGS_MAX_HEADER_LIST_SIZE but accepts larger blocks: enforce it.
       stream.on('error', noop);
       stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' }, { endStream: false });
       stream.end(`request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})\n`);
       return;
     }
-    // One scratch object for every stream: read at once, before the next stream can come.
-    const pseudo = freshPseudo();
-    // HTTP/1 handlers read Host: a request without one gets the authority there (RFC 9113 §8.3.1).
-    const headers = headersFromRaw(list, pseudo, true);
-    const method = pseudo.method ?? 'GET';
-    const authority = pseudo.authority;
-    const target = method === 'CONNECT' ? (authority ?? '') : (pseudo.path ?? '/');
+    method ??= 'GET';
+    const target = method === 'CONNECT' ? (authority ?? '') : (path ?? '/');
     const ended = (flags & 1) !== 0; // END_STREAM on HEADERS: no body
     let length = -1;
     if (ended) length = 0;
-    else {
-      const cl = headers.get('Content-Length');
-      if (cl !== undefined && /^\d+$/.test(cl)) length = Number(cl);
-    }
-    const req = protocolRequest(method, target, headers, ended ? nobody : null, length, authority ?? null, 2);
+    else if (cl !== undefined && /^\d+$/.test(cl)) length = Number(cl);
+    // The field list is read into Headers only when something reads request.headers; a
+    // request without Host gets the authority there (HTTP/1 handlers read Host; RFC 9113 §8.3.1).
+    const req = protocolRequest(method, target, list, ended ? nobody : null, length, authority ?? null, 2);
     if (!ended) stream.once('trailers', (t: Record<string, string | string[] | undefined>) => (req.trailers = trailersOf(t)));
     const wire = new H2ServerStream(stream, this, req, ended);
     const id = stream.id ?? 0;
@@ -326,15 +336,6 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     if (!this.socket.destroyed) this.socket.destroy();
     this.host.removeConnection(this);
   };
-}
-
-const PSEUDO: RequestPseudo = { method: undefined, path: undefined, authority: undefined, scheme: undefined };
-
-/** The shared pseudo-header scratch object, emptied. */
-function freshPseudo(): RequestPseudo {
-  const p = PSEUDO;
-  p.method = p.path = p.authority = p.scheme = undefined;
-  return p;
 }
 
 function noop(): void {}

@@ -1,17 +1,12 @@
 /**
  * One HTTP/2 server stream as the kernel's pipeline drives it (`ExchangeWire`): the request
- * body is read off the stream with flow control (past a high-water mark the stream is paused,
- * so nghttp2 stops granting window and the client must wait: memory stays bounded); the
- * response head, body and trailers go out through `respond`/`write`/`sendTrailers`.
+ * body, when there is one, is read through an {@link H2RequestBody}; the response head, body
+ * and trailers go out through `respond`/`write`/`sendTrailers`.
  */
 import type { ServerHttp2Stream } from 'node:http2';
-import { ParseError, peekRequestContext, TimeoutError, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
+import { peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
 import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';
-
-/** Queued request-body bytes above which the stream is paused (no more window for the client). */
-const BODY_HIGH_WATER = 65536;
-/** Unread request-body bytes dropped after the response before the client is told to stop (as HTTP/1 drains). */
-const DRAIN_LIMIT = 256 * 1024;
+import { H2RequestBody } from './server-body.js';
 
 // node:http2 constants, inlined so this module does not load node:http2 by itself.
 const NGHTTP2_NO_ERROR = 0;
@@ -27,53 +22,43 @@ export interface StreamOwner {
   streamClosed(aborted: boolean): void;
 }
 
+const NO_BODY: Promise<Uint8Array | null> = Promise.resolve(null);
+
 /** @internal The {@link ExchangeWire} of one server stream. */
 export class H2ServerStream implements ExchangeWire {
   /** On the prototype, not a field per stream. */
   get protocol(): string {
     return 'h2';
   }
-  bodyError: unknown = null;
   private readonly stream: ServerHttp2Stream;
   private readonly owner: StreamOwner;
   /** The request, until its response is complete with no body left to read (see afterEnd). */
   private request: Request | null;
   /** Its context once the request is let go (null when none was made). */
   private ctx: RequestContext | null = null;
-  /** Body chunks not read yet; the array is made on first need (most requests have no body). */
-  private queue: Buffer[] | null = null;
-  private queued = 0;
-  private ended: boolean;
-  private paused = false;
-  private discarding = false;
-  private discarded = 0;
-  private waiter: { resolve(v: Uint8Array | null): void; reject(e: unknown): void } | null = null;
+  /** The request body, or null for a request without one (END_STREAM on its HEADERS). */
+  private readonly body: H2RequestBody | null;
   private closed = false;
   private finished = false;
-  private trailers: Headers | null = null;
-  private continueSent = false;
-  private readTimer: NodeJS.Timeout | null = null;
-  private drainWaiters: (() => void)[] | null = null;
-  private writeTimer: NodeJS.Timeout | null = null;
   /** 'close' is listened to (from the start for a request with a body). */
   private watching: boolean;
+  private trailers: Headers | null = null;
+  private drainWaiters: (() => void)[] | null = null;
+  private writeTimer: NodeJS.Timeout | null = null;
 
   constructor(stream: ServerHttp2Stream, owner: StreamOwner, request: Request, bodyEnded: boolean) {
     this.stream = stream;
     this.owner = owner;
     this.request = request;
-    this.ended = bodyEnded;
-    this.watching = !bodyEnded;
     // A request with a body is watched from the start ('close' included); one without, only
     // when its exchange goes on past onStream (see watchClose).
-    if (!bodyEnded) {
+    this.watching = !bodyEnded;
+    if (bodyEnded) this.body = null;
+    else {
+      this.body = new H2RequestBody(stream, owner.readTimeout);
       this.listen('data', streamData);
       this.listen('end', streamEnd);
       this.listen('close', streamClose);
-      if (owner.readTimeout > 0) {
-        this.readTimer = setTimeout(() => this.onReadTimeout(), owner.readTimeout);
-        this.readTimer.unref();
-      }
     }
     stream.on('error', noop);
   }
@@ -91,11 +76,12 @@ export class H2ServerStream implements ExchangeWire {
   /**
    * True when nothing is left to do for this stream: the request had no body, the response was
    * written in full, and 'close' is not listened to. Its connection then neither counts nor
-   * watches it: node:http2 sends the queued bytes and closes it. (A stream watched from the
-   * start is never settled, so each 'close' that reaches the connection was counted.)
+   * watches it: node:http2 sends the queued bytes and closes it. (A stream with a body is
+   * watched from the start and never settled, so each 'close' that reaches the connection was
+   * counted.)
    */
   get settled(): boolean {
-    return !this.watching && this.ended && this.finished && !this.closed;
+    return !this.watching && this.finished && !this.closed;
   }
 
   /**
@@ -106,7 +92,7 @@ export class H2ServerStream implements ExchangeWire {
    */
   watchClose(): void {
     // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
-    if (this.ended && !this.watching) {
+    if (!this.watching) {
       this.watching = true;
       this.listen('close', streamClose);
     }
@@ -116,9 +102,15 @@ export class H2ServerStream implements ExchangeWire {
     return !this.closed && !this.stream.destroyed;
   }
 
+  /** Why the request body cannot be read, or null. */
+  get bodyError(): unknown {
+    return this.body === null ? null : this.body.error;
+  }
+
   /** True once the request body ended or was discarded. */
   get bodyDone(): boolean {
-    return this.ended || this.discarding;
+    const b = this.body;
+    return b === null || b.ended || b.discarding;
   }
 
   peerAddr(): PeerAddr {
@@ -127,97 +119,27 @@ export class H2ServerStream implements ExchangeWire {
 
   // ---- the request body ------------------------------------------------------------------
 
+  readBody(): Promise<Uint8Array | null> {
+    return this.body === null ? NO_BODY : this.body.read();
+  }
+
+  discardBody(): void {
+    this.body?.discard();
+  }
+
+  sendContinue(): void {
+    const b = this.body;
+    if (b !== null && this.request !== null) b.sendContinue(this.request.headers.get('Expect'));
+  }
+
   /** @internal */
   onData(chunk: Buffer): void {
-    if (this.discarding) {
-      this.discarded += chunk.length;
-      if (this.finished && this.discarded > DRAIN_LIMIT && !this.stream.destroyed) this.stream.close(NGHTTP2_NO_ERROR);
-      return;
-    }
-    const w = this.waiter;
-    if (w !== null && this.queued === 0) {
-      this.waiter = null;
-      w.resolve(chunk);
-      return;
-    }
-    (this.queue ??= []).push(chunk);
-    this.queued += chunk.length;
-    if (this.queued > BODY_HIGH_WATER && !this.paused) {
-      this.paused = true;
-      this.stream.pause();
-    }
+    this.body!.onData(chunk);
   }
 
   /** @internal */
   onEnd(): void {
-    this.ended = true;
-    this.clearReadTimer();
-    const w = this.waiter;
-    if (w !== null && this.queued === 0) {
-      this.waiter = null;
-      w.resolve(null);
-    }
-  }
-
-  /** @internal */
-  onReadTimeout(): void {
-    this.readTimer = null;
-    if (this.ended || this.closed) return;
-    const ms = this.owner.readTimeout;
-    this.bodyError = new TimeoutError('request', ms, ms, `request body not received within readTimeout (${ms} ms)`);
-    const w = this.waiter;
-    this.waiter = null;
-    w?.reject(this.bodyError);
-  }
-
-  private clearReadTimer(): void {
-    if (this.readTimer !== null) clearTimeout(this.readTimer);
-    this.readTimer = null;
-  }
-
-  readBody(): Promise<Uint8Array | null> {
-    if (this.queued > 0) {
-      const q = this.queue!;
-      const out = q.length === 1 ? q[0]! : Buffer.concat(q, this.queued);
-      this.queue = null;
-      this.queued = 0;
-      if (this.paused) {
-        this.paused = false;
-        this.stream.resume();
-      }
-      return Promise.resolve(out);
-    }
-    if (this.bodyError !== null) return Promise.reject(this.bodyError);
-    if (this.ended || this.discarding) return Promise.resolve(null);
-    if (this.closed) return Promise.reject(new ParseError('the client reset the stream before the request body ended'));
-    if (this.waiter !== null) return Promise.reject(new ParseError('a read of this stream is already waiting'));
-    return new Promise((resolve, reject) => {
-      this.waiter = { resolve, reject };
-    });
-  }
-
-  discardBody(): void {
-    if (this.discarding || this.ended) return;
-    this.discarding = true;
-    this.queue = null;
-    this.queued = 0;
-    this.clearReadTimer();
-    if (this.paused) {
-      this.paused = false;
-      this.stream.resume();
-    }
-  }
-
-  sendContinue(): void {
-    if (this.continueSent || this.ended || this.closed) return;
-    this.continueSent = true;
-    const expect = this.request?.headers.get('Expect');
-    if (expect === undefined || expect.toLowerCase() !== '100-continue') return;
-    try {
-      this.stream.additionalHeaders({ ':status': 100 });
-    } catch {
-      // The head already went out or the stream closed: nothing to continue.
-    }
+    this.body!.onEnd();
   }
 
   // ---- the response ----------------------------------------------------------------------
@@ -286,18 +208,22 @@ export class H2ServerStream implements ExchangeWire {
 
   /**
    * The response is complete: an unread request body is not wanted any more. The rest is read
-   * and dropped; past {@link DRAIN_LIMIT} the client is asked to stop with RST_STREAM(NO_ERROR)
+   * and dropped; past its drain limit the client is asked to stop with RST_STREAM(NO_ERROR)
    * (RFC 9113 §8.1). Not at once: nghttp2 sends RST_STREAM ahead of queued DATA, so an early
    * reset could cut off the response it follows.
    */
   private afterEnd(): void {
-    if (this.ended) {
+    const b = this.body;
+    if (b === null || b.ended) {
       if (this.request === null) return;
       // Nothing here reads the request any more: let it go (node keeps this stream until its
       // bytes are out, and a request kept that long is copied out of the young generation).
-      this.ctx = peekRequestContext(this.request!);
+      this.ctx = peekRequestContext(this.request);
       this.request = null;
-    } else if (!this.closed) this.discardBody();
+    } else {
+      b.responseDone = true;
+      if (!this.closed) b.discard();
+    }
   }
 
   abort(_error: unknown): void {
@@ -341,15 +267,9 @@ export class H2ServerStream implements ExchangeWire {
   /** @internal */
   onClose(): void {
     this.closed = true;
-    this.clearReadTimer();
     if (this.writeTimer !== null) clearTimeout(this.writeTimer);
     this.writeTimer = null;
-    const w = this.waiter;
-    this.waiter = null;
-    if (w !== null) {
-      if (this.ended) w.resolve(null);
-      else w.reject((this.bodyError ??= new ParseError('the client reset the stream before the request body ended')));
-    }
+    this.body?.onClose();
     this.onDrain();
     // A stream closed before its response ended was reset by the client (or by us): whatever
     // still works on it learns through the request's context.

@@ -8,8 +8,11 @@ import {
   RequestContext,
   Response,
   getRequestContext,
+  headersFromArrays,
+  headersFromFields,
   type Body,
 } from '../../../kernel/message/index.js';
+import { protocolRequest } from '../../../kernel/server/pipeline.js';
 
 const pairs = (h: Headers): [string, string][] => [...h];
 
@@ -168,6 +171,28 @@ describe('Request: headers copy rule', () => {
     const req = new Request('GET', '/', { headers: { A: '1' }, copyHeaders: false });
     expect(req.headers).toBeInstanceOf(Headers);
     expect(pairs(req.headers)).toEqual([['A', '1']]);
+  });
+
+  it('a plain object of strings maps name for name, and the Headers is a copy of it', () => {
+    const init = { 'Content-Type': 'text/plain', 'X-A': '1' };
+    const res = new Response(200, 'x', { headers: init });
+    init['X-A'] = 'changed';
+    expect(pairs(res.headers)).toEqual([['Content-Type', 'text/plain'], ['X-A', '1']]);
+    res.headers.push('X-B', '2');
+    expect(Object.keys(init)).toEqual(['Content-Type', 'X-A']);
+    // Names equal but for case are joined, as append() does; arrays and numbers are added one by one.
+    expect(pairs(new Headers({ 'x-a': '1', 'X-A': '2' }))).toEqual([['x-a', '1,2']]);
+    expect(pairs(new Headers({ A: ['1', '2'], B: 3 }))).toEqual([['A', '1,2'], ['B', '3']]);
+  });
+
+  it('headers can be replaced by a Headers, and only by one', () => {
+    const req = new Request('GET', '/');
+    const h = new Headers([['A', '1']]);
+    req.headers = h;
+    expect(req.headers).toBe(h);
+    expect(() => {
+      req.headers = { A: '1' } as unknown as Headers;
+    }).toThrow(ArgumentError);
   });
 
   it('copies trailers given as a Headers', () => {
@@ -457,5 +482,37 @@ describe('Response: invalid arguments', () => {
   ])('%s → ArgumentError', (_name, make, message) => {
     expect(make).toThrow(ArgumentError);
     expect(make).toThrow(message);
+  });
+});
+
+describe('headers from a protocol driver', () => {
+  it('headersFromArrays takes the arrays as they are', () => {
+    const names = ['A'];
+    const values = ['1'];
+    const h = headersFromArrays(names, values);
+    expect(h.get('a')).toBe('1');
+    h.push('B', '2');
+    expect(names).toEqual(['A', 'B']);
+  });
+
+  it('headersFromFields skips pseudo-headers, spells names canonically and adds Host from :authority', () => {
+    const fields = [':method', 'GET', ':path', '/x', ':authority', 'example.com:8080', 'user-agent', 'u', 'x-multi', '1', 'x-multi', '2', 'www-authenticate', 'w'];
+    const h = headersFromFields(fields, true);
+    expect(pairs(h)).toEqual([['User-Agent', 'u'], ['X-Multi', '1'], ['X-Multi', '2'], ['Www-Authenticate', 'w'], ['Host', 'example.com:8080']]);
+    expect(pairs(headersFromFields(fields, false))).toEqual([['User-Agent', 'u'], ['X-Multi', '1'], ['X-Multi', '2'], ['Www-Authenticate', 'w']]);
+    // A host field wins over :authority; no :authority, no Host.
+    expect(pairs(headersFromFields([':authority', 'a', 'host', 'b'], true))).toEqual([['Host', 'b']]);
+    expect(pairs(headersFromFields([':path', '/'], true))).toEqual([]);
+  });
+
+  it('a request from a field list reads it into Headers on first use, once', () => {
+    const fields = [':method', 'POST', ':authority', 'h:1', 'content-type', 'text/plain'];
+    const req = protocolRequest('POST', '/', fields, null, -1, 'h:1', 2);
+    // The host field given later does not change what the list says.
+    req.host = 'other';
+    const h = req.headers;
+    expect(pairs(h)).toEqual([['Content-Type', 'text/plain'], ['Host', 'h:1']]);
+    expect(req.headers).toBe(h);
+    expect(req.protoMajor).toBe(2);
   });
 });

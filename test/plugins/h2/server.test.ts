@@ -49,6 +49,26 @@ describe('h2c on the HTTP/1.1 port', () => {
   });
 });
 
+describe('request headers over HTTP/2', () => {
+  it('reach the handler in canonical spelling, in order, without pseudo-headers, however late it reads them', async () => {
+    const seen: [string, string][][] = [];
+    const { port } = await startServer(async (req) => {
+      // Read after the stream's own tick is over, and from a request with a body.
+      await new Promise<void>((r) => setImmediate(r));
+      seen.push([...req.headers]);
+      return new Response(200, `${req.headers.get('x-one')}|${req.headers.getAll('X-Multi').join(',')}|${req.headers.get('Host')}`);
+    });
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    const a = await nodeRequest(s, { ':method': 'GET', ':path': '/a', 'x-one': '1', 'x-multi': ['a', 'b'], 'user-agent': 'ua' });
+    expect(a.body.toString()).toBe(`1|a,b|127.0.0.1:${port}`);
+    const b = await nodeRequest(s, { ':method': 'POST', ':path': '/b', host: 'given', 'content-type': 'text/plain' }, 'body');
+    expect(b.body.toString()).toBe('undefined||given');
+    s.close();
+    expect(seen[0]).toEqual([['X-One', '1'], ['X-Multi', 'a'], ['X-Multi', 'b'], ['User-Agent', 'ua'], ['Host', `127.0.0.1:${port}`]]);
+    expect(seen[1]).toEqual([['Host', 'given'], ['Content-Type', 'text/plain']]);
+  });
+});
+
 describe('the date field', () => {
   it('is sent as an IMF-fixdate, and a Date the handler set is kept', async () => {
     const { port } = await startServer((req) =>
