@@ -4,8 +4,9 @@
  * message goes out as one buffer in one write, so a handler's echo reaches the write syscall
  * sooner than through ws's stream-based receiver and corked two-part writes (measured in
  * bench/diagnostics/ws-latency.ts). With permessage-deflate agreed (RFC 7692), messages go
- * through ws's `PerMessageDeflate` (zlib, its window and context-takeover rules, its bound on
- * decompressed size), one at a time each way, in order; a message is compressed when the
+ * through a `MessageDeflate` (message-zlib.ts: zlib under the agreed window and
+ * context-takeover rules, its bound on decompressed size), one at a time each way, in order;
+ * a message is compressed when the
  * context is kept, or else from 1 KiB, as ws decides. Events, as ws's WebSocket has them:
  * 'message' (data, isBinary), 'pong', 'error' (a protocol violation, before the close it
  * causes), 'close' (code, reason).
@@ -33,7 +34,7 @@ import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
-/** A permessage-deflate state (ws's `PerMessageDeflate`, after the handshake agreed it). */
+/** The compression of a connection that agreed permessage-deflate (message-zlib.ts's `MessageZlib`). */
 export interface MessageDeflate {
   /** The parameters agreed. */
   readonly params: Record<string, unknown> | null;

@@ -1,13 +1,14 @@
 /**
- * What the websockets plugin takes from `ws`: permessage-deflate (`PerMessageDeflate`: the
- * handshake's offer and answer, and the compression of messages) and the extension header
- * parser. Framing, masking, close, ping and pong are the plugin's own ({@link FrameConnection}).
+ * What the websockets plugin takes from `ws`: permessage-deflate's negotiation
+ * (`PerMessageDeflate`: the handshake's offer and answer, the parameters agreed) and the
+ * extension header parser; the messages are compressed by {@link MessageZlib}. Framing, masking, close, ping and pong are the plugin's own ({@link FrameConnection}).
  * `ws` is imported on first use, so a stack that never opens a WebSocket does not load it.
  * `PerMessageDeflate` and `extension` are exported by ws but not in its typings: this file is
  * the one place that names them; `ws` is pinned in package.json and the tests cover this path.
  */
 import type { Duplex } from 'node:stream';
 import { FrameConnection, type MessageDeflate } from './frame-connection.js';
+import { MessageZlib } from './message-zlib.js';
 
 export { PERMESSAGE_DEFLATE } from './frame-connection.js';
 
@@ -73,11 +74,13 @@ const CLOSE_TIMEOUT = 30_000;
 
 /**
  * The connection over `socket`, which must have completed the HTTP handshake; `head` holds
- * bytes already read past it: switchyard's frame codec ({@link FrameConnection}), with ws's
- * `PerMessageDeflate` when the handshake agreed permessage-deflate. The socket is resumed.
+ * bytes already read past it: switchyard's frame codec ({@link FrameConnection}), compressing
+ * with {@link MessageZlib} when the handshake agreed permessage-deflate. The socket is resumed.
  */
 export function attachSocket(socket: Duplex, head: Uint8Array, o: AttachOptions): FrameConnection {
-  const conn = new FrameConnection(socket, head, { isServer: o.isServer, maxPayload: o.maxPayload, maxFragments: o.maxFragments, closeTimeout: CLOSE_TIMEOUT, deflate: o.deflate });
+  // ws agreed the parameters; the compression itself is MessageZlib's (one zlib trip per message).
+  const deflate = o.deflate !== null && o.deflate.params !== null ? new MessageZlib(o.deflate.params, o.isServer, o.maxPayload) : null;
+  const conn = new FrameConnection(socket, head, { isServer: o.isServer, maxPayload: o.maxPayload, maxFragments: o.maxFragments, closeTimeout: CLOSE_TIMEOUT, deflate });
   // The kernel hands sockets over explicitly paused.
   socket.resume();
   return conn;
