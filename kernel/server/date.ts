@@ -1,16 +1,33 @@
 /**
- * The `Date` response field, formatted once per second instead of once per response.
+ * The `Date` response field (RFC 9110 §6.6.1), formatted once per second instead of once per
+ * response, and read without a clock call: the cached value is dropped by a timer at the next
+ * second boundary (node's own HTTP servers do the same), so a response costs a variable read.
+ * The timer is unref'd and set only when a response asks after the cache was dropped.
  */
-let cachedSecond = -1;
+let cachedValue: string | null = null;
 let cachedField = '';
 
-/** `Date: <IMF-fixdate>\r\n` for now (RFC 9110 §6.6.1), cached for the current second. */
-export function dateField(): string {
+function refresh(): string {
   const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== cachedSecond) {
-    cachedSecond = second;
-    cachedField = `Date: ${new Date(second * 1000).toUTCString()}\r\n`;
-  }
+  const ms = now % 1000;
+  const value = new Date(now - ms).toUTCString();
+  cachedValue = value;
+  cachedField = `Date: ${value}\r\n`;
+  setTimeout(dropCache, 1000 - ms).unref();
+  return value;
+}
+
+function dropCache(): void {
+  cachedValue = null;
+}
+
+/** The IMF-fixdate of the current second, as the `Date` field's value. */
+export function httpDate(): string {
+  return cachedValue ?? refresh();
+}
+
+/** `Date: <IMF-fixdate>\r\n` for the current second (the HTTP/1 serializer's form). */
+export function dateField(): string {
+  if (cachedValue === null) refresh();
   return cachedField;
 }

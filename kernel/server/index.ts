@@ -14,6 +14,7 @@ export { Server, type ServerInit } from './server.js';
 export { Stream, HOLD_BYTES, type ExchangeConnection, type ResponseWire } from './stream.js';
 export { getProtocolHost, protocolRequest, type ProtocolHost, type ProtocolConnection, type ExchangeWire, type ServerLimits } from './pipeline.js';
 export { PeerAddr } from './peer.js';
+export { httpDate } from './date.js';
 export type { ServerOptions } from './options.js';
 export type { RequestHandler, StreamHandler } from './h1-connection.js';
 

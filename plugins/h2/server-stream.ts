@@ -4,7 +4,7 @@
  * and trailers go out through `respond`/`write`/`sendTrailers`.
  */
 import type { ServerHttp2Stream } from 'node:http2';
-import { peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
+import { httpDate, peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
 import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';
 import { H2RequestBody } from './server-body.js';
 
@@ -283,19 +283,6 @@ export class H2ServerStream implements ExchangeWire {
 }
 
 function noop(): void {}
-
-let dateSecond = -1;
-let dateValue = '';
-
-/** The `date` field value for now (RFC 9110 §6.6.1), formatted once per second. */
-function httpDate(): string {
-  const second = Math.floor(Date.now() / 1000);
-  if (second !== dateSecond) {
-    dateSecond = second;
-    dateValue = new Date(second * 1000).toUTCString();
-  }
-  return dateValue;
-}
 
 // Stream listeners shared by every stream (no closures per stream): the wire rides on the stream.
 const kWire = Symbol('switchyard.h2.wire');
