@@ -9,6 +9,7 @@ import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { WebSocket as WsClient } from 'ws';
 import { WebSockets } from '../../../plugins/websockets/index.js';
 import { closeCodeFor, echo, frame, onCleanup, rawWs, startWs, waitFor, within } from './helpers.js';
 
@@ -172,6 +173,32 @@ describe('WebSockets: the frame codec', () => {
       },
       { compress: true },
     );
+  });
+
+  it('with permessage-deflate agreed as no_context_takeover and 9-bit windows by ws\'s client, messages of every size echo', async () => {
+    const { url } = await startWs(echo, { compress: true });
+    const client = new WsClient(url, { perMessageDeflate: { serverNoContextTakeover: true, clientNoContextTakeover: true, serverMaxWindowBits: 9, clientMaxWindowBits: 9, threshold: 0 } });
+    onCleanup(() => client.terminate());
+    let agreed = '';
+    client.on('upgrade', (res: { headers: Record<string, string | undefined> }) => (agreed = res.headers['sec-websocket-extensions'] ?? ''));
+    await once(client, 'open');
+    expect(agreed).toContain('server_no_context_takeover');
+    expect(agreed).toContain('client_no_context_takeover');
+    expect(agreed).toContain('server_max_window_bits=9');
+    // A 700-letter block repeated: a compressor with a window over 512 bytes would refer 700
+    // back, which the client's 9-bit inflater refuses; every message starts like the last, which
+    // a compressor that kept its context would refer to, which the client's reset inflater refuses.
+    let x = 7;
+    const block = Array.from({ length: 700 }, () => String.fromCharCode(97 + ((x = (x * 48271) % 2147483647) % 26))).join('');
+    const sizes = [0, 10, 1023, 1024, 5000, 100_000, 300_000];
+    for (const n of sizes) {
+      const text = block.repeat(Math.ceil(n / 700)).slice(0, n);
+      client.send(text);
+      const [data] = (await once(client, 'message')) as [Buffer];
+      expect(data.toString()).toBe(text);
+    }
+    client.close();
+    await once(client, 'close');
   });
 
   it('the client closes with 1002 when a server masks its frames, and masks its own', async () => {
