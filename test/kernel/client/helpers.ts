@@ -4,14 +4,14 @@
  * closed after each test, a port whose accept queue is full (a connect that never completes),
  * and bounded waits on events.
  *
- * Importing this module registers an `afterEach` that closes every client, server, socket and
- * child process started through it.
+ * What they start (clients, servers, sockets, child processes) is closed after each test by
+ * test/cleanup.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
-import { afterEach } from 'vitest';
+import { closeAfter, closeNetServerAfter, destroyAfter, forceCloseAfter, killAfter, untrack } from '../../cleanup.js';
 import { within } from '../server/helpers.js';
 import {
   Client,
@@ -26,53 +26,24 @@ import {
   type StreamHandler,
 } from '../../../kernel/index.js';
 
-// ---- cleanup ---------------------------------------------------------------------------------
+// ---- cleanup (test/cleanup.ts) ------------------------------------------------------------
 
-const servers = new Set<Server>();
-const netServers = new Set<net.Server>();
-const sockets = new Set<net.Socket>();
-const clients = new Set<Client>();
-const children = new Set<ChildProcess>();
-const cleanups: (() => unknown)[] = [];
-
-/** Runs `fn` after the current test (first, before clients and servers are closed). */
-export function onCleanup(fn: () => unknown): void {
-  cleanups.push(fn);
-}
-
-afterEach(async () => {
-  for (const fn of cleanups.splice(0)) await fn();
-  for (const c of clients) c.close();
-  clients.clear();
-  for (const s of sockets) s.destroy();
-  sockets.clear();
-  for (const ch of children) if (ch.exitCode === null && ch.signalCode === null) ch.kill('SIGKILL');
-  children.clear();
-  const all = [...servers];
-  servers.clear();
-  await Promise.all(all.map((s) => s.forceClose()));
-  const nets = [...netServers];
-  netServers.clear();
-  await Promise.all(nets.map((l) => new Promise<void>((resolve) => (l.listening ? l.close(() => resolve()) : resolve()))));
-});
+export { onCleanup } from '../../cleanup.js';
 
 /** A `Client` closed after the test. */
 export function newClient(options: ClientOptions = {}): Client {
-  const c = new Client(options);
-  clients.add(c);
-  return c;
+  return closeAfter(new Client(options));
 }
 
 /** Tracks a child process: killed after the test. */
 export function trackChild<T extends ChildProcess>(c: T): T {
-  children.add(c);
+  killAfter(c);
   return c;
 }
 
 /** Tracks a socket: destroyed after the test. */
 export function trackSocket<T extends net.Socket>(s: T): T {
-  sockets.add(s);
-  return s;
+  return destroyAfter(s);
 }
 
 // ---- waits -----------------------------------------------------------------------------------
@@ -162,14 +133,14 @@ function counting(listener: net.Server = net.createServer({ noDelay: true })): {
   listener.on('connection', (s: net.Socket) => {
     const i = list.length + 1;
     list.push(s);
-    sockets.add(s);
+    destroyAfter(s);
     s.once('close', () => {
       closed++;
       closedSet.add(i);
       waiters.get(i)?.();
     });
   });
-  netServers.add(listener);
+  closeNetServerAfter(listener);
   const state = {
     get connections() {
       return list.length;
@@ -202,7 +173,7 @@ export async function startServer(handler: RequestHandler, options: ServeOptions
   await bind(listener);
   const errors: unknown[] = [];
   const server = await serve(handler, { onError: (e) => errors.push(e), ...options, listener });
-  servers.add(server);
+  forceCloseAfter(server);
   const port = (listener.address() as net.AddressInfo).port;
   return Object.assign(state, { server, port, origin: `http://127.0.0.1:${port}`, errors }) as Started;
 }
@@ -213,7 +184,7 @@ export async function startTlsServer(handler: RequestHandler, creds: { key: stri
   await bind(listener);
   const errors: unknown[] = [];
   const server = await serve(handler, { onError: (e) => errors.push(e), ...options, listener });
-  servers.add(server);
+  forceCloseAfter(server);
   const port = (listener.address() as net.AddressInfo).port;
   return Object.assign(state, { server, port, origin: `https://127.0.0.1:${port}`, errors }) as Started;
 }
@@ -224,14 +195,14 @@ export async function startStreamServer(handler: StreamHandler, options: ServeOp
   await bind(listener);
   const errors: unknown[] = [];
   const server = await listen(handler, { onError: (e) => errors.push(e), ...options, listener });
-  servers.add(server);
+  forceCloseAfter(server);
   const port = (listener.address() as net.AddressInfo).port;
   return Object.assign(state, { server, port, origin: `http://127.0.0.1:${port}`, errors }) as Started;
 }
 
 /** Force-closes a started server now. */
 export async function stopServer(s: Started): Promise<void> {
-  servers.delete(s.server);
+  untrack(s.server);
   await s.server.forceClose();
 }
 
@@ -259,7 +230,7 @@ export async function rawServer(onConnection: (socket: net.Socket, index: number
   const server = net.createServer({ noDelay: true }, (s) => {
     const i = list.length + 1;
     list.push(s);
-    sockets.add(s);
+    destroyAfter(s);
     s.on('error', () => undefined);
     s.once('close', () => {
       closed.add(i);
@@ -268,7 +239,7 @@ export async function rawServer(onConnection: (socket: net.Socket, index: number
     onConnection(s, i);
     acceptWaiters.get(i)?.(s);
   });
-  netServers.add(server);
+  closeNetServerAfter(server);
   await bind(server, host);
   const port = (server.address() as net.AddressInfo).port;
   return {

@@ -2,13 +2,13 @@
  * Shared helpers of the server tests: servers on port 0 that are force-closed after each test,
  * a raw TCP client that writes bytes and parses the responses it gets back, and bounded waits.
  *
- * Importing this module registers an `afterEach` that destroys every client, clears every
- * tracked timer and force-closes every server started through it.
+ * What they start is closed after each test by test/cleanup.ts (clients destroyed, tracked
+ * timers cleared, servers force-closed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { afterEach } from 'vitest';
+import { destroyAfter, forceCloseAfter, untrack } from '../../cleanup.js';
 import {
   AbstractBody,
   ByteReader,
@@ -23,35 +23,9 @@ import {
   type StreamHandler,
 } from '../../../kernel/index.js';
 
-// ---- cleanup ---------------------------------------------------------------------------------
+// ---- cleanup (test/cleanup.ts) ------------------------------------------------------------
 
-const servers = new Set<Server>();
-const clients = new Set<net.Socket>();
-const timers = new Set<NodeJS.Timeout>();
-const cleanups: (() => unknown)[] = [];
-
-/** Runs `fn` after the current test (before servers are closed). */
-export function onCleanup(fn: () => unknown): void {
-  cleanups.push(fn);
-}
-
-/** Tracks a `setInterval`/`setTimeout` handle so it is cleared after the test. */
-export function track<T extends NodeJS.Timeout>(t: T): T {
-  timers.add(t);
-  return t;
-}
-
-afterEach(async () => {
-  for (const t of timers) clearInterval(t);
-  timers.clear();
-  const fns = cleanups.splice(0);
-  for (const fn of fns) await fn();
-  for (const s of clients) s.destroy();
-  clients.clear();
-  const all = [...servers];
-  servers.clear();
-  await Promise.all(all.map((s) => s.forceClose()));
-});
+export { onCleanup, track } from '../../cleanup.js';
 
 // ---- servers ---------------------------------------------------------------------------------
 
@@ -77,7 +51,7 @@ function withDefaults(options: ServeOptions, errors: Started['errors']): ServeOp
 export async function startServer(handler: RequestHandler, options: ServeOptions = {}): Promise<Started> {
   const errors: Started['errors'] = [];
   const server = await serve(handler, withDefaults(options, errors));
-  servers.add(server);
+  forceCloseAfter(server);
   return { server, port: server.port, errors };
 }
 
@@ -85,13 +59,13 @@ export async function startServer(handler: RequestHandler, options: ServeOptions
 export async function startStreamServer(handler: StreamHandler, options: ServeOptions = {}): Promise<Started> {
   const errors: Started['errors'] = [];
   const server = await listen(handler, withDefaults(options, errors));
-  servers.add(server);
+  forceCloseAfter(server);
   return { server, port: server.port, errors };
 }
 
 /** Force-closes a server now (it is also closed after the test). */
 export async function stopServer(server: Server): Promise<void> {
-  servers.delete(server);
+  untrack(server);
   await server.forceClose();
 }
 
@@ -155,7 +129,7 @@ export class RawClient {
 
   constructor(socket: net.Socket) {
     this.socket = socket;
-    clients.add(socket);
+    destroyAfter(socket);
     socket.on('data', (chunk: Buffer) => {
       this.received = this.received.length === 0 ? chunk : Buffer.concat([this.received, chunk]);
       this.queue.push(chunk);

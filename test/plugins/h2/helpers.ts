@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { connect as netConnect, createServer as netServer, type Socket } from 'node:net';
 import http2 from 'node:http2';
-import { afterEach } from 'vitest';
+import { closeAfter, destroyAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
 import {
   Client,
   createKernel,
@@ -23,29 +23,7 @@ import {
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 
-const servers = new Set<Server>();
-const clients = new Set<Client>();
-const sockets = new Set<Socket>();
-const sessions = new Set<http2.ClientHttp2Session>();
-const cleanups: (() => unknown)[] = [];
-
-/** Runs `fn` after the current test. */
-export function onCleanup(fn: () => unknown): void {
-  cleanups.push(fn);
-}
-
-afterEach(async () => {
-  for (const fn of cleanups.splice(0)) await fn();
-  for (const c of clients) c.close();
-  clients.clear();
-  for (const s of sessions) s.destroy();
-  sessions.clear();
-  for (const s of sockets) s.destroy();
-  sockets.clear();
-  const all = [...servers];
-  servers.clear();
-  await Promise.all(all.map((s) => s.forceClose()));
-});
+export { onCleanup } from '../../cleanup.js';
 
 let booted: Kernel | null = null;
 
@@ -78,7 +56,7 @@ export async function startServer(handler: RequestHandler, options: ServeOptions
   const { secure, ...rest } = options;
   if (secure === true) rest.tls = { key: cert.key, cert: cert.cert, ...(rest.tls ?? {}) };
   const server = await serve(handler, await opts(rest, errors));
-  servers.add(server);
+  forceCloseAfter(server);
   return { server, port: server.port, errors };
 }
 
@@ -88,22 +66,20 @@ export async function startStreamServer(handler: StreamHandler, options: ServeOp
   const { secure, ...rest } = options;
   if (secure === true) rest.tls = { key: cert.key, cert: cert.cert, ...(rest.tls ?? {}) };
   const server = await listen(handler, await opts(rest, errors));
-  servers.add(server);
+  forceCloseAfter(server);
   return { server, port: server.port, errors };
 }
 
 /** A client on the h2 kernel that trusts the test certificate; closed after the test. */
 export async function h2Client(options: ClientOptions = {}): Promise<Client> {
-  const c = new Client({ kernel: await h2Kernel(), tlsConfig: { ca: cert.cert }, ...options });
-  clients.add(c);
-  return c;
+  return closeAfter(new Client({ kernel: await h2Kernel(), tlsConfig: { ca: cert.cert }, ...options }));
 }
 
 /** A bare node:http2 client session (a peer nobody here wrote); destroyed after the test. */
 export function nodeSession(url: string, options: http2.SecureClientSessionOptions = {}): http2.ClientHttp2Session {
   const s = http2.connect(url, { ca: cert.cert, ...options });
   s.on('error', () => undefined);
-  sessions.add(s);
+  destroyAfter(s);
   return s;
 }
 
@@ -143,7 +119,7 @@ export function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<{ 
 export function rawSocket(port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = netConnect({ host: '127.0.0.1', port });
-    sockets.add(s);
+    destroyAfter(s);
     s.once('connect', () => resolve(s));
     s.once('error', reject);
   });
