@@ -5,10 +5,10 @@
  * What they start is closed after each test by test/cleanup.ts (clients destroyed, tracked
  * timers cleared, servers force-closed).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { destroyAfter, forceCloseAfter, untrack } from '../../cleanup.js';
+import { destroyAfter, forceCloseAfter, killAfter, untrack } from '../../cleanup.js';
 import {
   AbstractBody,
   ByteReader,
@@ -305,15 +305,15 @@ export function curlEnv(drop: RegExp = /^curl_home$/i): NodeJS.ProcessEnv {
 }
 
 /**
- * Runs curl (async) with `args` in `env`; `input` is written to its stdin. The child is in
- * `children` while it runs (so the caller's cleanup can kill it). Resolves when it exits.
+ * Runs curl (async) with `args` in `env`; `input` is written to its stdin. Resolves when it
+ * exits; a curl still running when the test ends is killed (test/cleanup.ts).
  */
-export function runCurl(args: string[], children: Set<ChildProcess>, env: NodeJS.ProcessEnv, input?: Buffer): Promise<CurlResult> {
+export function runCurl(args: string[], env: NodeJS.ProcessEnv, input?: Buffer): Promise<CurlResult> {
   const child = spawn(CURL, ['-q', '--noproxy', '*', '-sS', '--max-time', '20', ...args], {
     env,
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
-  children.add(child);
+  killAfter(child);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout!.on('data', (c: Buffer) => out.push(c));
@@ -325,7 +325,6 @@ export function runCurl(args: string[], children: Set<ChildProcess>, env: NodeJS
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('close', (code) => {
-      children.delete(child);
       resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('latin1') });
     });
   });

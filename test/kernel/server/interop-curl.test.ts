@@ -9,13 +9,13 @@
  * never on sleeps. curl runs as an async child process so the server in this process keeps
  * running while it waits.
  */
-import { type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { destroyAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
 import {
   AddressInUseError,
   ArgumentError,
@@ -33,25 +33,9 @@ import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResu
 
 // ---- private helpers (cleanup, curl, parsing) ---------------------------------------------
 
-const servers = new Set<Server>();
-const children = new Set<ChildProcess>();
-const sockets = new Set<net.Socket>();
-const cleanups: Array<() => Promise<void> | void> = [];
-
-afterEach(async () => {
-  for (const c of children) c.kill('SIGKILL');
-  children.clear();
-  for (const s of sockets) s.destroy();
-  sockets.clear();
-  await Promise.all([...servers].map((s) => s.forceClose()));
-  servers.clear();
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-/** Registers a server for cleanup and returns it. */
+/** Registers a server for cleanup (force-closed after the test) and returns it. */
 function track<T extends Server>(s: T): T {
-  servers.add(s);
-  return s;
+  return forceCloseAfter(s);
 }
 
 /** Server errors are expected in some tests (a handler that throws): keep them, quietly. */
@@ -62,7 +46,7 @@ function quiet(): { errors: unknown[]; onError: (e: unknown) => void } {
 
 /** Runs curl (async) with `args`; `input` is written to its stdin. Resolves when it exits. */
 function curl(args: string[], input?: Buffer): Promise<CurlResult> {
-  return runCurl(args, children, curlEnv(), input);
+  return runCurl(args, curlEnv(), input);
 }
 
 /** Response heads curl -v printed (`< ` lines), one string per response, lower-cased names kept as sent. */
@@ -96,7 +80,7 @@ function field(head: string[], name: string): string | null {
 /** A temp file holding `data`, removed after the test. */
 async function tempFile(name: string, data: Uint8Array | string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'swy-curl-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  onCleanup(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, name);
   await writeFile(file, data);
   return file;
@@ -105,7 +89,7 @@ async function tempFile(name: string, data: Uint8Array | string): Promise<string
 /** A temp path (in a fresh temp dir, removed after the test). */
 async function tempPath(name: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'swy-curl-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  onCleanup(() => rm(dir, { recursive: true, force: true }));
   return join(dir, name);
 }
 
@@ -125,7 +109,7 @@ function countingListener(): { listener: net.Server; count: () => number } {
 function tryConnect(p: number): Promise<'refused' | 'connected'> {
   return new Promise((resolve) => {
     const s = net.connect({ host: '127.0.0.1', port: p });
-    sockets.add(s);
+    destroyAfter(s);
     s.once('connect', () => {
       s.destroy();
       resolve('connected');
@@ -1064,7 +1048,7 @@ describe('server life cycle', () => {
   it('close() drops idle keep-alive connections at once', async () => {
     const server = track(await serve(hello, { port: 0 }));
     const s = net.connect({ host: '127.0.0.1', port: server.port });
-    sockets.add(s);
+    destroyAfter(s);
     let received = '';
     const gotResponse = deferred();
     const ended = deferred();
@@ -1089,7 +1073,7 @@ describe('server life cycle', () => {
       const server = track(await serve(hello, { listener: l.listener, port: 0 }));
       const accepted = new Promise<void>((resolve) => l.listener.once('connection', () => resolve()));
       const s = net.connect({ host: '127.0.0.1', port: server.port });
-      sockets.add(s);
+      destroyAfter(s);
       s.on('error', () => {});
       s.resume();
       const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
@@ -1104,7 +1088,7 @@ describe('server life cycle', () => {
   it('forceClose() ends an in-flight request at once: the client sees EOF/reset', async () => {
     const entered = deferred();
     const gate = deferred();
-    cleanups.push(() => gate.resolve());
+    onCleanup(() => gate.resolve());
     const server = track(
       await serve(
         async () => {
@@ -1134,7 +1118,7 @@ describe('server life cycle', () => {
   it('forceClose() cuts a streamed response in the middle', async () => {
     const firstSent = deferred();
     const gate = deferred();
-    cleanups.push(() => gate.resolve());
+    onCleanup(() => gate.resolve());
     const server = track(
       await listen(
         async (stream) => {

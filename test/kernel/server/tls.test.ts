@@ -6,7 +6,6 @@
  * Every server, socket, child process and temp file is removed after each test; tests wait
  * on events, never on sleeps.
  */
-import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -15,7 +14,8 @@ import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeNetServerAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
 import {
   listen,
   port,
@@ -31,29 +31,13 @@ import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResu
 
 // ---- private helpers -------------------------------------------------------------------------
 
-const servers = new Set<Server>();
-const children = new Set<ChildProcess>();
-const listeners = new Set<tls.Server>();
-const cleanups: Array<() => Promise<void> | void> = [];
-
-afterEach(async () => {
-  for (const c of children) c.kill('SIGKILL');
-  children.clear();
-  await Promise.all([...servers].map((s) => s.forceClose()));
-  servers.clear();
-  for (const l of listeners) if (l.listening) await new Promise<void>((resolve) => l.close(() => resolve()));
-  listeners.clear();
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
 function track<T extends Server>(s: T): T {
-  servers.add(s);
-  return s;
+  return forceCloseAfter(s);
 }
 
 /** Runs curl asynchronously (without CA-bundle settings of the environment); `input` goes to its stdin. */
 function curl(args: string[], input?: Buffer): Promise<CurlResult> {
-  return runCurl(args, children, curlEnv(/^(curl_home|ssl_cert_file|ssl_cert_dir|curl_ca_bundle)$/i), input);
+  return runCurl(args, curlEnv(/^(curl_home|ssl_cert_file|ssl_cert_dir|curl_ca_bundle)$/i), input);
 }
 
 /** GET over Node's https client trusting `ca`; resolves status, headers and body. */
@@ -225,7 +209,7 @@ describe('serve(handler, { tls: { key, cert } })', () => {
   it('close() drops an idle kept-alive TLS connection at once', async () => {
     const server = track(await serve(hello, { port: 0, tls: { key: cert.key, cert: cert.cert } }));
     const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
-    cleanups.push(() => agent.destroy());
+    onCleanup(() => agent.destroy());
     let socket: tls.TLSSocket | null = null;
     const body = await new Promise<string>((resolve, reject) => {
       const req = https.get({ host: '127.0.0.1', port: server.port, path: '/ka', ca: cert.cert, agent }, (res) => {
@@ -252,7 +236,7 @@ describe('serve(handler, { tls: { key, cert } })', () => {
   it('forceClose() over TLS ends a request in flight at once', async () => {
     const entered = deferred();
     const gate = deferred();
-    cleanups.push(() => gate.resolve());
+    onCleanup(() => gate.resolve());
     const server = track(
       await serve(
         async () => {
@@ -281,7 +265,7 @@ async function stalledTcp(l: tls.Server, p: number): Promise<{ closed: Promise<v
   const accepted = new Promise<void>((resolve) => l.once('connection', () => resolve()));
   const socket = net.connect({ host: '127.0.0.1', port: p });
   socket.on('error', () => {});
-  cleanups.push(() => void socket.destroy());
+  onCleanup(() => void socket.destroy());
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   socket.resume();
   await accepted;
@@ -298,7 +282,7 @@ function within(p: Promise<void>, ms: number): Promise<'closed' | 'still open'> 
 describe('connections that never finish the TLS handshake', () => {
   it('forceClose() drops a TCP connection still before its TLS handshake', async () => {
     const l = tls.createServer({ key: cert.key, cert: cert.cert });
-    listeners.add(l);
+    closeNetServerAfter(l);
     const server = track(await serve(hello, { listener: l, port: 0 }));
     const { closed } = await stalledTcp(l, server.port);
     await server.forceClose();
@@ -310,7 +294,7 @@ describe('connections that never finish the TLS handshake', () => {
     const connected = deferred();
     const socket = net.connect({ host: '127.0.0.1', port: server.port }, () => connected.resolve());
     socket.on('error', () => {});
-    cleanups.push(() => void socket.destroy());
+    onCleanup(() => void socket.destroy());
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.resume();
     await connected.promise;
@@ -327,7 +311,7 @@ describe('connections that never finish the TLS handshake', () => {
 describe('a caller-made tls.Server as listener', () => {
   it('not yet listening: the server listens it on host/port and serves HTTPS', async () => {
     const l = tls.createServer({ key: cert.key, cert: cert.cert });
-    listeners.add(l);
+    closeNetServerAfter(l);
     let handshakes = 0;
     l.on('secureConnection', () => handshakes++);
     expect(l.listening).toBe(false);
@@ -351,7 +335,7 @@ describe('a caller-made tls.Server as listener', () => {
 
   it('already listening on port 0: the server serves on its port', async () => {
     const l = tls.createServer({ key: cert.key, cert: cert.cert });
-    listeners.add(l);
+    closeNetServerAfter(l);
     await new Promise<void>((resolve) => l.listen(0, '127.0.0.1', resolve));
     const p = (l.address() as AddressInfo).port;
     const server = track(await serve(hello, { listener: l }));
@@ -368,7 +352,7 @@ describe('a caller-made tls.Server as listener', () => {
 
   it('listen() with a tls.Server listener: peerAddr() works', async () => {
     const l = tls.createServer({ key: cert.key, cert: cert.cert });
-    listeners.add(l);
+    closeNetServerAfter(l);
     const server = track(await listen(peerEcho, { listener: l, port: 0 }));
     const r = await curl(['--cacert', caFile, '-w', W, `https://127.0.0.1:${server.port}/`]);
     const t = transfers(r.stdout);

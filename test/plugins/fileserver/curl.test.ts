@@ -4,31 +4,25 @@
  * resuming a download with `-C -`, HEAD with `-I`, canonical redirects followed with `-L`,
  * and traversal with `--path-as-is`.
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileServer } from '../../../plugins/fileserver/index.js';
 import { curlEnv, runCurl, sha256, startServer } from '../../kernel/server/helpers.js';
 import { makeSite, type Site } from './fixture.js';
 
 let site: Site;
-const children = new Set<ChildProcess>();
 const env = curlEnv();
 beforeAll(() => {
   site = makeSite();
 });
 afterAll(() => site.remove());
-afterEach(() => {
-  for (const c of children) c.kill('SIGKILL');
-  children.clear();
-});
 
 /** Runs curl and returns status (from -w), headers (from -D -) and body (-o file). */
 async function curl(args: string[]): Promise<{ status: number; headers: string; body: Buffer; code: number | null; stderr: string }> {
   const out = join(site.base, `out-${Math.random().toString(36).slice(2)}`);
   const hdr = `${out}.h`;
-  const r = await runCurl(['-o', out, '-D', hdr, '-w', '%{http_code}', ...args], children, env);
+  const r = await runCurl(['-o', out, '-D', hdr, '-w', '%{http_code}', ...args], env);
   const body = fs.existsSync(out) ? fs.readFileSync(out) : Buffer.alloc(0);
   const headers = fs.existsSync(hdr) ? fs.readFileSync(hdr, 'latin1') : '';
   fs.rmSync(out, { force: true });
@@ -101,7 +95,7 @@ describe('curl', () => {
     const target = join(site.base, 'resume.bin');
     const big = site.files['big.bin']!;
     fs.writeFileSync(target, big.subarray(0, 1_000_000));
-    const r = await runCurl(['-C', '-', '-o', target, '-w', '%{http_code}', `${base}/big.bin`], children, env);
+    const r = await runCurl(['-C', '-', '-o', target, '-w', '%{http_code}', `${base}/big.bin`], env);
     expect(r.stdout.toString()).toBe('206');
     expect(sha256(fs.readFileSync(target))).toBe(sha256(big));
     fs.rmSync(target);
@@ -109,7 +103,7 @@ describe('curl', () => {
 
   it('-I sends HEAD: the GET head, no body', async () => {
     const base = await server();
-    const r = await runCurl(['-I', `${base}/big.bin`], children, env);
+    const r = await runCurl(['-I', `${base}/big.bin`], env);
     const text = r.stdout.toString('latin1');
     expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(header(text, 'Content-Length')).toBe(String(site.files['big.bin']!.length));

@@ -4,10 +4,9 @@
  * `--http2-prior-knowledge`. Streamed big file, ranges, HEAD, 304, redirects and traversal
  * all behave as over HTTP/1.1.
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKernel, selfSignedCertificate } from '../../../kernel/index.js';
 import { fileServer } from '../../../plugins/fileserver/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
@@ -16,16 +15,11 @@ import { curlEnv, onCleanup, runCurl, sha256, startServer } from '../../kernel/s
 import { makeSite, type Site } from './fixture.js';
 
 let site: Site;
-const children = new Set<ChildProcess>();
 const env = curlEnv();
 beforeAll(() => {
   site = makeSite();
 });
 afterAll(() => site.remove());
-afterEach(() => {
-  for (const c of children) c.kill('SIGKILL');
-  children.clear();
-});
 
 interface Got {
   status: number;
@@ -36,7 +30,7 @@ interface Got {
 
 async function curl(args: string[]): Promise<Got> {
   const out = join(site.base, `h2-${Math.random().toString(36).slice(2)}`);
-  const r = await runCurl(['-o', out, '-D', `${out}.h`, '-w', '%{http_code} %{http_version}', ...args], children, env);
+  const r = await runCurl(['-o', out, '-D', `${out}.h`, '-w', '%{http_code} %{http_version}', ...args], env);
   expect(r.code, r.stderr).toBe(0);
   const [status, version] = r.stdout.toString().split(' ');
   const got = { status: Number(status), version: version!, headers: fs.readFileSync(`${out}.h`, 'latin1'), body: fs.existsSync(out) ? fs.readFileSync(out) : Buffer.alloc(0) };

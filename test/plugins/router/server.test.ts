@@ -3,21 +3,14 @@
  * handlers), the `router` plugin on both kinds of server, curl as a real peer, and bad
  * targets that must get a status, never a crash.
  */
-import { type ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createKernel, Response, type Kernel, type Request, type RequestHandler, type Stream, type StreamHandler } from '../../../kernel/index.js';
 import { getParam, getParams, getRoute, router as routerPlugin, Router, type RouterPluginOptions } from '../../../plugins/router/index.js';
 import { curlEnv, exchange, get, onCleanup, rawClient, runCurl, startServer, startStreamServer } from '../../kernel/server/helpers.js';
 
-const children = new Set<ChildProcess>();
-
 /** Runs curl; the child is killed after the test if still running. */
 async function curl(args: string[]) {
-  onCleanup(() => {
-    for (const c of children) c.kill('SIGKILL');
-    children.clear();
-  });
-  return runCurl(args, children, curlEnv());
+  return runCurl(args, curlEnv());
 }
 
 /** Echoes the route and variables a request handler sees. */
