@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { nobody, PeerAddr, protocolRequest, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
+import { headerListSize } from './headers.js';
 import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
 import { serverConfig, type H2ServerConfig } from './settings.js';
 
@@ -193,29 +194,26 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
 
   private readonly onStream = (stream: ServerHttp2Stream, _headers: IncomingHttpHeaders, flags: number, raw?: string[]): void => {
     const list = raw ?? flatten(_headers);
-    // One pass: the pseudo-headers, Content-Length and the block's size as HTTP/2 counts it
-    // (RFC 9113 §6.5.2: name + value + 32 per field).
-    let method: string | undefined;
-    let path: string | undefined;
-    let authority: string | undefined;
-    let cl: string | undefined;
-    let size = 0;
-    for (let i = 0; i + 1 < list.length; i += 2) {
-      const name = list[i]!;
-      const value = list[i + 1]!;
-      size += name.length + value.length + 32;
-      if (name.charCodeAt(0) === 0x3a) {
-        if (name === ':method') method = value;
-        else if (name === ':path') path = value;
-        else if (name === ':authority') authority = value;
-      } else if (cl === undefined && name === 'content-length') cl = value;
-    }
-    if (size > this.maxHeaderBytes) {
+    if (headerListSize(list) > this.maxHeaderBytes) {
       // node:http2 advertises SETTINGS_MAX_HEADER_LIST_SIZE but accepts larger blocks: enforce it.
       stream.on('error', noop);
       stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' }, { endStream: false });
       stream.end(`request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})\n`);
       return;
+    }
+    // The pseudo-headers and Content-Length; the rest stays a field list until it is read.
+    let method: string | undefined;
+    let path: string | undefined;
+    let authority: string | undefined;
+    let cl: string | undefined;
+    for (let i = 0; i + 1 < list.length; i += 2) {
+      const name = list[i]!;
+      const value = list[i + 1]!;
+      if (name.charCodeAt(0) === 0x3a) {
+        if (name === ':method') method = value;
+        else if (name === ':path') path = value;
+        else if (name === ':authority') authority = value;
+      } else if (cl === undefined && name === 'content-length') cl = value;
     }
     method ??= 'GET';
     const target = method === 'CONNECT' ? (authority ?? '') : (path ?? '/');
