@@ -40,7 +40,10 @@ export interface MessageDeflate {
   readonly params: Record<string, unknown> | null;
   /** Compresses one message (`fin`: its last part). */
   compress(data: Buffer, fin: boolean, cb: (err: Error | null, out?: Buffer) => void): void;
-  /** Inflates one frame's payload (`fin`: the message's last); a RangeError past the size bound. */
+  /**
+   * Inflates one frame's payload (`fin`: the message's last); a RangeError once the message's
+   * frames together inflate past the size bound (zlib stopped there, memory bounded).
+   */
   decompress(data: Buffer, fin: boolean, cb: (err: Error | null, out?: Buffer) => void): void;
   /** Releases the zlib streams. */
   cleanup(): void;
@@ -580,12 +583,9 @@ export class FrameConnection extends EventEmitter {
         this.fail(err instanceof RangeError ? 1009 : 1007, `a compressed message ${err instanceof RangeError ? 'inflates past maxFrameSize' : 'does not inflate'}: ${err.message}`);
         return;
       }
+      // The inflater bounds the whole message by maxPayload (a RangeError above).
       if (out !== undefined && out.length > 0) {
         this.inflatedBytes += out.length;
-        if (this.maxPayload > 0 && this.inflatedBytes > this.maxPayload) {
-          this.fail(1009, `message longer than maxFrameSize (${this.maxPayload} bytes) once inflated`);
-          return;
-        }
         this.fragments!.push(out);
       }
       if (fin) {
