@@ -3,6 +3,8 @@
  * as a loop of attempts: `onRequest` taps, a pooled connection, the exchange, `onResponseHead`
  * taps (which may send a redirect hop instead), `onRetry` taps; then buffers the body.
  */
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { Writable } from 'node:stream';
 import { ArgumentError, StatusError } from '../errors.js';
 import type { ClientHooks, Tapped } from '../hooks.js';

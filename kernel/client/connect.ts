@@ -3,6 +3,7 @@
  * covering DNS, TCP and the TLS handshake, and the errors the reference names for each
  * step (`DNSError`, `ConnectError`, `TLSHandshakeError`, `TimeoutError`).
  */
+import { performance } from 'node:perf_hooks';
 import net from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';

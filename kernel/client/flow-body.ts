@@ -5,6 +5,7 @@
  * window) and resumes below half of it. The kernel's HTTP/1 body and the h2 plugin's body
  * are both FlowBodies; only their source differs.
  */
+import { Buffer } from 'node:buffer';
 import { ProtocolError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import { Headers } from '../message/headers.js';

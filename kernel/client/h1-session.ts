@@ -4,6 +4,8 @@
  * hands the body out as a streamed {@link ResponseBody} that returns the connection to its
  * pool once read to the end.
  */
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import { ParseError, ProtocolError, TimeoutError, TLSTransportError } from '../errors.js';

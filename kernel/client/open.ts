@@ -3,6 +3,7 @@
  * produces it; `startRead` finishes the request and resolves to the response head; reads
  * read the response body.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import type { RequestContext } from '../message/context.js';

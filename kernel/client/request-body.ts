@@ -2,6 +2,7 @@
  * Turning what a caller passes as a request body into a message body, and the URL and
  * query into a request target.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { AbstractBody, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';

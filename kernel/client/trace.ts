@@ -2,6 +2,8 @@
  * Client trace events: what a `trace` callback receives, and the `verbose` printer built on
  * them. Events are made only when someone listens.
  */
+import process from 'node:process';
+import { performance } from 'node:perf_hooks';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 

@@ -3,6 +3,7 @@
  * local address that shape the connection); idle HTTP/1 connections are reused last-in,
  * first-out, dropped when the server closes them, and closed after `idleTimeout`.
  */
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { ArgumentError } from '../errors.js';

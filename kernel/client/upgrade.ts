@@ -17,6 +17,8 @@
  * is not followed (RFC 6455 §4.1 fails a handshake answered 3xx), and an `onRequest` tap
  * that answers the request itself fails the upgrade with `ProtocolError`.
  */
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { ArgumentError, ParseError, ProtocolError, TimeoutError, type TimeoutOperation } from '../errors.js';

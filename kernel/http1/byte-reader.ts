@@ -3,6 +3,7 @@
  * Readable (a socket), any async iterable of byte chunks, or bytes already in memory, and lets
  * a reader put back bytes it did not use (the start of the next message).
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 
 /** What {@link ByteReader.from} accepts. A Node `Readable` is an async iterable. */

@@ -31,6 +31,7 @@
  * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
  * Transfer-Encoding whose final coding is not chunked, repeated Host) are `ProtocolError`s.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import * as tables from './tables.js';

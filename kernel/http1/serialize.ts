@@ -6,6 +6,7 @@
  * reason phrase and the target carry no CR, LF, NUL or other CTLs), so a caller's data can never
  * split a message; a violation throws `ArgumentError` before any byte is written.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';

@@ -2,6 +2,7 @@
  * Message bodies. A body is a string, bytes, or a streamed {@link AbstractBody}; streamed
  * bodies and the bodies of incoming messages are single-use.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { Headers } from './headers.js';
 

@@ -1,6 +1,7 @@
 /**
  * Response: one HTTP response message, client or server side.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { Headers, type HeadersInit } from './headers.js';

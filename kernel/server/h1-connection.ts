@@ -12,6 +12,7 @@
  * Requests are handled one at a time per connection (as Go's net/http does); pipelined
  * requests answered synchronously in one read go out in one write.
  */
+import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';

@@ -10,6 +10,7 @@
  *
  * HTTP/1 never comes here: its connection keeps its own hot path.
  */
+import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ProtocolError, TimeoutError } from '../errors.js';
 import type { ServerExchange, ServerHooks, ServerInfo, Tapped } from '../hooks.js';

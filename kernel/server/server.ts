@@ -6,6 +6,8 @@
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
  * once) → stopped; `forceClose()` drops every connection at once.
  */
+import process from 'node:process';
+import { Buffer } from 'node:buffer';
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';

@@ -11,6 +11,7 @@
  * - chunked responses send the head at once and carry trailers; a response with
  *   Content-Length drops them.
  */
+import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ProtocolError } from '../errors.js';
 import { Headers, type HeaderPair, type HeadersInit } from '../message/headers.js';

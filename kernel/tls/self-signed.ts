@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { Buffer } from 'node:buffer';
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { ArgumentError } from '../errors.js';

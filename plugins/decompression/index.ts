@@ -27,6 +27,7 @@
  *   transfer's `ParseError`) surfaces as it is.
  * - `node:zlib` is imported on the first read of the first compressed body.
  */
+import { Buffer } from 'node:buffer';
 import type { Transform } from 'node:stream';
 import {
   AbstractBody,

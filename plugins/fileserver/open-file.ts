@@ -7,6 +7,7 @@
  * libuv thread until a writer shows up. The real path comes from `/proc/self/fd/<fd>` where
  * Linux has it (no race between the check and the open); elsewhere from `realpath` of the name.
  */
+import process from 'node:process';
 import fs from 'node:fs';
 import { isWithin } from './path-safety.js';
 

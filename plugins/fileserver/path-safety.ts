@@ -14,6 +14,7 @@
  * Decoding once means a double-encoded `%252e%252e` becomes the literal name `%2e%2e`, which
  * names a file inside the root (normally missing: 404), never a parent directory.
  */
+import { Buffer } from 'node:buffer';
 import { sep } from 'node:path';
 
 /** A request path split into decoded, safe segments. */

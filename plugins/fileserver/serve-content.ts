@@ -4,6 +4,7 @@
  * by sniffing, `Last-Modified`, `ETag`, `Accept-Ranges`; HEAD gets the head a GET would.
  * `serveFile` runs through the same core with an open file as the source.
  */
+import { Buffer } from 'node:buffer';
 import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import {

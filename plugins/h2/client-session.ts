@@ -13,6 +13,8 @@
  * - per exchange: `responseHeaderTimeout`, `readIdleTimeout`, `writeIdleTimeout`, the request's
  *   deadline and cancellation (which resets only that stream) apply as over HTTP/1.
  */
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import {

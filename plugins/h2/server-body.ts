@@ -4,6 +4,7 @@
  * wait (memory stays bounded). Made only for a request that has a body: most have none, and
  * their stream's wire then carries none of this state.
  */
+import { Buffer } from 'node:buffer';
 import type { ServerHttp2Stream } from 'node:http2';
 import { ParseError, TimeoutError } from '../../kernel/index.js';
 

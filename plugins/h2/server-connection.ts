@@ -7,6 +7,10 @@
  *
  * node:http2 is loaded on the first HTTP/2 connection, not before.
  */
+// The global `performance` is an accessor (a getter call per read); the import is a plain binding.
+import process from 'node:process';
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';

@@ -3,6 +3,7 @@
  * body, when there is one, is read through an {@link H2RequestBody}; the response head, body
  * and trailers go out through `respond`/`write`/`sendTrailers`.
  */
+import { Buffer } from 'node:buffer';
 import type { ServerHttp2Stream } from 'node:http2';
 import { httpDate, peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
 import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';

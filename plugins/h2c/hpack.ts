@@ -3,6 +3,7 @@
  * indexing, with a literal name and no Huffman coding. It leaves the decoder's dynamic table
  * untouched, so it can be spliced into a connection before any other header block.
  */
+import { Buffer } from 'node:buffer';
 
 /** HPACK integer with an `n`-bit prefix, the prefix's high bits set from `flags`. */
 function hpackInt(value: number, n: number, flags: number): number[] {

@@ -14,6 +14,7 @@
  * node:http2 would make it acknowledge a SETTINGS frame the client never sent, which the
  * client must treat as a connection error.
  */
+import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { eqIgnoreCase, getProtocolHost, H2_PREFACE, headerContains, type Request } from '../../kernel/index.js';
 import { serveH2 } from '../h2/index.js';

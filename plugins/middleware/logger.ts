@@ -4,6 +4,7 @@
  * `level` as a number, `time` in epoch ms, `pid`, `hostname`, the record's fields, `msg`),
  * or a readable line with `format: 'pretty'`.
  */
+import process from 'node:process';
 import { hostname } from 'node:os';
 import { ArgumentError } from '../../kernel/index.js';
 

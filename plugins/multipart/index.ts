@@ -3,6 +3,7 @@
  * (`multipart/form-data` or `multipart/mixed`), {@link Multipart} is one part, {@link Batch}
  * a mixed form, and {@link parseMultipart} and friends parse a complete multipart body.
  */
+import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';

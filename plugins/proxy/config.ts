@@ -14,6 +14,7 @@
  * request header can set, is still honoured (Go refuses both). Unreadable `NO_PROXY` entries
  * are skipped; an unreadable proxy URL throws `ArgumentError` naming the variable.
  */
+import process from 'node:process';
 import { ArgumentError } from '../../kernel/index.js';
 import { ProxyEndpoint } from './endpoint.js';
 import { NoProxy, type NoProxySpec } from './no-proxy.js';

@@ -3,6 +3,7 @@
  * handshake, all within the connect timeout (the kernel layers TLS on top, within what is
  * left of it). Also the standalone form for clients that own their sockets (WebSockets).
  */
+import { performance } from 'node:perf_hooks';
 import type net from 'node:net';
 import {
   ArgumentError,

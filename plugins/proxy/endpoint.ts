@@ -3,6 +3,7 @@
  * `socks5h://host:1080`, `https://…` (accepted here, refused when a request would use it), or a
  * bare `host:port` (taken as `http://`, as curl and Go do).
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError, hostPort } from '../../kernel/index.js';
 
 /** Proxy URL schemes. */

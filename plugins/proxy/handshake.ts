@@ -7,6 +7,8 @@
  * its initial (not flowing, not explicitly paused) state, so the next owner (the kernel's
  * HTTP/1 session, or TLS) starts reading the usual way, and unread bytes are put back first.
  */
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import net from 'node:net';
 import {
   CanceledError,

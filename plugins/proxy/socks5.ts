@@ -7,6 +7,7 @@
  * address (curl's `socks5h://` is what both schemes do here). Names never leak to the local
  * resolver, and a name only the proxy can resolve works with either scheme.
  */
+import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
 import type net from 'node:net';
 import { ParseError, hostPort } from '../../kernel/index.js';

@@ -3,6 +3,7 @@
  * reconnects with `Last-Event-ID` after the server's `retry` delay, until its context is
  * canceled. Needs no plugin: it parses the stream itself (the kernel's `open`).
  */
+import { Buffer } from 'node:buffer';
 import {
   AbstractBody,
   ArgumentError,

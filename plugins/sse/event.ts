@@ -2,6 +2,7 @@
  * SSEEvent: one server-sent event, as written by a server or dispatched by a parser, and its
  * wire form.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../../kernel/index.js';
 
 /** Default bound of one event, both sides: 16 MiB. */

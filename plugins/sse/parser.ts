@@ -14,6 +14,7 @@
  * one, invalid UTF-8 becoming U+FFFD. `maxLen` bounds what one event holds in memory: the
  * bytes of its field lines with line ends, counting a line still being read.
  */
+import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../../kernel/index.js';
 import { SSEEventTooLargeError } from './errors.js';
 import { DEFAULT_SSE_MAX_LEN, SSEEvent, checkMaxLen } from './event.js';

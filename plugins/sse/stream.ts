@@ -3,6 +3,7 @@
  * the server reads them as response body bytes, each read returning what was written since
  * the last one, so every event goes out as soon as it is written (one chunk per read).
  */
+import { Buffer } from 'node:buffer';
 import { AbstractBody, ArgumentError, CanceledError, RequestContext } from '../../kernel/index.js';
 import { SSEEventTooLargeError } from './errors.js';
 import { DEFAULT_SSE_MAX_LEN, SSEEvent, checkMaxLen, encodeEvent } from './event.js';

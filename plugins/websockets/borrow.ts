@@ -3,6 +3,7 @@
  * connected and keeps owning, so nothing we (or ws) do may end or destroy it. The lender's
  * stream is wrapped in a Duplex whose end sends nothing and whose destroy only detaches it.
  */
+import { Buffer } from 'node:buffer';
 import { Duplex } from 'node:stream';
 
 /** A Duplex that reads and writes through `socket` but never ends or destroys it. */

@@ -28,6 +28,7 @@
  * reported on 'close' is the peer's (1005 when its frame had none), or 1006 when the
  * connection ended without one.
  */
+import { Buffer } from 'node:buffer';
 import { isUtf8 } from 'node:buffer';
 import { randomFillSync } from 'node:crypto';
 import { EventEmitter } from 'node:events';

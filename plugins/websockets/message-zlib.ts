@@ -20,6 +20,7 @@
  * zlib jobs in flight in the process (ws's limit, against the memory fragmentation of many at
  * once; node issue 8871).
  */
+import { Buffer } from 'node:buffer';
 import zlib from 'node:zlib';
 import type { MessageDeflate } from './frame-connection.js';
 

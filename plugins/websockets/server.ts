@@ -7,6 +7,7 @@
  * for requests the tap leaves alone, its stream handler runs `upgrade(stream)`, which answers
  * anything that is not a WebSocket handshake with 426.
  */
+import process from 'node:process';
 import { ArgumentError, PeerAddr, Server, Stream } from '../../kernel/index.js';
 import { negotiate } from './handshake.js';
 import { resolveServerOptions, SERVER_WS_KEYS, type ResolvedServerOptions, type WebSocketListenOptions, type WebSocketServerOptions } from './options.js';

@@ -3,6 +3,7 @@
  * refusal), hand the socket to the frame codec (ws-lib's attachSocket), and run the handler
  * to completion, closing the connection when it returns (1000) or throws (1011).
  */
+import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { PeerAddr, Response, serializeResponseHead, type Headers, type Request } from '../../kernel/index.js';
 import { WebSocketError } from './errors.js';

@@ -10,6 +10,7 @@
  * - received messages queue until read; past {@link RECEIVE_HIGH_WATER} queued messages the
  *   socket is paused (TCP pushes back on the peer) and resumed when the reader catches up.
  */
+import { Buffer } from 'node:buffer';
 import type { FrameConnection } from './frame-connection.js';
 import { ArgumentError, PeerAddr, type Request, type Response } from '../../kernel/index.js';
 import { NORMAL_CLOSE_CODES, WebSocketError } from './errors.js';
