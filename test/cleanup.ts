@@ -2,7 +2,7 @@
  * The tests' one cleanup registry: what a test started is closed after it, in one order.
  * Timers first (nothing fires into a cleanup), then the test's own cleanups in the order given
  * (they may still use a client or a server), then clients, then sockets and HTTP/2 sessions,
- * then child processes, then servers and plain net servers. Helpers register what they start;
+ * then child processes, then servers and plain net servers, then kernels. Helpers register what they start;
  * vitest gives each test file its own copy of this module, so the afterEach below is registered
  * once per file that imports it, directly or through a helper.
  */
@@ -17,6 +17,7 @@ const destroyables = new Set<{ destroy(): unknown }>();
 const children = new Set<ChildProcess>();
 const servers = new Set<{ forceClose(): Promise<unknown> }>();
 const netServers = new Set<net.Server>();
+const kernels = new Set<{ close(): Promise<unknown> }>();
 
 /** Runs `fn` after the current test, before the clients and servers are closed. */
 export function onCleanup(fn: () => unknown): void {
@@ -64,6 +65,12 @@ export function closeNetServerAfter<T extends net.Server>(server: T): T {
   return server;
 }
 
+/** Closes a kernel after the test, last: after the servers it may have started are force-closed. */
+export function closeKernelAfter<T extends { close(): Promise<unknown> }>(kernel: T): T {
+  kernels.add(kernel);
+  return kernel;
+}
+
 afterEach(async () => {
   for (const t of timers) clearInterval(t);
   timers.clear();
@@ -80,4 +87,7 @@ afterEach(async () => {
   const nets = [...netServers];
   netServers.clear();
   await Promise.all(nets.map((l) => new Promise<void>((resolve) => (l.listening ? l.close(() => resolve()) : resolve()))));
+  const ks = [...kernels];
+  kernels.clear();
+  await Promise.all(ks.map((k) => k.close().catch(() => undefined)));
 });

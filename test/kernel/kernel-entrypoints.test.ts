@@ -5,7 +5,8 @@
  * (`server.wait()` resolves, the port refuses connections). Real loopback, port 0.
  */
 import net from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfter, closeKernelAfter, forceCloseAfter } from '../cleanup.js';
 import {
   Client,
   createKernel,
@@ -17,27 +18,12 @@ import {
 } from '../../kernel/index.js';
 import { startServer, within } from './client/helpers.js';
 
-// ---- cleanup -----------------------------------------------------------------------------------
-
-const kernels = new Set<Kernel>();
-const clients = new Set<Client>();
-const servers = new Set<Server>();
-
-afterEach(async () => {
-  for (const c of clients) c.close();
-  clients.clear();
-  const ss = [...servers];
-  servers.clear();
-  await Promise.all(ss.map((s) => s.forceClose()));
-  const ks = [...kernels];
-  kernels.clear();
-  await Promise.all(ks.map((k) => k.close().catch(() => undefined)));
-});
+// ---- cleanup (test/cleanup.ts: clients, then servers, then kernels) ---------------------------
 
 function track<T extends Kernel | Client | Server>(x: T): T {
-  if (x instanceof Client) clients.add(x);
-  else if ('forceClose' in x) servers.add(x);
-  else kernels.add(x);
+  if (x instanceof Client) closeAfter(x);
+  else if ('forceClose' in x) forceCloseAfter(x);
+  else closeKernelAfter(x);
   return x;
 }
 
