@@ -4,7 +4,14 @@
  * - server: `h2load -c 10 -m 100` against switchyard (h2 and h2c plugins) over h2c and TLS,
  *   a bare `node:http2` server, and fastify with `http2: true`; hello-world responses. Each
  *   server runs in its own child process (this file with `--serve <kind>`), pinned to one core
- *   with `taskset`, h2load to another. Ratios are paired per round against bare node:http2.
+ *   with `taskset`, h2load to another. The three servers of a transport (h2c, then TLS) run at
+ *   once (idle while not under load, as bench/server.ts does for HTTP/1) and are measured in
+ *   alternating rounds, forward then reversed (A B C, C B A, ...): switchyard's slice is always
+ *   next to node:http2's, and the two meet in both orders. Ratios are paired per round against
+ *   bare node:http2, median of the rounds. (Starting a fresh process per server and round put
+ *   ~3 s between the two slices of a pair; this machine's speed moves by up to 1.5x within
+ *   seconds, and one slice next to the other pairs tighter.) CPU per request is per slice:
+ *   the harness asks the child for its CPU time before and after.
  * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
  *   process): switchyard's `Client` (`http2PriorKnowledge`) vs a bare node:http2 client session,
  *   each in a fresh process that makes 5,000 requests on its session before the counted ones.
@@ -80,17 +87,16 @@ async function serveKind(kind: ServerKind): Promise<void> {
     port = (app.server.address() as { port: number }).port;
     close = () => app.close();
   }
-  let cpu0 = process.cpuUsage();
   process.stdout.write(`PORT ${port}\n`);
-  // The harness warms every server up first, then starts the count here (steady state: JIT
-  // warm-up and connection setup are not part of the per-request figure, for any server).
+  // The harness asks for the CPU time spent so far before and after each measured slice
+  // (less noisy than req/s on a shared machine): one line in, one line out.
   process.stdin.on('data', (c: Buffer) => {
-    if (c.toString().includes('RESET')) cpu0 = process.cpuUsage();
+    if (c.toString().includes('CPU?')) {
+      const u = process.cpuUsage();
+      process.stdout.write(`CPU ${u.user + u.system}\n`);
+    }
   });
   const exit = (): void => {
-    // CPU spent serving, for the harness's µs-per-request column (less noisy than req/s on a shared machine).
-    const d = process.cpuUsage(cpu0);
-    process.stdout.write(`CPU ${d.user + d.system}\n`);
     void close().finally(() => process.exit(0));
   };
   process.on('SIGTERM', exit);
@@ -116,25 +122,45 @@ function childArgv(cpu: number | null, args: string[]): string[] {
   return pinned(cpu, [process.execPath, ...launch.argv, ...args]);
 }
 
-async function startServer(kind: ServerKind, cpu: number | null): Promise<{ child: ChildProcess; port: number; cpu(): Promise<number> }> {
+interface LiveServer {
+  kind: ServerKind;
+  child: ChildProcess;
+  port: number;
+  /** The child's CPU time so far (user + system, µs). */
+  cpuNow(): Promise<number>;
+}
+
+async function startServer(kind: ServerKind, cpu: number | null): Promise<LiveServer> {
   const argv = childArgv(cpu, ['--serve', kind]);
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
   children.track(child);
   let out = '';
+  const cpuWaiters: ((us: number) => void)[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
-      const m = /PORT (\d+)/.exec(out);
+      const m = /PORT (\d+)\n/.exec(out);
       if (m) resolve(Number(m[1]));
+      // Answers to CPU? come one line each, in the order asked.
+      for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        const cm = /^CPU (\d+)$/.exec(line);
+        if (cm) cpuWaiters.shift()?.(Number(cm[1]));
+      }
     });
     child.once('exit', (code) => reject(new Error(`${kind} exited (${code}) before listening`)));
   });
-  const cpuUs = async (): Promise<number> => {
-    await stopChild(child);
-    const m = /CPU (\d+)/.exec(out);
-    return m ? Number(m[1]) : NaN;
-  };
-  return { child, port, cpu: cpuUs };
+  const cpuNow = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        reject(new Error(`${kind} has exited`));
+        return;
+      }
+      cpuWaiters.push(resolve);
+      child.stdin!.write('CPU?\n');
+    });
+  return { kind, child, port, cpuNow };
 }
 
 function h2load(url: string, seconds: number, cpu: number | null): Promise<{ rps: number; errors: number; succeeded: number; raw: string }> {
@@ -166,27 +192,57 @@ interface Row {
   errors: number;
   /** Server CPU µs per request, per round. */
   cpu: number[];
+  /**
+   * Same-window rounds (switchyard rows only): switchyard's req/s over node:http2's when both
+   * are loaded at once on the shared server core, one ratio per round.
+   */
+  shared: number[];
 }
 
 async function serverBench(runs: number, seconds: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
-  const rows = new Map<ServerKind, Row>(SERVERS.map((s) => [s.kind, { label: s.label, runs: [], reqPerSec: NaN, errors: 0, cpu: [] }]));
-  for (let round = 0; round < runs; round++) {
-    // Every other round in reverse: no server always runs first (or right after another's load).
-    for (const s of round % 2 === 0 ? SERVERS : [...SERVERS].reverse()) {
-      const { child, port, cpu } = await startServer(s.kind, serverCpu);
-      try {
-        await h2load(`${s.tls ? 'https' : 'http'}://127.0.0.1:${port}/`, WARMUP_SECONDS, loadCpu);
-        child.stdin!.write('RESET\n');
-        const r = await h2load(`${s.tls ? 'https' : 'http'}://127.0.0.1:${port}/`, seconds, loadCpu);
-        const row = rows.get(s.kind)!;
-        row.runs.push(r.rps);
-        row.errors += r.errors;
-        row.cpu.push((await cpu()) / r.succeeded);
-      } finally {
-        await stopChild(child);
+  const rows = new Map<ServerKind, Row>(SERVERS.map((s) => [s.kind, { label: s.label, runs: [], reqPerSec: NaN, errors: 0, cpu: [], shared: [] }]));
+  for (const tls of [false, true]) {
+    const group = SERVERS.filter((s) => s.tls === tls);
+    const url = (l: LiveServer): string => `${tls ? 'https' : 'http'}://127.0.0.1:${l.port}/`;
+    // Started together: they share the server core but are idle while another is measured.
+    const live = await Promise.all(group.map((s) => startServer(s.kind, serverCpu)));
+    try {
+      for (const l of live) await h2load(url(l), WARMUP_SECONDS, loadCpu);
+      for (let round = 0; round < runs; round++) {
+        // Forward, then reversed: no server always runs first, and each pair meets in both orders.
+        for (const l of round % 2 === 0 ? live : [...live].reverse()) {
+          const before = await l.cpuNow();
+          const r = await h2load(url(l), seconds, loadCpu);
+          const after = await l.cpuNow();
+          const row = rows.get(l.kind)!;
+          row.runs.push(r.rps);
+          row.errors += r.errors;
+          row.cpu.push((after - before) / r.succeeded);
+        }
+        log(`  ${tls ? 'TLS' : 'h2c'} round ${round + 1}/${runs} done`);
       }
+      // Same window: node:http2 and switchyard loaded at once, each by its own h2load, so
+      // whatever the machine does during the slice it does to both. Both servers are busy
+      // the whole slice and share the server core (the scheduler splits it evenly between
+      // two runnable processes), so the ratio of their req/s is the ratio of their work per
+      // request, without the machine's swings between slices.
+      const node = live.find((l) => l.kind.startsWith('node'))!;
+      const mine = live.find((l) => l.kind.startsWith('switchyard'))!;
+      for (let round = 0; round < runs; round++) {
+        // Which h2load starts first alternates (they start microseconds apart).
+        const pair = round % 2 === 0 ? [node, mine] : [mine, node];
+        const [a, b] = await Promise.all(pair.map((l) => h2load(url(l), seconds, loadCpu)));
+        const byKind = new Map([[pair[0]!.kind, a!], [pair[1]!.kind, b!]]);
+        const n = byKind.get(node.kind)!;
+        const m = byKind.get(mine.kind)!;
+        rows.get(node.kind)!.errors += n.errors;
+        rows.get(mine.kind)!.errors += m.errors;
+        rows.get(mine.kind)!.shared.push(m.rps / n.rps);
+      }
+      log(`  ${tls ? 'TLS' : 'h2c'} same-window rounds done`);
+    } finally {
+      await Promise.all(live.map((l) => stopChild(l.child)));
     }
-    log(`  server round ${round + 1}/${runs} done`);
   }
   for (const r of rows.values()) r.reqPerSec = median(r.runs);
   return [...rows.values()];
@@ -282,7 +338,7 @@ function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: 
 
 async function clientBench(runs: number, n: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
   const { child, port } = await startServer('node-h2c', serverCpu);
-  const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[] } };
+  const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] } };
   try {
     for (let round = 0; round < runs; round++) {
       for (const k of round % 2 === 0 ? (['node', 'switchyard'] as const) : (['switchyard', 'node'] as const)) {
@@ -316,8 +372,9 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
     const rows = only === 'client' ? [] : await serverBench(runs, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
     const base = (label: string): Row | undefined => rows.find((r) => r.label === label);
     log(`\nh2load -c 10 -m 100, ${seconds} s per server and round, median of ${runs} rounds (hello world)`);
+    if (rows.length > 0) log('same window: switchyard and node:http2 loaded at once on the shared server core; their ratio of req/s per round, median (rounds)');
     if (rows.length > 0) printTable(
-      ['server', 'req/s', 'vs node:http2', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
+      ['server', 'req/s', 'vs node:http2', 'same window', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
       rows.map((r) => {
         const tls = r.label.includes('TLS');
         const node = base(tls ? 'node:http2 TLS' : 'node:http2 h2c');
@@ -325,7 +382,8 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
         const cpu = median(r.cpu);
         // Efficiency as a throughput-like ratio: node's CPU per request over ours (>1: cheaper than node).
         const cpuRatio = node !== undefined ? median(node.cpu) / cpu : NaN;
-        return [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, node, runs)), fmtRatio(pairedRatio(r, fastify, runs)), cpu.toFixed(1), fmtRatio(cpuRatio), String(r.errors), r.runs.map(fmtInt).join(' ')];
+        const shared = r.shared.length > 0 ? `${fmtRatio(median(r.shared))} (${r.shared.map((x) => x.toFixed(2)).join(' ')})` : r === node ? '1.00x' : '-';
+        return [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, node, runs)), shared, fmtRatio(pairedRatio(r, fastify, runs)), cpu.toFixed(1), fmtRatio(cpuRatio), String(r.errors), r.runs.map(fmtInt).join(' ')];
       }),
       log,
       true,
