@@ -11,14 +11,16 @@ export type H2HeaderObject = Record<string, string | string[] | number>;
 /** Fields HTTP/2 forbids (connection-specific) or frames itself; `te` is handled apart. */
 const DROP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'content-length', 'host', 'http2-settings']);
 
-// Lowercasing is the per-header cost on the way out: the usual names are cached.
-const lowerCache = new Map<string, string>();
+// The per-header cost on the way out is the lowercasing and the check against DROP: both are
+// answered by one lookup in a cache of the names seen ('' for a name that is dropped).
+const wireNames = new Map<string, string>();
 
-function lower(name: string): string {
-  let l = lowerCache.get(name);
+function wireName(name: string): string {
+  let l = wireNames.get(name);
   if (l === undefined) {
     l = name.toLowerCase();
-    if (lowerCache.size < 1024) lowerCache.set(name, l);
+    if (DROP.has(l)) l = '';
+    if (wireNames.size < 1024) wireNames.set(name, l);
   }
   return l;
 }
@@ -32,8 +34,8 @@ export function addWireHeaders(headers: Headers, out: H2HeaderObject): void {
   const names = headers._names;
   const values = headers._values;
   for (let i = 0; i < names.length; i++) {
-    const name = lower(names[i]!);
-    if (DROP.has(name)) continue;
+    const name = wireName(names[i]!);
+    if (name === '') continue;
     const value = values[i]!;
     if (name === 'te') {
       if (value.trim().toLowerCase() === 'trailers') out.te = 'trailers';

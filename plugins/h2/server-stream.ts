@@ -31,29 +31,29 @@ export class H2ServerStream implements ExchangeWire {
   get protocol(): string {
     return 'h2';
   }
+  // Six fields, as a stream answered at once (most of them) is made and dropped per request:
+  // the flags share one number, and what only a streamed response needs waits in `slow`.
   private readonly stream: ServerHttp2Stream;
   private readonly owner: StreamOwner;
-  /** The request, until its response is complete with no body left to read (see afterEnd). */
-  private request: Request | null;
-  /** Its context once the request is let go (null when none was made). */
-  private ctx: RequestContext | null = null;
+  /**
+   * The request, until its response is complete with no body left to read; then only its
+   * context (or null when none was made), for a reset that comes later (see afterEnd).
+   */
+  private held: Request | RequestContext | null;
   /** The request body, or null for a request without one (END_STREAM on its HEADERS). */
   private readonly body: H2RequestBody | null;
-  private closed = false;
-  private finished = false;
-  /** 'close' is listened to (from the start for a request with a body). */
-  private watching: boolean;
-  private trailers: Headers | null = null;
-  private drainWaiters: (() => void)[] | null = null;
-  private writeTimer: NodeJS.Timeout | null = null;
+  /** CLOSED | FINISHED | WATCHING | RELEASED. */
+  private flags: number;
+  /** Trailers to send and the write back-pressure state, made on first need. */
+  private slow: SlowState | null = null;
 
   constructor(stream: ServerHttp2Stream, owner: StreamOwner, request: Request, bodyEnded: boolean) {
     this.stream = stream;
     this.owner = owner;
-    this.request = request;
+    this.held = request;
     // A request with a body is watched from the start ('close' included); one without, only
     // when its exchange goes on past onStream (see watchClose).
-    this.watching = !bodyEnded;
+    this.flags = bodyEnded ? 0 : WATCHING;
     if (bodyEnded) this.body = null;
     else {
       this.body = new H2RequestBody(stream, owner.readTimeout);
@@ -82,7 +82,7 @@ export class H2ServerStream implements ExchangeWire {
    * counted.)
    */
   get settled(): boolean {
-    return !this.watching && this.finished && !this.closed;
+    return (this.flags & (WATCHING | FINISHED | CLOSED)) === FINISHED;
   }
 
   /**
@@ -93,14 +93,23 @@ export class H2ServerStream implements ExchangeWire {
    */
   watchClose(): void {
     // 'on', not 'once': 'close' comes once anyway, and once() costs a wrapper per stream.
-    if (!this.watching) {
-      this.watching = true;
+    if ((this.flags & WATCHING) === 0) {
+      this.flags |= WATCHING;
       this.listen('close', streamClose);
     }
   }
 
   get writable(): boolean {
-    return !this.closed && !this.stream.destroyed;
+    return (this.flags & CLOSED) === 0 && !this.stream.destroyed;
+  }
+
+  private get finished(): boolean {
+    return (this.flags & FINISHED) !== 0;
+  }
+
+  /** The request while it is held (null once let go). */
+  private get request(): Request | null {
+    return (this.flags & RELEASED) === 0 ? (this.held as Request | null) : null;
   }
 
   /** Why the request body cannot be read, or null. */
@@ -159,7 +168,7 @@ export class H2ServerStream implements ExchangeWire {
     if (out.date === undefined) out.date = httpDate();
     // node:http2 ends these itself (no body may follow).
     if (status === 204 || status === 205 || status === 304) end = true;
-    if (end) this.finished = true;
+    if (end) this.flags |= FINISHED;
     try {
       this.stream.respond(out, end ? END_OPTIONS : trailers ? TRAILER_OPTIONS : BODY_OPTIONS);
     } catch (err) {
@@ -176,7 +185,7 @@ export class H2ServerStream implements ExchangeWire {
   data(bytes: Uint8Array | string, end: boolean): Promise<void> | undefined {
     if (!this.writable || this.finished) return undefined;
     if (end) {
-      this.finished = true;
+      this.flags |= FINISHED;
       this.stream.end(bytes);
       this.afterEnd();
       return undefined;
@@ -187,8 +196,8 @@ export class H2ServerStream implements ExchangeWire {
 
   end(trailers: Headers | null): Promise<void> | undefined {
     if (!this.writable || this.finished) return undefined;
-    this.finished = true;
-    this.trailers = trailers;
+    this.flags |= FINISHED;
+    if (trailers !== null) this.slowState().trailers = trailers;
     this.stream.end();
     this.afterEnd();
     return undefined;
@@ -196,7 +205,7 @@ export class H2ServerStream implements ExchangeWire {
 
   /** @internal */
   onWantTrailers(): void {
-    const t = this.trailers;
+    const t = this.slow === null ? null : this.slow.trailers;
     const out: H2HeaderObject = {};
     if (t !== null) addWireHeaders(t, out);
     try {
@@ -216,71 +225,92 @@ export class H2ServerStream implements ExchangeWire {
   private afterEnd(): void {
     const b = this.body;
     if (b === null || b.ended) {
-      if (this.request === null) return;
+      if ((this.flags & RELEASED) !== 0) return;
       // Nothing here reads the request any more: let it go (node keeps this stream until its
       // bytes are out, and a request kept that long is copied out of the young generation).
-      this.ctx = peekRequestContext(this.request);
-      this.request = null;
+      this.flags |= RELEASED;
+      this.held = this.held === null ? null : peekRequestContext(this.held as Request);
     } else {
       b.responseDone = true;
-      if (!this.closed) b.discard();
+      if ((this.flags & CLOSED) === 0) b.discard();
     }
   }
 
   abort(_error: unknown): void {
-    if (this.closed || this.stream.destroyed) return;
-    this.finished = true;
+    if ((this.flags & CLOSED) !== 0 || this.stream.destroyed) return;
+    this.flags |= FINISHED;
     this.stream.close(NGHTTP2_INTERNAL_ERROR);
   }
 
+  private slowState(): SlowState {
+    return (this.slow ??= { trailers: null, drainWaiters: null, writeTimer: null });
+  }
+
   private waitDrain(): Promise<void> {
+    const st = this.slowState();
     const ms = this.owner.writeTimeout;
-    if (ms > 0 && this.writeTimer === null) {
-      this.writeTimer = setTimeout(() => this.onWriteTimeout(), ms);
-      this.writeTimer.unref();
+    if (ms > 0 && st.writeTimer === null) {
+      st.writeTimer = setTimeout(() => this.onWriteTimeout(), ms);
+      st.writeTimer.unref();
     }
-    if (this.drainWaiters === null) {
-      this.drainWaiters = [];
+    if (st.drainWaiters === null) {
+      st.drainWaiters = [];
       this.stream.once('drain', () => this.onDrain());
     }
-    const waiters = this.drainWaiters;
+    const waiters = st.drainWaiters;
     return new Promise((resolve) => waiters.push(resolve));
   }
 
   /** @internal */
   onDrain(): void {
-    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
-    this.writeTimer = null;
-    const w = this.drainWaiters;
+    const st = this.slow;
+    if (st === null) return;
+    if (st.writeTimer !== null) clearTimeout(st.writeTimer);
+    st.writeTimer = null;
+    const w = st.drainWaiters;
     if (w === null) return;
-    this.drainWaiters = null;
+    st.drainWaiters = null;
     for (const fn of w) fn();
   }
 
   /** @internal */
   onWriteTimeout(): void {
     // The client stopped reading (no window for writeTimeout ms): reset only this stream.
-    this.writeTimer = null;
-    this.finished = true;
+    if (this.slow !== null) this.slow.writeTimer = null;
+    this.flags |= FINISHED;
     this.stream.close(NGHTTP2_CANCEL);
   }
 
   /** @internal */
   onClose(): void {
-    this.closed = true;
-    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
-    this.writeTimer = null;
+    this.flags |= CLOSED;
     this.body?.onClose();
     this.onDrain();
     // A stream closed before its response ended was reset by the client (or by us): whatever
     // still works on it learns through the request's context.
     const aborted = !this.finished;
     if (aborted || this.stream.rstCode !== NGHTTP2_NO_ERROR) {
-      const ctx = this.request !== null ? this.request.ctx : this.ctx;
+      const held = this.held;
+      const ctx = held === null ? null : (this.flags & RELEASED) === 0 ? (held as Request).ctx : (held as RequestContext);
       ctx?.cancel('the client reset the HTTP/2 stream');
     }
     this.owner.streamClosed(aborted);
   }
+}
+
+// H2ServerStream.flags
+const CLOSED = 1;
+const FINISHED = 2;
+/** 'close' is listened to (from the start for a request with a body). */
+const WATCHING = 4;
+/** The request was let go; `held` is its context (or null). */
+const RELEASED = 8;
+
+/** What only a response with trailers or one that met back-pressure needs. */
+interface SlowState {
+  trailers: Headers | null;
+  drainWaiters: (() => void)[] | null;
+  writeTimer: NodeJS.Timeout | null;
 }
 
 function noop(): void {}
