@@ -21,7 +21,7 @@
  *
  * Each server gets a short h2load warm-up first (not counted in req/s nor CPU).
  *
- * Environment: BENCH_H2_RUNS (rounds, default 5), BENCH_H2_SECONDS (h2load seconds per server
+ * Environment: BENCH_H2_RUNS (rounds, default 7), BENCH_H2_SECONDS (h2load seconds per server
  * and round, default 2), BENCH_H2_CLIENT_REQUESTS (requests per client round, default 20000),
  * BENCH_H2_CLIENT_RUNS (client rounds, default the larger of BENCH_H2_RUNS and 5),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (cores, default 1 and 0), BENCH_H2_ONLY (`server` or
@@ -32,7 +32,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http2 from 'node:http2';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { childTracker, fmtInt, fmtRatio, pairedRatio, prepareProgram, printTable, stopChild, type Launch } from './common.js';
+import { childTracker, fmtInt, fmtRatio, pairedRatio, prepareProgram, printTable, sleep, stopChild, type Launch } from './common.js';
 import { median, pinned, tasksetUsable } from './load.js';
 
 type ServerKind = 'switchyard-h2c' | 'switchyard-h2' | 'node-h2c' | 'node-h2' | 'fastify-h2c' | 'fastify-h2';
@@ -254,8 +254,10 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
  */
 const CLIENT_WARMUP = 5000;
 
-/** `n` requests, at most 100 in flight, on one session (after {@link CLIENT_WARMUP}); resolves to requests per second and CPU µs per request. */
-async function clientRound(kind: 'switchyard' | 'node', port: number, n: number): Promise<{ rps: number; cpu: number }> {
+type ClientKind = 'switchyard' | 'node';
+
+/** One client on one session to `port`: `one()` makes a request and checks its response. */
+async function makeClient(kind: ClientKind, port: number): Promise<{ one: () => Promise<void>; close: () => void }> {
   const url = `http://127.0.0.1:${port}/`;
   if (kind === 'node') {
     const s = http2.connect(url);
@@ -279,9 +281,7 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
         });
         st.once('error', reject);
       });
-    const r = await measure(n, one);
-    s.close();
-    return r;
+    return { one, close: () => s.close() };
   }
   const { Client, createKernel } = await import('../kernel/index.js');
   const { h2 } = await import('../plugins/h2/index.js');
@@ -292,10 +292,65 @@ async function clientRound(kind: 'switchyard' | 'node', port: number, n: number)
     const res = await c.get(url);
     if ((res.body as Uint8Array).length !== BODY.length) throw new Error(`unexpected response ${res.status}`);
   };
-  const r = await measure(n, one);
-  if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
+  const close = (): void => {
+    if (c.transport.connectionCount() !== 1) throw new Error(`the switchyard client used ${c.transport.connectionCount()} connections, not 1`);
+    c.close();
+  };
+  return { one, close };
+}
+
+/** `n` requests, at most 100 in flight, on one session (after {@link CLIENT_WARMUP}); resolves to requests per second and CPU µs per request. */
+async function clientRound(kind: ClientKind, port: number, n: number): Promise<{ rps: number; cpu: number }> {
+  const c = await makeClient(kind, port);
+  const r = await measure(n, c.one);
   c.close();
   return r;
+}
+
+/**
+ * Same-window client (`--client-window`): {@link CLIENT_WARMUP} requests, then `READY`; requests
+ * are counted from `GO` on stdin to `STOP` (100 in flight the whole time), and the count, the
+ * seconds and the CPU µs in between are printed.
+ */
+async function clientWindow(kind: ClientKind, port: number): Promise<void> {
+  const c = await makeClient(kind, port);
+  await pump(CLIENT_WARMUP, c.one);
+  process.stdout.write('READY\n');
+  let input = '';
+  const waitFor = (word: string): Promise<void> =>
+    new Promise((resolve) => {
+      const check = (): void => {
+        if (input.includes(word)) {
+          process.stdin.off('data', onData);
+          resolve();
+        }
+      };
+      const onData = (b: Buffer): void => {
+        input += b.toString();
+        check();
+      };
+      process.stdin.on('data', onData);
+      check();
+    });
+  await waitFor('GO');
+  let counting = true;
+  let done = 0;
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const worker = async (): Promise<void> => {
+    while (counting) {
+      await c.one();
+      if (counting) done++;
+    }
+  };
+  const workers = Promise.all(Array.from({ length: 100 }, worker));
+  await waitFor('STOP');
+  counting = false;
+  const seconds = (performance.now() - t0) / 1000;
+  const d = process.cpuUsage(c0);
+  process.stdout.write(`DONE ${done} SECONDS ${seconds} CPU ${d.user + d.system}\n`);
+  await workers;
+  c.close();
 }
 
 /** {@link CLIENT_WARMUP} requests, then `n` counted: requests per second and CPU µs per request. */
@@ -321,7 +376,7 @@ async function pump(n: number, one: () => Promise<void>): Promise<void> {
 }
 
 /** One client round in a child process (compiled like the servers), pinned to `cpu`. */
-function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: number | null): Promise<{ rps: number; cpu: number }> {
+function clientChild(kind: ClientKind, port: number, n: number, cpu: number | null): Promise<{ rps: number; cpu: number }> {
   const argv = childArgv(cpu, ['--client', kind, String(port), String(n)]);
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -336,7 +391,7 @@ function clientChild(kind: 'switchyard' | 'node', port: number, n: number, cpu: 
   });
 }
 
-async function clientBench(runs: number, n: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
+async function clientBench(runs: number, n: number, seconds: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
   const { child, port } = await startServer('node-h2c', serverCpu);
   const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] } };
   try {
@@ -348,6 +403,15 @@ async function clientBench(runs: number, n: number, serverCpu: number | null, lo
       }
       log(`  client round ${round + 1}/${runs} done`);
     }
+    // Same window: both clients at once on the load core, against the same server (whose
+    // core stays under half busy: it is not what limits them), counted over the same seconds.
+    for (let round = 0; round < runs; round++) {
+      const order: ClientKind[] = round % 2 === 0 ? ['node', 'switchyard'] : ['switchyard', 'node'];
+      const [a, b] = await clientPairWindow(order, port, seconds, loadCpu);
+      const rps = new Map([[order[0]!, a], [order[1]!, b]]);
+      rows.switchyard.shared.push(rps.get('switchyard')! / rps.get('node')!);
+    }
+    log('  client same-window rounds done');
   } finally {
     await stopChild(child);
   }
@@ -355,9 +419,47 @@ async function clientBench(runs: number, n: number, serverCpu: number | null, lo
   return [rows.node, rows.switchyard];
 }
 
+const DONE_LINE = /DONE (\d+) SECONDS ([\d.]+) CPU (\d+)\n/;
+
+/** Two `--client-window` children started in `order`, counted over the same `seconds`: their req/s. */
+async function clientPairWindow(order: ClientKind[], port: number, seconds: number, cpu: number | null): Promise<number[]> {
+  const kids = order.map((kind) => {
+    const argv = childArgv(cpu, ['--client-window', kind, String(port)]);
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.track(child);
+    let out = '';
+    const waiters: { word: RegExp; resolve: () => void }[] = [];
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      for (let i = waiters.length - 1; i >= 0; i--) {
+        if (waiters[i]!.word.test(out)) waiters.splice(i, 1)[0]!.resolve();
+      }
+    });
+    const failed = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`client ${kind} exited (${code}): ${out.slice(0, 200)}`))));
+    // It exits by itself once it has reported; only a wait still pending cares.
+    failed.catch(() => undefined);
+    const wait = (word: RegExp): Promise<void> =>
+      Promise.race([new Promise<void>((resolve) => (word.test(out) ? resolve() : waiters.push({ word, resolve }))), failed]);
+    return { child, wait, out: () => out };
+  });
+  try {
+    await Promise.all(kids.map((k) => k.wait(/READY\n/)));
+    for (const k of kids) k.child.stdin!.write('GO\n');
+    await sleep(seconds * 1000);
+    for (const k of kids) k.child.stdin!.write('STOP\n');
+    await Promise.all(kids.map((k) => k.wait(DONE_LINE)));
+    return kids.map((k) => {
+      const m = DONE_LINE.exec(k.out());
+      return m ? Number(m[1]) / Number(m[2]) : NaN;
+    });
+  } finally {
+    await Promise.all(kids.map((k) => stopChild(k.child)));
+  }
+}
+
 /** Runs the HTTP/2 benchmark and prints its tables. */
 export async function runH2Bench(log: (s: string) => void = console.log): Promise<void> {
-  const runs = Number(process.env.BENCH_H2_RUNS ?? 5) || 5;
+  const runs = Number(process.env.BENCH_H2_RUNS ?? 7) || 7;
   const seconds = Number(process.env.BENCH_H2_SECONDS ?? 2) || 2;
   const n = Number(process.env.BENCH_H2_CLIENT_REQUESTS ?? 20000) || 20000;
   const sCpu = Number(process.env.BENCH_SERVER_CPU ?? 1);
@@ -391,11 +493,20 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
     if (only === 'server') return;
     // Client rounds are short (a few seconds each): more of them, for a steadier median.
     const clientRuns = Number(process.env.BENCH_H2_CLIENT_RUNS ?? Math.max(runs, 5)) || 5;
-    const crow = await clientBench(clientRuns, n, pin ? sCpu : null, pin ? lCpu : null, log);
+    const crow = await clientBench(clientRuns, n, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
     log(`\nclient: ${n} requests after ${CLIENT_WARMUP} to warm up, 100 concurrent streams on one session, against a bare node:http2 h2c server, median of ${clientRuns} rounds`);
+    log(`same window: both clients at once on the load core for ${seconds} s, each on its own session; their ratio of req/s per round, median (rounds)`);
     printTable(
-      ['client', 'req/s', 'vs node:http2 session', 'CPU µs/req', 'CPU vs node:http2', 'runs (req/s)'],
-      crow.map((r) => [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, crow[0], clientRuns)), median(r.cpu).toFixed(1), fmtRatio(median(crow[0]!.cpu) / median(r.cpu)), r.runs.map(fmtInt).join(' ')]),
+      ['client', 'req/s', 'vs node:http2 session', 'same window', 'CPU µs/req', 'CPU vs node:http2', 'runs (req/s)'],
+      crow.map((r) => [
+        r.label,
+        fmtInt(r.reqPerSec),
+        fmtRatio(pairedRatio(r, crow[0], clientRuns)),
+        r.shared.length > 0 ? `${fmtRatio(median(r.shared))} (${r.shared.map((x) => x.toFixed(2)).join(' ')})` : '1.00x',
+        median(r.cpu).toFixed(1),
+        fmtRatio(median(crow[0]!.cpu) / median(r.cpu)),
+        r.runs.map(fmtInt).join(' '),
+      ]),
       log,
       true,
     );
@@ -406,8 +517,11 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
 
 if (process.argv[2] === '--serve') {
   await serveKind(process.argv[3] as ServerKind);
+} else if (process.argv[2] === '--client-window') {
+  await clientWindow(process.argv[3] as ClientKind, Number(process.argv[4]));
+  process.exit(0);
 } else if (process.argv[2] === '--client') {
-  const r = await clientRound(process.argv[3] as 'switchyard' | 'node', Number(process.argv[4]), Number(process.argv[5]));
+  const r = await clientRound(process.argv[3] as ClientKind, Number(process.argv[4]), Number(process.argv[5]));
   process.stdout.write(`RPS ${r.rps} CPU ${r.cpu}\n`);
   process.exit(0);
 } else if (process.argv[1] === SELF) {
