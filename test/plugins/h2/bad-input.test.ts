@@ -73,6 +73,38 @@ describe('rapid reset (CVE-2023-44487)', () => {
   });
 });
 
+describe('streams reset with an error code', () => {
+  it('a client resetting streams with INTERNAL_ERROR, answered or not, does not take the server down', async () => {
+    // node:http2 emits 'error' on a stream closed with a code other than NO_ERROR or CANCEL;
+    // with nothing listening that would be an uncaught exception in the server's process.
+    let later = 0;
+    let laterDone = 0;
+    const { port, server } = await startServer(async (req) => {
+      if (req.target === '/later') {
+        later++;
+        await new Promise((r) => setTimeout(r, 20));
+        laterDone++;
+      }
+      return new Response(200, 'x');
+    });
+    const sock = await rawSocket(port);
+    const reader = new FrameReader(sock);
+    const out: Buffer[] = [PREFACE, settings()];
+    // In one write: nghttp2 reads each reset right after its HEADERS, so the answered streams
+    // ('/now', answered at once) are reset before their response has left.
+    for (let i = 0; i < 100; i++) {
+      const id = 1 + 2 * i;
+      out.push(get(id, i % 2 === 0 ? '/now' : '/later'), rst(id, 2));
+    }
+    sock.write(Buffer.concat(out));
+    await waitFor(() => later === 50 && laterDone === 50, 5000, 'the /later handlers to finish (their responses come after the reset)');
+    await stillServes(port);
+    expect(reader.closed).toBe(false);
+    sock.destroy();
+    await waitFor(() => server.connectionCount === 0, 5000, 'the connection to close');
+  });
+});
+
 describe('oversized header blocks', () => {
   it('rejects a header block larger than maxHeaderBytes without touching the handler', async () => {
     let seen = 0;
