@@ -39,6 +39,7 @@ import {
 } from '../../kernel/index.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { addWireHeaders, headerListSize, headersFromObject, type H2HeaderObject } from './headers.js';
+import { sinkErrors } from './error-sink.js';
 import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
 
@@ -369,7 +370,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     // the response can end while the upload goes on, so 'end' finishes it.
     if (upload) stream.on('end', streamEnd);
     stream.on('close', streamClose);
-    stream.on('error', noop);
+    sinkErrors(stream);
     if (ctx.canceled || ctx.expired()) {
       this.fail(ctx.error()!);
       return;
@@ -638,8 +639,6 @@ class H2ClientExchange implements BodySource, CancelListener {
     w?.();
   }
 }
-
-function noop(): void {}
 
 // Stream listeners shared by every exchange (no closures per request): the exchange rides on the stream.
 const kExchange = Symbol('switchyard.h2.exchange');

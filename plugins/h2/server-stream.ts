@@ -8,6 +8,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import { httpDate, peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
 import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';
 import { H2RequestBody } from './server-body.js';
+import { sinkErrors } from './error-sink.js';
 
 // node:http2 constants, inlined so this module does not load node:http2 by itself.
 const NGHTTP2_NO_ERROR = 0;
@@ -311,30 +312,6 @@ interface SlowState {
   trailers: Headers | null;
   drainWaiters: (() => void)[] | null;
   writeTimer: NodeJS.Timeout | null;
-}
-
-function noop(): void {}
-
-type EventsOf = { _events?: Record<string, unknown> | null; _eventsCount?: number };
-
-/**
- * Gives `stream` an 'error' listener that does nothing. node:http2 emits 'error' on a stream
- * closed with a code other than NO_ERROR or CANCEL, after its 'close' work is done; unheard, that
- * is an uncaught exception. `stream.on('error', …)` costs a Readable.on, an EventEmitter.on and
- * a 'newListener' emit into node:http2's listener counting (which counts only 'priority' and
- * 'frameError') per stream, ~250 ns and ~100 bytes in a profile of the h2c server: the
- * listener is stored the way EventEmitter stores a first listener instead. A stream without
- * that table (another node) gets `on`.
- */
-export function sinkErrors(stream: ServerHttp2Stream): void {
-  const e = stream as unknown as EventsOf;
-  const events = e._events;
-  if (events !== null && typeof events === 'object' && events.error === undefined && typeof e._eventsCount === 'number') {
-    events.error = noop;
-    e._eventsCount++;
-  } else {
-    stream.on('error', noop);
-  }
 }
 
 // Stream listeners shared by every stream (no closures per stream): the wire rides on the stream.
