@@ -4,14 +4,15 @@
  * - server: `h2load -c 10 -m 100` against switchyard (h2 and h2c plugins) over h2c and TLS,
  *   a bare `node:http2` server, and fastify with `http2: true`; hello-world responses. Each
  *   server runs in its own child process (this file with `--serve <kind>`), pinned to one core
- *   with `taskset`, h2load to another. The three servers of a transport (h2c, then TLS) run at
- *   once (idle while not under load, as bench/server.ts does for HTTP/1) and are measured in
- *   alternating rounds, forward then reversed (A B C, C B A, ...): switchyard's slice is always
- *   next to node:http2's, and the two meet in both orders. Ratios are paired per round against
- *   bare node:http2, median of the rounds. (Starting a fresh process per server and round put
- *   ~3 s between the two slices of a pair; this machine's speed moves by up to 1.5x within
- *   seconds, and one slice next to the other pairs tighter.) CPU per request is per slice:
- *   the harness asks the child for its CPU time before and after.
+ *   with `taskset`, h2load to another. Each round starts the three servers of a transport
+ *   (h2c, then TLS) afresh and together (idle while not under load), warms each up, and
+ *   measures them one after the other, forward then reversed (A B C, C B A, ...): switchyard's
+ *   slice is always next to node:http2's, and the two meet in both orders; then one
+ *   same-window slice, node:http2 and switchyard loaded at once by two h2loads so that they
+ *   share the server core and the same seconds of the machine; then stops them. Ratios are
+ *   paired per round against bare node:http2, median of the rounds. CPU per request is per
+ *   slice: the harness asks the child for its CPU time before and after.
+ * - client: the same, with both clients at once on the load core in the same-window rounds.
  * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
  *   process): switchyard's `Client` (`http2PriorKnowledge`) vs a bare node:http2 client session,
  *   each in a fresh process that makes 5,000 requests on its session before the counted ones.
@@ -204,11 +205,16 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
   for (const tls of [false, true]) {
     const group = SERVERS.filter((s) => s.tls === tls);
     const url = (l: LiveServer): string => `${tls ? 'https' : 'http'}://127.0.0.1:${l.port}/`;
-    // Started together: they share the server core but are idle while another is measured.
-    const live = await Promise.all(group.map((s) => startServer(s.kind, serverCpu)));
-    try {
-      for (const l of live) await h2load(url(l), WARMUP_SECONDS, loadCpu);
-      for (let round = 0; round < runs; round++) {
+    for (let round = 0; round < runs; round++) {
+      // Fresh processes every round: under this load V8's young generation settles, per
+      // process, into promoting node:http2's stream objects or not, and a process tends to
+      // stay where it settled (one process read 16 of 16 slices promoting while another, of
+      // the same code, read 4 of 12; README). New processes per round draw that again, so
+      // the median over rounds is not one draw per server. Started together: they share the
+      // server core but are idle while another is measured.
+      const live = await Promise.all(group.map((s) => startServer(s.kind, serverCpu)));
+      try {
+        for (const l of live) await h2load(url(l), WARMUP_SECONDS, loadCpu);
         // Forward, then reversed: no server always runs first, and each pair meets in both orders.
         for (const l of round % 2 === 0 ? live : [...live].reverse()) {
           const before = await l.cpuNow();
@@ -219,17 +225,14 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
           row.errors += r.errors;
           row.cpu.push((after - before) / r.succeeded);
         }
-        log(`  ${tls ? 'TLS' : 'h2c'} round ${round + 1}/${runs} done`);
-      }
-      // Same window: node:http2 and switchyard loaded at once, each by its own h2load, so
-      // whatever the machine does during the slice it does to both. Both servers are busy
-      // the whole slice and share the server core (the scheduler splits it evenly between
-      // two runnable processes), so the ratio of their req/s is the ratio of their work per
-      // request, without the machine's swings between slices.
-      const node = live.find((l) => l.kind.startsWith('node'))!;
-      const mine = live.find((l) => l.kind.startsWith('switchyard'))!;
-      for (let round = 0; round < runs; round++) {
-        // Which h2load starts first alternates (they start microseconds apart).
+        // Same window: node:http2 and switchyard loaded at once, each by its own h2load, so
+        // whatever the machine does during the slice it does to both. Both servers are busy
+        // the whole slice and share the server core (the scheduler splits it evenly between
+        // two runnable processes), so the ratio of their req/s is the ratio of their work
+        // per request, without the machine's swings between slices. Which h2load starts
+        // first alternates (they start microseconds apart).
+        const node = live.find((l) => l.kind.startsWith('node'))!;
+        const mine = live.find((l) => l.kind.startsWith('switchyard'))!;
         const pair = round % 2 === 0 ? [node, mine] : [mine, node];
         const [a, b] = await Promise.all(pair.map((l) => h2load(url(l), seconds, loadCpu)));
         const byKind = new Map([[pair[0]!.kind, a!], [pair[1]!.kind, b!]]);
@@ -238,10 +241,10 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
         rows.get(node.kind)!.errors += n.errors;
         rows.get(mine.kind)!.errors += m.errors;
         rows.get(mine.kind)!.shared.push(m.rps / n.rps);
+      } finally {
+        await Promise.all(live.map((l) => stopChild(l.child)));
       }
-      log(`  ${tls ? 'TLS' : 'h2c'} same-window rounds done`);
-    } finally {
-      await Promise.all(live.map((l) => stopChild(l.child)));
+      log(`  ${tls ? 'TLS' : 'h2c'} round ${round + 1}/${runs} done`);
     }
   }
   for (const r of rows.values()) r.reqPerSec = median(r.runs);
