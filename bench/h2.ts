@@ -12,10 +12,11 @@
  *   share the server core and the same seconds of the machine; then stops them. Ratios are
  *   paired per round against bare node:http2, median of the rounds. CPU per request is per
  *   slice: the harness asks the child for its CPU time before and after.
- * - client: the same, with both clients at once on the load core in the same-window rounds.
  * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
  *   process): switchyard's `Client` (`http2PriorKnowledge`) vs a bare node:http2 client session,
- *   each in a fresh process that makes 5,000 requests on its session before the counted ones.
+ *   each in a fresh process that makes 5,000 requests on its session before the counted ones;
+ *   rounds one after the other, then same-window rounds with both clients at once on the load
+ *   core, counted from one GO to one STOP.
  *   The bare session does per request what a client must to return a response: the status
  *   from 'response', the body gathered into one buffer (and both checked, as switchyard's
  *   Client checks the status); switchyard's `get` returns the same as a `Response`.
@@ -208,8 +209,8 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
     for (let round = 0; round < runs; round++) {
       // Fresh processes every round: under this load V8's young generation settles, per
       // process, into promoting node:http2's stream objects or not, and a process tends to
-      // stay where it settled (one process read 16 of 16 slices promoting while another, of
-      // the same code, read 4 of 12; README). New processes per round draw that again, so
+      // stay where it settled (switchyard processes read 16 of 16 slices promoting in two runs,
+      // 4 of 12 in another; README). New processes per round draw that again, so
       // the median over rounds is not one draw per server. Started together: they share the
       // server core but are idle while another is measured.
       const live = await Promise.all(group.map((s) => startServer(s.kind, serverCpu)));
@@ -233,11 +234,9 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
         // first alternates (they start microseconds apart).
         const node = live.find((l) => l.kind.startsWith('node'))!;
         const mine = live.find((l) => l.kind.startsWith('switchyard'))!;
-        const pair = round % 2 === 0 ? [node, mine] : [mine, node];
-        const [a, b] = await Promise.all(pair.map((l) => h2load(url(l), seconds, loadCpu)));
-        const byKind = new Map([[pair[0]!.kind, a!], [pair[1]!.kind, b!]]);
-        const n = byKind.get(node.kind)!;
-        const m = byKind.get(mine.kind)!;
+        const flip = round % 2 === 1;
+        const [a, b] = await Promise.all((flip ? [mine, node] : [node, mine]).map((l) => h2load(url(l), seconds, loadCpu)));
+        const [n, m] = flip ? [b!, a!] : [a!, b!];
         rows.get(node.kind)!.errors += n.errors;
         rows.get(mine.kind)!.errors += m.errors;
         rows.get(mine.kind)!.shared.push(m.rps / n.rps);
@@ -409,10 +408,10 @@ async function clientBench(runs: number, n: number, seconds: number, serverCpu: 
     // Same window: both clients at once on the load core, against the same server (whose
     // core stays under half busy: it is not what limits them), counted over the same seconds.
     for (let round = 0; round < runs; round++) {
-      const order: ClientKind[] = round % 2 === 0 ? ['node', 'switchyard'] : ['switchyard', 'node'];
-      const [a, b] = await clientPairWindow(order, port, seconds, loadCpu);
-      const rps = new Map([[order[0]!, a], [order[1]!, b]]);
-      rows.switchyard.shared.push(rps.get('switchyard')! / rps.get('node')!);
+      const flip = round % 2 === 1;
+      const [a, b] = await clientPairWindow(flip ? ['switchyard', 'node'] : ['node', 'switchyard'], port, seconds, loadCpu);
+      const [node, mine] = flip ? [b!, a!] : [a!, b!];
+      rows.switchyard.shared.push(mine / node);
     }
     log('  client same-window rounds done');
   } finally {

@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { nobody, PeerAddr, protocolRequest, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
+import { sinkErrors } from './error-sink.js';
 import { headerListSize } from './headers.js';
 import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
 import { serverConfig, type H2ServerConfig } from './settings.js';
@@ -200,7 +201,7 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     const list = raw ?? flatten(_headers);
     if (headerListSize(list) > this.maxHeaderBytes) {
       // node:http2 advertises SETTINGS_MAX_HEADER_LIST_SIZE but accepts larger blocks: enforce it.
-      stream.on('error', noop);
+      sinkErrors(stream);
       stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' }, { endStream: false });
       stream.end(`request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})\n`);
       return;

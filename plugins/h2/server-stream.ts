@@ -291,8 +291,8 @@ export class H2ServerStream implements ExchangeWire {
     // still works on it learns through the request's context.
     const aborted = !this.finished;
     if (aborted || this.stream.rstCode !== NGHTTP2_NO_ERROR) {
-      const held = this.held;
-      const ctx = held === null ? null : (this.flags & RELEASED) === 0 ? (held as Request).ctx : (held as RequestContext);
+      const req = this.request;
+      const ctx = req !== null ? req.ctx : (this.held as RequestContext | null);
       ctx?.cancel('the client reset the HTTP/2 stream');
     }
     this.owner.streamClosed(aborted);
