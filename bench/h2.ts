@@ -8,8 +8,10 @@
  *   (h2c, then TLS) afresh and together (idle while not under load), warms each up, and
  *   measures them one after the other, forward then reversed (A B C, C B A, ...): switchyard's
  *   slice is always next to node:http2's, and the two meet in both orders; then one
- *   same-window slice, node:http2 and switchyard loaded at once by two h2loads so that they
- *   share the server core and the same seconds of the machine; then stops them. Ratios are
+ *   same-window slice, node:http2, switchyard and a second bare node:http2 process (the
+ *   control, whose ratio to node:http2 is the method's own floor) loaded at once by three
+ *   h2loads so that they share the server core and the same seconds of the machine; then
+ *   stops them. Ratios are
  *   paired per round against bare node:http2, median of the rounds. CPU per request is per
  *   slice: the harness asks the child for its CPU time before and after.
  * - client: 100 concurrent streams on one session against a bare node:http2 h2c server (child
@@ -195,8 +197,9 @@ interface Row {
   /** Server CPU µs per request, per round. */
   cpu: number[];
   /**
-   * Same-window rounds (switchyard rows only): switchyard's req/s over node:http2's when both
-   * are loaded at once on the shared server core, one ratio per round.
+   * Same-window rounds: on a switchyard row, switchyard's req/s over node:http2's when both
+   * are loaded at once on the shared server core, one ratio per round; on a node:http2 row,
+   * the control's (a second bare node:http2 process in the same slice) over node:http2's.
    */
   shared: number[];
 }
@@ -214,8 +217,12 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
       // the median over rounds is not one draw per server. Started together: they share the
       // server core but are idle while another is measured.
       const live = await Promise.all(group.map((s) => startServer(s.kind, serverCpu)));
+      // A second bare node:http2 process, loaded only in the same-window slice: node:http2
+      // against itself there is the method's own floor (its bias and spread) for the ratio
+      // switchyard reads beside it.
+      const control = await startServer(group.find((s) => s.kind.startsWith('node'))!.kind, serverCpu);
       try {
-        for (const l of live) await h2load(url(l), WARMUP_SECONDS, loadCpu);
+        for (const l of [...live, control]) await h2load(url(l), WARMUP_SECONDS, loadCpu);
         // Forward, then reversed: no server always runs first, and each pair meets in both orders.
         for (const l of round % 2 === 0 ? live : [...live].reverse()) {
           const before = await l.cpuNow();
@@ -226,22 +233,25 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
           row.errors += r.errors;
           row.cpu.push((after - before) / r.succeeded);
         }
-        // Same window: node:http2 and switchyard loaded at once, each by its own h2load, so
-        // whatever the machine does during the slice it does to both. Both servers are busy
-        // the whole slice and share the server core (the scheduler splits it evenly between
-        // two runnable processes), so the ratio of their req/s is the ratio of their work
-        // per request, without the machine's swings between slices. Which h2load starts
-        // first alternates (they start microseconds apart).
+        // Same window: node:http2, switchyard and the control loaded at once, each by its own
+        // h2load, so whatever the machine does during the slice it does to all three. All are
+        // busy the whole slice and share the server core (the scheduler splits it evenly
+        // between runnable processes), so the ratio of two servers' req/s is the ratio of
+        // their work per request, without the machine's swings between slices. The order the
+        // h2loads start in rotates (they start microseconds apart).
         const node = live.find((l) => l.kind.startsWith('node'))!;
         const mine = live.find((l) => l.kind.startsWith('switchyard'))!;
-        const flip = round % 2 === 1;
-        const [a, b] = await Promise.all((flip ? [mine, node] : [node, mine]).map((l) => h2load(url(l), seconds, loadCpu)));
-        const [n, m] = flip ? [b!, a!] : [a!, b!];
-        rows.get(node.kind)!.errors += n.errors;
+        const trio = [node, mine, control];
+        const order = [0, 1, 2].map((i) => trio[(i + round) % 3]!);
+        const results = await Promise.all(order.map((l) => h2load(url(l), seconds, loadCpu)));
+        const got = (l: LiveServer): { rps: number; errors: number } => results[order.indexOf(l)]!;
+        const [n, m, c] = [got(node), got(mine), got(control)];
+        rows.get(node.kind)!.errors += n.errors + c.errors;
         rows.get(mine.kind)!.errors += m.errors;
         rows.get(mine.kind)!.shared.push(m.rps / n.rps);
+        rows.get(node.kind)!.shared.push(c.rps / n.rps);
       } finally {
-        await Promise.all(live.map((l) => stopChild(l.child)));
+        await Promise.all([...live, control].map((l) => stopChild(l.child)));
       }
       log(`  ${tls ? 'TLS' : 'h2c'} round ${round + 1}/${runs} done`);
     }
@@ -476,7 +486,10 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
     const rows = only === 'client' ? [] : await serverBench(runs, seconds, pin ? sCpu : null, pin ? lCpu : null, log);
     const base = (label: string): Row | undefined => rows.find((r) => r.label === label);
     log(`\nh2load -c 10 -m 100, ${seconds} s per server and round, median of ${runs} rounds (hello world)`);
-    if (rows.length > 0) log('same window: switchyard and node:http2 loaded at once on the shared server core; their ratio of req/s per round, median (rounds)');
+    if (rows.length > 0) {
+      log('same window: switchyard, node:http2 and a second node:http2 process (the control) loaded at once on the shared server core;');
+      log('  ratio of req/s to node:http2 per round, median (rounds); on the node:http2 rows, the control\'s: the method\'s own floor');
+    }
     if (rows.length > 0) printTable(
       ['server', 'req/s', 'vs node:http2', 'same window', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
       rows.map((r) => {
@@ -486,7 +499,8 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
         const cpu = median(r.cpu);
         // Efficiency as a throughput-like ratio: node's CPU per request over ours (>1: cheaper than node).
         const cpuRatio = node !== undefined ? median(node.cpu) / cpu : NaN;
-        const shared = r.shared.length > 0 ? `${fmtRatio(median(r.shared))} (${r.shared.map((x) => x.toFixed(2)).join(' ')})` : r === node ? '1.00x' : '-';
+        const rounds = `${fmtRatio(median(r.shared))} (${r.shared.map((x) => x.toFixed(2)).join(' ')})`;
+        const shared = r.shared.length === 0 ? '-' : r === node ? `control ${rounds}` : rounds;
         return [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, node, runs)), shared, fmtRatio(pairedRatio(r, fastify, runs)), cpu.toFixed(1), fmtRatio(cpuRatio), String(r.errors), r.runs.map(fmtInt).join(' ')];
       }),
       log,
