@@ -216,11 +216,11 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
       // 4 of 12 in another; README). New processes per round draw that again, so
       // the median over rounds is not one draw per server. Started together: they share the
       // server core but are idle while another is measured.
-      const live = await Promise.all(group.map((s) => startServer(s.kind, serverCpu)));
-      // A second bare node:http2 process, loaded only in the same-window slice: node:http2
-      // against itself there is the method's own floor (its bias and spread) for the ratio
-      // switchyard reads beside it.
-      const control = await startServer(group.find((s) => s.kind.startsWith('node'))!.kind, serverCpu);
+      // With them, a second bare node:http2 process, loaded only in the same-window slice:
+      // node:http2 against itself there is the method's own floor (its bias and spread) for
+      // the ratio switchyard reads beside it.
+      const nodeKind = group.find((s) => s.kind.startsWith('node'))!.kind;
+      const [control, ...live] = await Promise.all([nodeKind, ...group.map((s) => s.kind)].map((k) => startServer(k, serverCpu)));
       try {
         for (const l of [...live, control]) await h2load(url(l), WARMUP_SECONDS, loadCpu);
         // Forward, then reversed: no server always runs first, and each pair meets in both orders.
@@ -239,7 +239,7 @@ async function serverBench(runs: number, seconds: number, serverCpu: number | nu
         // between runnable processes), so the ratio of two servers' req/s is the ratio of
         // their work per request, without the machine's swings between slices. The order the
         // h2loads start in rotates (they start microseconds apart).
-        const node = live.find((l) => l.kind.startsWith('node'))!;
+        const node = live.find((l) => l.kind === nodeKind)!;
         const mine = live.find((l) => l.kind.startsWith('switchyard'))!;
         const trio = [node, mine, control];
         const order = [0, 1, 2].map((i) => trio[(i + round) % 3]!);
