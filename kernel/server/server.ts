@@ -16,6 +16,7 @@ import type { Kernel } from '../kernel.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
 import { matchH2Preface } from '../http1/head-parser.js';
+import { boundReads, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
@@ -305,17 +306,24 @@ export class Server implements ConnectionHost, PipelineServer {
     this.startHttp1(socket, null);
   };
 
-  /** Plain TCP with protocol taps: read until the bytes are, or cannot be, the HTTP/2 preface. */
+  /**
+   * Plain TCP with protocol taps: read until the bytes are, or cannot be, the HTTP/2 preface.
+   * Reads are bounded to the preface still missing (`boundReads`, and why), so a client's first
+   * HTTP/2 frames stay in the socket for node:http2; a runtime without that reads as a stream.
+   */
   private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>): void {
     this.pending.add(socket);
     let head: Buffer = EMPTY;
+    let settled = false;
     const done = (): void => {
+      settled = true;
       socket.removeListener('data', onData);
       socket.removeListener('end', onEnd);
       socket.removeListener('close', onClose);
       this.pending.delete(socket);
     };
     const decide = (): void => {
+      if (settled) return;
       done();
       // Paused, so no byte flows past between our listener and a claiming tap's.
       socket.pause();
@@ -326,19 +334,30 @@ export class Server implements ConnectionHost, PipelineServer {
       }
       const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.protocolHost });
       if (claimed === true) return;
+      if (bounded) unboundReads(socket);
       this.startHttp1(socket, head);
       socket.resume();
     };
-    const onData = (chunk: Buffer): void => {
+    /** Adds a read to `head`; true once the preface is, or cannot be, there. */
+    const take = (chunk: Buffer): boolean => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
-      if (matchH2Preface(head) !== 0) decide();
+      return matchH2Preface(head) !== 0;
+    };
+    const onData = (chunk: Buffer): void => {
+      if (take(chunk)) decide();
     };
     const onEnd = (): void => decide();
     const onClose = (): void => {
       done();
       this.maybeClosed();
     };
-    socket.on('data', onData);
+    const bounded = boundReads(socket, H2_PREFACE_BYTES, (chunk) => {
+      if (!take(chunk)) return H2_PREFACE_BYTES - head.length;
+      // After this read returns: net stops the handle then, and a claiming tap starts it again.
+      process.nextTick(decide);
+      return 0;
+    });
+    if (!bounded) socket.on('data', onData);
     socket.once('end', onEnd);
     socket.once('close', onClose);
     socket.on('error', noop);
@@ -352,6 +371,9 @@ export class Server implements ConnectionHost, PipelineServer {
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
+
+/** Length of the HTTP/2 client connection preface (RFC 9113 §3.4). */
+const H2_PREFACE_BYTES = 24;
 
 function noop(): void {}
 

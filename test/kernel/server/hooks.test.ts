@@ -372,7 +372,8 @@ describe('server.protocol', () => {
     expect(infos).toHaveLength(1);
     expect(infos[0]!.alpnProtocol).toBeNull();
     expect(infos[0]!.server.tls).toBe(false);
-    expect(Buffer.from(infos[0]!.head).toString('latin1')).toBe(get('/first'));
+    // The kernel reads no further than the preface's 24 bytes; the rest stays in the socket for HTTP/1.
+    expect(Buffer.from(infos[0]!.head).toString('latin1')).toBe(get('/first').slice(0, 24));
   });
 
   it('a tap that claims the connection takes it over: HTTP/1 never runs on it', async () => {

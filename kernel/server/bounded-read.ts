@@ -1,0 +1,101 @@
+/**
+ * Reading a plain connection's first bytes without reading past the HTTP/2 preface.
+ *
+ * Why: bytes read in JavaScript and then given to node:http2 (`unshift`, which the session takes
+ * on its next tick) are parsed inside that JavaScript call, and the streams in them run their
+ * whole lifecycle nested in it, in an order they never have otherwise. V8 learns from those first
+ * streams, and the whole process then serves HTTP/2 5-8% slower for good (measured with
+ * `bench/h2.ts`; see README, "Where the h2c gap was"). A detector that reads at most the 24
+ * preface bytes leaves the client's first frames in the kernel's socket buffer, for the session
+ * to read natively like any later ones.
+ *
+ * How: net's user-buffer reads, the machinery behind `net.connect({ onread })`: the handle reads
+ * into a buffer we size, so a read never takes more than the preface still missing. A server's
+ * sockets cannot be given `onread` by option, so this sets the same fields (own symbols of every
+ * `net.Socket`, found once by description) and calls the handle's `useUserBuffer`. Those are
+ * node internals: where they are not as expected, {@link boundReads} returns false, changes
+ * nothing, and the caller reads the socket as a stream instead (correct, only slower for h2c).
+ */
+import { Buffer } from 'node:buffer';
+import type { Socket } from 'node:net';
+
+interface UserBufferKeys {
+  /** The buffer the handle reads into next (net: `kBuffer`). */
+  readonly buffer: symbol;
+  /** `(nread, buffer) => boolean`, called with each read; false stops reading (net: `kBufferCb`). */
+  readonly callback: symbol;
+  /** `() => Uint8Array`, the buffer for the read after this one (net: `kBufferGen`). */
+  readonly generator: symbol;
+}
+
+type SocketFields = Socket & Record<symbol, unknown> & { _handle?: { useUserBuffer?: unknown } | null };
+
+/** undefined until the first socket is looked at; null when this runtime lacks the fields. */
+let keys: UserBufferKeys | null | undefined;
+
+function userBufferKeys(socket: Socket): UserBufferKeys | null {
+  if (keys !== undefined) return keys;
+  let buffer: symbol | undefined;
+  let callback: symbol | undefined;
+  let generator: symbol | undefined;
+  for (const s of Object.getOwnPropertySymbols(socket)) {
+    if (s.description === 'kBuffer') buffer = s;
+    else if (s.description === 'kBufferCb') callback = s;
+    else if (s.description === 'kBufferGen') generator = s;
+  }
+  keys = buffer !== undefined && callback !== undefined && generator !== undefined ? { buffer, callback, generator } : null;
+  return keys;
+}
+
+/**
+ * Reads `socket` at most `max` bytes at a time. `onBytes` gets a copy of each read and returns
+ * how many more bytes it wants at most: 0 stops reading (the handle stops; `socket.resume()`
+ * starts it again), and reads stay bounded until {@link unboundReads}. End of stream and errors
+ * go to the socket's events as usual. Returns false, having changed nothing, where node's
+ * internals are not as this module expects (or the socket already reads into a user buffer).
+ */
+export function boundReads(socket: Socket, max: number, onBytes: (chunk: Buffer) => number): boolean {
+  const k = userBufferKeys(socket);
+  const s = socket as SocketFields;
+  const handle = s._handle;
+  if (k === null || handle == null || typeof handle.useUserBuffer !== 'function' || s[k.buffer] !== null) return false;
+  const own = Buffer.allocUnsafe(max);
+  let want = max;
+  s[k.buffer] = own;
+  // Never a zero-length buffer: libuv takes that for "no memory" and the read fails.
+  s[k.generator] = (): Buffer => (want > 0 && want < max ? own.subarray(0, want) : own);
+  s[k.callback] = (nread: number, buf: Buffer): boolean => {
+    const chunk = Buffer.allocUnsafe(nread);
+    buf.copy(chunk, 0, 0, nread);
+    want = onBytes(chunk);
+    return want > 0;
+  };
+  handle.useUserBuffer(own);
+  return true;
+}
+
+/** One buffer for every socket's unbounded reads: each read is copied out before the next can happen. */
+let shared: Buffer | null = null;
+
+function pushCopy(this: Socket, nread: number, buf: Buffer): boolean {
+  const chunk = Buffer.allocUnsafe(nread);
+  buf.copy(chunk, 0, 0, nread);
+  return this.push(chunk);
+}
+
+/**
+ * After {@link boundReads}: reads of up to 64 KiB again, each copied out of one shared buffer and
+ * pushed to the socket's readable side, so 'data', `pause`/`resume` and backpressure work as on
+ * any socket. (The handle keeps reading into a user buffer: node has no way back from that.)
+ */
+export function unboundReads(socket: Socket): void {
+  const k = keys;
+  if (k == null) return;
+  shared ??= Buffer.allocUnsafeSlow(64 * 1024);
+  const s = socket as SocketFields;
+  const buf = shared;
+  // The read in flight still lands in the bounded buffer: `k.buffer` stays until net takes the
+  // generator's buffer after that read.
+  s[k.generator] = (): Buffer => buf;
+  s[k.callback] = pushCopy;
+}
