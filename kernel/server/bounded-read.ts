@@ -50,7 +50,8 @@ function userBufferKeys(socket: Socket): UserBufferKeys | null {
 /**
  * Reads `socket` at most `max` bytes at a time. `onBytes` gets a copy of each read and returns
  * how many more bytes it wants at most: 0 stops reading (the handle stops; `socket.resume()`
- * starts it again), and reads stay bounded until {@link unboundReads}. End of stream and errors
+ * starts it again), and reads stay bounded until {@link unboundReads}, which `onBytes` may call
+ * itself (its return value then only says whether to go on reading). End of stream and errors
  * go to the socket's events as usual. Returns false, having changed nothing, where node's
  * internals are not as this module expects (or the socket already reads into a user buffer).
  */

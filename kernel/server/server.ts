@@ -332,19 +332,20 @@ export class Server implements ConnectionHost, PipelineServer {
         this.maybeClosed();
         return;
       }
+      // Whoever reads next (a claiming tap, node:http2 below its own listener, or HTTP/1) reads unbounded.
+      if (bounded) unboundReads(socket);
       const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.protocolHost });
       if (claimed === true) return;
-      if (bounded) unboundReads(socket);
       this.startHttp1(socket, head);
       socket.resume();
     };
-    /** Adds a read to `head`; true once the preface is, or cannot be, there. */
-    const take = (chunk: Buffer): boolean => {
+    /** Adds a read to `head`: 1 once it holds the preface, -1 once it cannot, 0 while it may. */
+    const take = (chunk: Buffer): -1 | 0 | 1 => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
-      return matchH2Preface(head) !== 0;
+      return matchH2Preface(head);
     };
     const onData = (chunk: Buffer): void => {
-      if (take(chunk)) decide();
+      if (take(chunk) !== 0) decide();
     };
     const onEnd = (): void => decide();
     const onClose = (): void => {
@@ -352,10 +353,15 @@ export class Server implements ConnectionHost, PipelineServer {
       this.maybeClosed();
     };
     const bounded = boundReads(socket, H2_PREFACE_BYTES, (chunk) => {
-      if (!take(chunk)) return H2_PREFACE_BYTES - head.length;
-      // After this read returns: net stops the handle then, and a claiming tap starts it again.
+      const match = take(chunk);
+      if (match === 0) return H2_PREFACE_BYTES - head.length;
+      // After this read returns, with no listener of ours in a tap's way.
       process.nextTick(decide);
-      return 0;
+      if (match === 1) return 0; // the frames after the preface stay in the socket
+      // Not HTTP/2: nothing to hold back, so the rest of this read burst is taken now (into the
+      // socket's buffer, for HTTP/1 or a claiming tap) rather than an event-loop turn later.
+      unboundReads(socket);
+      return 1;
     });
     if (!bounded) socket.on('data', onData);
     socket.once('end', onEnd);

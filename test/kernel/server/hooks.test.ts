@@ -414,6 +414,43 @@ describe('server.protocol', () => {
     expect(all.subarray(0, 12).toString('latin1')).toBe('HTTP/1.1 400');
   });
 
+  it('reads no further than the preface: what follows it is still in the socket for the taker', async () => {
+    const seen: { head: string; bytesRead: number; buffered: number }[] = [];
+    const kernel = await kernelWith((k) => {
+      k.hooks.server.protocol.tap('test', (socket, info) => {
+        const sock = socket as net.Socket;
+        seen.push({ head: Buffer.from(info.head).toString('latin1'), bytesRead: sock.bytesRead, buffered: sock.readableLength });
+        // Take it and read the rest itself: it arrives as the client sent it.
+        let rest = '';
+        sock.on('data', (d: Buffer) => {
+          rest += d.toString('latin1');
+          if (rest.endsWith('.')) sock.end(`rest:${rest}`);
+        });
+        sock.resume();
+        return true;
+      });
+    });
+    const { port } = await startServer(() => new Response(200, 'h1'), { kernel });
+    const c = await rawClient(port);
+    const after = 'frames after the preface, sent in the same write.';
+    await c.write(H2_PREFACE + after);
+    const all = await c.untilClosed();
+    expect(seen).toEqual([{ head: H2_PREFACE, bytesRead: 24, buffered: 0 }]);
+    expect(all.toString('latin1')).toBe(`rest:${after}`);
+  });
+
+  it('HTTP/1 after the first bytes reads on as usual: pipelined requests, then a 4 MiB body', async () => {
+    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap('test', () => {}));
+    const handler = vi.fn<RequestHandler>((req) => new Response(200, `${req.target} ${req.body instanceof Uint8Array ? req.body.length : 0}`));
+    const { port } = await startServer(handler, { kernel, maxBodyBytes: 8 * 1024 * 1024 });
+    const c = await rawClient(port);
+    await c.write(get('/a') + get('/b') + get('/c'));
+    expect((await c.responses(3)).map((r) => r.text)).toEqual(['/a 0', '/b 0', '/c 0']);
+    const body = Buffer.alloc(4 * 1024 * 1024, 0x61);
+    await c.write(Buffer.concat([Buffer.from(`POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`), body]));
+    expect((await c.response()).text).toBe(`/big ${body.length}`);
+  });
+
   for (const withKernel of [true, false]) {
     it(`with no protocol tap (${withKernel ? 'a kernel without one' : 'no kernel'}), the HTTP/2 preface gets 400 and a close`, async () => {
       const kernel = withKernel ? await kernelWith((k) => void k.hooks.server.connection.tap('test', () => {})) : undefined;
