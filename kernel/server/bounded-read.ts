@@ -18,6 +18,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
+import { Duplex } from 'node:stream';
 
 interface UserBufferKeys {
   /** The buffer the handle reads into next (net: `kBuffer`). */
@@ -47,36 +48,53 @@ function userBufferKeys(socket: Socket): UserBufferKeys | null {
   return keys;
 }
 
+/** Largest read: one buffer for every socket's reads, each copied out before the next can happen. */
+export const READ_MAX = 64 * 1024;
+
+let shared: Buffer | null = null;
+/** Views of `shared` by length, so a socket's bounded reads allocate nothing per read. */
+const views = new Map<number, Buffer>();
+
+function view(length: number): Buffer {
+  shared ??= Buffer.allocUnsafeSlow(READ_MAX);
+  if (length >= READ_MAX) return shared;
+  let v = views.get(length);
+  if (v === undefined) {
+    v = shared.subarray(0, length);
+    if (views.size < 64) views.set(length, v);
+  }
+  return v;
+}
+
 /**
- * Reads `socket` at most `max` bytes at a time. `onBytes` gets a copy of each read and returns
- * how many more bytes it wants at most: 0 stops reading (the handle stops; `socket.resume()`
- * starts it again), and reads stay bounded until {@link unboundReads}, which `onBytes` may call
- * itself (its return value then only says whether to go on reading). End of stream and errors
- * go to the socket's events as usual. Returns false, having changed nothing, where node's
- * internals are not as this module expects (or the socket already reads into a user buffer).
+ * Reads `socket` at most `first` bytes, then at most what `onBytes` asks for each time.
+ * `onBytes(bytes, full)` gets each read as a view that is valid only during the call (copy
+ * what you keep) and whether it filled the buffer (when it did, more may be waiting and the
+ * same libuv read loop goes on; when not, this was the last read for now). It returns how
+ * many bytes the next read may take at most (up to {@link READ_MAX}): 0 stops reading (the
+ * handle stops; `socket.resume()` starts it again). Reads stay bounded until
+ * {@link unboundReads}, which `onBytes` may call itself (its return value then only says
+ * whether to go on reading). End of stream and errors go to the socket's events as usual.
+ * Returns false, having changed nothing, where node's internals are not as this module
+ * expects (or the socket already reads into a user buffer).
  */
-export function boundReads(socket: Socket, max: number, onBytes: (chunk: Buffer) => number): boolean {
+export function boundReads(socket: Socket, first: number, onBytes: (bytes: Buffer, full: boolean) => number): boolean {
   const k = userBufferKeys(socket);
   const s = socket as SocketFields;
   const handle = s._handle;
   if (k === null || handle == null || typeof handle.useUserBuffer !== 'function' || s[k.buffer] !== null) return false;
-  const own = Buffer.allocUnsafe(max);
-  let want = max;
-  s[k.buffer] = own;
   // Never a zero-length buffer: libuv takes that for "no memory" and the read fails.
-  s[k.generator] = (): Buffer => (want > 0 && want < max ? own.subarray(0, want) : own);
-  s[k.callback] = (nread: number, buf: Buffer): boolean => {
-    const chunk = Buffer.allocUnsafe(nread);
-    buf.copy(chunk, 0, 0, nread);
-    want = onBytes(chunk);
+  let want = first > 0 ? first : 1;
+  const buf = view(want);
+  s[k.buffer] = buf;
+  s[k.generator] = (): Buffer => view(want > 0 ? want : 1);
+  s[k.callback] = (nread: number, b: Buffer): boolean => {
+    want = onBytes(b.subarray(0, nread), nread === b.length);
     return want > 0;
   };
-  handle.useUserBuffer(own);
+  handle.useUserBuffer(buf);
   return true;
 }
-
-/** One buffer for every socket's unbounded reads: each read is copied out before the next can happen. */
-let shared: Buffer | null = null;
 
 function pushCopy(this: Socket, nread: number, buf: Buffer): boolean {
   const chunk = Buffer.allocUnsafe(nread);
@@ -84,19 +102,31 @@ function pushCopy(this: Socket, nread: number, buf: Buffer): boolean {
   return this.push(chunk);
 }
 
+function sharedBuffer(): Buffer {
+  return view(READ_MAX);
+}
+
 /**
- * After {@link boundReads}: reads of up to 64 KiB again, each copied out of one shared buffer and
- * pushed to the socket's readable side, so 'data', `pause`/`resume` and backpressure work as on
- * any socket. (The handle keeps reading into a user buffer: node has no way back from that.)
+ * After {@link boundReads}: reads of up to {@link READ_MAX} again, each copied out of the
+ * shared buffer and pushed to the socket's readable side, so 'data', `pause`/`resume` and
+ * backpressure work as on any socket. (The handle keeps reading into a user buffer: node has
+ * no way back from that.)
  */
 export function unboundReads(socket: Socket): void {
   const k = keys;
   if (k == null) return;
-  shared ??= Buffer.allocUnsafeSlow(64 * 1024);
   const s = socket as SocketFields;
-  const buf = shared;
   // The read in flight still lands in the bounded buffer: `k.buffer` stays until net takes the
   // generator's buffer after that read.
-  s[k.generator] = (): Buffer => buf;
+  s[k.generator] = sharedBuffer;
   s[k.callback] = pushCopy;
+}
+
+/**
+ * Pauses the readable side of a socket that reads into a user buffer without stopping its
+ * handle: net's `pause` on such a socket also stops reading, and the `resume` after it starts
+ * again, two `epoll_ctl` calls per connection for nothing when the same read loop goes on.
+ */
+export function pauseReadable(socket: Socket): void {
+  Duplex.prototype.pause.call(socket);
 }

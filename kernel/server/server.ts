@@ -16,7 +16,7 @@ import type { Kernel } from '../kernel.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
 import { matchH2Preface } from '../http1/head-parser.js';
-import { boundReads, unboundReads } from './bounded-read.js';
+import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
@@ -326,7 +326,8 @@ export class Server implements ConnectionHost, PipelineServer {
       if (settled) return;
       done();
       // Paused, so no byte flows past between our listener and a claiming tap's.
-      socket.pause();
+      if (bounded) pauseReadable(socket);
+      else socket.pause();
       if (this.state !== 'listening') {
         socket.destroy();
         this.maybeClosed();
@@ -339,9 +340,9 @@ export class Server implements ConnectionHost, PipelineServer {
       this.startHttp1(socket, head);
       socket.resume();
     };
-    /** Adds a read to `head`: 1 once it holds the preface, -1 once it cannot, 0 while it may. */
-    const take = (chunk: Buffer): -1 | 0 | 1 => {
-      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+    /** Adds a read to `head` (copied: a bounded read's bytes are a view); 1 once it holds the preface, -1 once it cannot, 0 while it may. */
+    const take = (bytes: Buffer): -1 | 0 | 1 => {
+      head = head.length === 0 ? Buffer.from(bytes) : Buffer.concat([head, bytes]);
       return matchH2Preface(head);
     };
     const onData = (chunk: Buffer): void => {
@@ -352,16 +353,28 @@ export class Server implements ConnectionHost, PipelineServer {
       done();
       this.maybeClosed();
     };
-    const bounded = boundReads(socket, H2_PREFACE_BYTES, (chunk) => {
-      const match = take(chunk);
+    let gathered = false;
+    const bounded = boundReads(socket, H2_PREFACE_BYTES, (bytes, full) => {
+      const match = gathered ? -1 : take(bytes);
       if (match === 0) return H2_PREFACE_BYTES - head.length;
-      // After this read returns, with no listener of ours in a tap's way.
-      process.nextTick(decide);
-      if (match === 1) return 0; // the frames after the preface stay in the socket
-      // Not HTTP/2: nothing to hold back, so the rest of this read burst is taken now (into the
-      // socket's buffer, for HTTP/1 or a claiming tap) rather than an event-loop turn later.
-      unboundReads(socket);
-      return 1;
+      if (match === 1) {
+        // The frames after the preface stay in the socket; node:http2 takes it after this read.
+        process.nextTick(decide);
+        return 0;
+      }
+      if (gathered) head = Buffer.concat([head, bytes]);
+      else if (full) {
+        // Not HTTP/2, and more may be waiting: one more read of this burst (the rest of a
+        // request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was no
+        // more, libuv reads nothing further in this loop, and the decision is made after it.
+        gathered = true;
+        setImmediate(decide);
+        return READ_MAX;
+      }
+      // Decided within this read loop, so what else is waiting goes straight on to HTTP/1 (or
+      // a claiming tap), not an event-loop turn later.
+      decide();
+      return socket.destroyed ? 0 : 1;
     });
     if (!bounded) socket.on('data', onData);
     socket.once('end', onEnd);

@@ -372,8 +372,8 @@ describe('server.protocol', () => {
     expect(infos).toHaveLength(1);
     expect(infos[0]!.alpnProtocol).toBeNull();
     expect(infos[0]!.server.tls).toBe(false);
-    // The kernel reads no further than the preface's 24 bytes; the rest stays in the socket for HTTP/1.
-    expect(Buffer.from(infos[0]!.head).toString('latin1')).toBe(get('/first').slice(0, 24));
+    // Not the preface: the first burst whole (read as 24 bytes, then the rest), so HTTP/1 parses it at once.
+    expect(Buffer.from(infos[0]!.head).toString('latin1')).toBe(get('/first'));
   });
 
   it('a tap that claims the connection takes it over: HTTP/1 never runs on it', async () => {
@@ -437,6 +437,16 @@ describe('server.protocol', () => {
     const all = await c.untilClosed();
     expect(seen).toEqual([{ head: H2_PREFACE, bytesRead: 24, buffered: 0 }]);
     expect(all.toString('latin1')).toBe(`rest:${after}`);
+  });
+
+  it('a request of exactly 24 bytes (the length of the preface) is answered without waiting for more', async () => {
+    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap('test', () => {}));
+    const { port } = await startServer((req) => new Response(200, req.target), { kernel });
+    const c = await rawClient(port);
+    const req = 'GET /abcdef HTTP/1.0\r\n\r\n';
+    expect(req.length).toBe(24);
+    await c.write(req);
+    expect((await c.response({ timeout: 2000 })).text).toBe('/abcdef');
   });
 
   it('HTTP/1 after the first bytes reads on as usual: pipelined requests, then a 4 MiB body', async () => {
