@@ -15,7 +15,7 @@ import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
-import { matchH2Preface } from '../http1/head-parser.js';
+import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
@@ -354,9 +354,9 @@ export class Server implements ConnectionHost, PipelineServer {
       this.maybeClosed();
     };
     let gathered = false;
-    const bounded = boundReads(socket, H2_PREFACE_BYTES, (bytes, full) => {
+    const bounded = boundReads(socket, H2_PREFACE.length, (bytes, full) => {
       const match = gathered ? -1 : take(bytes);
-      if (match === 0) return H2_PREFACE_BYTES - head.length;
+      if (match === 0) return H2_PREFACE.length - head.length;
       if (match === 1) {
         // The frames after the preface stay in the socket; node:http2 takes it after this read.
         process.nextTick(decide);
@@ -390,9 +390,6 @@ export class Server implements ConnectionHost, PipelineServer {
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
-
-/** Length of the HTTP/2 client connection preface (RFC 9113 §3.4). */
-const H2_PREFACE_BYTES = 24;
 
 function noop(): void {}
 
