@@ -355,21 +355,23 @@ export class Server implements ConnectionHost, PipelineServer {
     };
     let gathered = false;
     const bounded = boundReads(socket, H2_PREFACE.length, (bytes, full) => {
-      const match = gathered ? -1 : take(bytes);
-      if (match === 0) return H2_PREFACE.length - head.length;
-      if (match === 1) {
-        // The frames after the preface stay in the socket; node:http2 takes it after this read.
-        process.nextTick(decide);
-        return 0;
-      }
       if (gathered) head = Buffer.concat([head, bytes]);
-      else if (full) {
-        // Not HTTP/2, and more may be waiting: one more read of this burst (the rest of a
-        // request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was no
-        // more, libuv reads nothing further in this loop, and the decision is made after it.
-        gathered = true;
-        setImmediate(decide);
-        return READ_MAX;
+      else {
+        const match = take(bytes);
+        if (match === 0) return H2_PREFACE.length - head.length;
+        if (match === 1) {
+          // The frames after the preface stay in the socket; node:http2 takes it after this read.
+          process.nextTick(decide);
+          return 0;
+        }
+        if (full) {
+          // Not HTTP/2, and more may be waiting: one more read of this burst (the rest of a
+          // request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was no
+          // more, libuv reads nothing further in this loop, and the decision is made after it.
+          gathered = true;
+          setImmediate(decide);
+          return READ_MAX;
+        }
       }
       // Decided within this read loop, so what else is waiting goes straight on to HTTP/1 (or
       // a claiming tap), not an event-loop turn later.
