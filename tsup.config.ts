@@ -13,7 +13,8 @@ export default defineConfig({
   target: 'node20',
   platform: 'node',
   dts: true,
-  sourcemap: true,
+  // No source maps: they would point at TypeScript sources the package does not ship.
+  sourcemap: false,
   clean: true,
   splitting: true,
   treeshake: true,

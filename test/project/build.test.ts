@@ -29,10 +29,10 @@ describe('project', () => {
     try {
       await run(bin('tsup'), ['--out-dir', out], { cwd: root });
       const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-        exports: Record<string, { import: string; types: string }>;
+        exports: Record<string, { default: string; types: string }>;
       };
       for (const [entry, target] of Object.entries(pkg.exports)) {
-        const js = join(out, target.import.replace(/^\.\/dist\//, ''));
+        const js = join(out, target.default.replace(/^\.\/dist\//, ''));
         const dts = join(out, target.types.replace(/^\.\/dist\//, ''));
         expect(existsSync(js), `${entry} → ${js}`).toBe(true);
         expect(existsSync(dts), `${entry} → ${dts}`).toBe(true);
