@@ -37,4 +37,4 @@ export {
   checkFieldName,
   checkFieldValue,
 } from './serialize.js';
-export { STATUS_TEXT, statusText } from './tables.js';
+export { STATUS_TEXT, statusText, isToken } from './tables.js';

@@ -30,6 +30,17 @@ export const TOKEN: Uint8Array = (() => {
   return t;
 })();
 
+/** True when `s` is a non-empty RFC 9110 token (a method, a field name, a cookie name, a parameter name). */
+export function isToken(s: string): boolean {
+  const n = s.length;
+  if (n === 0) return false;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0xff || TOKEN[c] === 0) return false;
+  }
+  return true;
+}
+
 /**
  * Field-value bytes (RFC 9110 §5.5): 1 for VCHAR and obs-text, 2 for SP and HTAB (kept inside a
  * value, trimmed at its ends), 0 for everything else (CTLs including CR, LF and NUL, and DEL).

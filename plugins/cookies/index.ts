@@ -11,9 +11,13 @@
  *   default-path and path-match; Max-Age over Expires; expired cookies are removed; Secure
  *   cookies are only stored from and sent to secure origins (https, and `localhost`,
  *   `*.localhost`, 127.0.0.1 and ::1 as browsers do); a non-secure origin cannot overwrite a
- *   Secure cookie; `__Secure-` and `__Host-` prefixes are enforced (RFC 6265bis); order:
- *   longest path first, then earliest creation. SameSite is parsed and kept but not enforced
- *   (a client has no "site for cookies").
+ *   Secure cookie; `__Secure-` and `__Host-` prefixes are enforced
+ *   (RFC 6265bis); order: longest path first, then earliest creation. SameSite is parsed and
+ *   kept but not enforced (a client has no "site for cookies").
+ * - Building (`new Cookie`, {@link stringify}, {@link addCookie}) refuses with `ArgumentError`
+ *   what would change the header rather than encode it: a name that is not a token, a value,
+ *   path or domain with `;`, CR, LF or another CTL, a `sameSite` other than lax/strict/none.
+ *   Parsing and building share these rules, so every parsed cookie can be rendered back.
  * - {@link Cookies}: the namespace object (`Cookies.cookies`, `Cookies.getCookies(jar, …)`, …).
  * - The `cookies` plugin: with a `cookiejar` option (per call or `Client` default; `false` turns
  *   it off for a call), a `client.onRequest` tap at `Stage.COOKIES` adds the jar's cookies for
@@ -31,6 +35,7 @@ import {
   Stage,
   definePlugin,
   getCallOptions,
+  isToken,
   type RequestContext,
 } from '../../kernel/index.js';
 
@@ -69,16 +74,26 @@ export class Cookie {
   /** Set by a jar: creation time, ms since the epoch (kept when a cookie is replaced). */
   created = 0;
 
+  /**
+   * Throws `ArgumentError` when a field could not be sent as it is: a name that is not a token,
+   * a value with a CTL, `"`, `;` or `\\`, a path with a CTL or `;`, a domain that is not plain
+   * ASCII host characters, a `sameSite` other than lax/strict/none, an `expires` that is not a
+   * valid Date, a `maxAge` that is not a finite number. The same checks run again when the
+   * cookie is rendered, so a field changed afterwards cannot slip through either.
+   */
   constructor(name: string, value: string, options: CookieInit = {}) {
     this.name = name;
     this.value = value;
+    if (typeof options.path !== 'string' && options.path !== undefined) throw new ArgumentError(`cookie path must be a string, got ${typeof options.path}`);
+    if (typeof options.domain !== 'string' && options.domain !== undefined) throw new ArgumentError(`cookie domain must be a string, got ${typeof options.domain}`);
     this.path = options.path ?? '';
     this.domain = options.domain === undefined ? '' : normDomain(options.domain);
     this.expires = options.expires;
     this.maxAge = options.maxAge;
     this.secure = options.secure ?? false;
     this.httpOnly = options.httpOnly ?? false;
-    this.sameSite = options.sameSite;
+    this.sameSite = options.sameSite === undefined ? undefined : sameSiteOf(options.sameSite);
+    checkCookie(this, true);
   }
 
   /** Absolute expiry in ms (Max-Age counted from `created`), or `Infinity` for a session cookie. */
@@ -97,35 +112,135 @@ function normDomain(d: string): string {
   return d.startsWith('.') ? d.slice(1) : d;
 }
 
-// ---- parsing -----------------------------------------------------------------------------------
+// ---- the rules of what a cookie can hold ----------------------------------------------------
+// One set of rules for parsing and for building, so that every cookie parsed (and so every
+// cookie a jar holds) can be rendered back, and nothing rendered can carry a `;` (a new
+// attribute), a CR or LF (a new header), or any other CTL.
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// Cookie value octets after unquoting: no CTLs, no DQUOTE, `;` or backslash (Go's rule, plus non-ASCII).
-// eslint-disable-next-line no-control-regex
-const BAD_VALUE = /[\x00-\x1f\x7f";\\]/;
+function describeChar(c: number): string {
+  return c > 0x20 && c < 0x7f ? `'${String.fromCharCode(c)}'` : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+function show(s: string): string {
+  return JSON.stringify(s.length > 60 ? `${s.slice(0, 60)}...` : s);
+}
+
+function isCtl(c: number): boolean {
+  return c < 0x20 || c === 0x7f;
+}
+
+/**
+ * The first character a cookie value cannot hold, or -1. RFC 6265 §4.1.1 cookie-octets, plus
+ * space and comma (sent in the quoted form, as Go does and browsers read) and obs-text
+ * (0x80-0xFF, which RFC 6265bis user agents store and send back): so no CTL, `"`, `;` or `\`,
+ * and nothing a header cannot carry (over 0xFF).
+ */
+function badValueChar(v: string): number {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (isCtl(c) || c === 0x22 || c === 0x3b || c === 0x5c || c > 0xff) return c;
+  }
+  return -1;
+}
+
+/** The first character a Path cannot hold (RFC 6265 §4.1.1 path-value: no CTL or `;`), or -1. */
+function badPathChar(v: string): number {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (isCtl(c) || c === 0x3b || c > 0xff) return c;
+  }
+  return -1;
+}
+
+/** The first character a Domain cannot hold (an ASCII host name or IP: no CTL, space, `;` or `,`), or -1. */
+function badDomainChar(v: string): number {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f || c === 0x3b || c === 0x2c) return c;
+  }
+  return -1;
+}
+
+function sameSiteOf(v: unknown): SameSite {
+  const s = typeof v === 'string' ? v.toLowerCase() : undefined;
+  if (s === 'lax' || s === 'strict' || s === 'none') return s;
+  throw new ArgumentError(`cookie sameSite must be 'lax', 'strict' or 'none', got ${typeof v === 'string' ? show(v) : typeof v}`);
+}
+
+/** Why `c` cannot be rendered (its name and value, and with `attributes` the rest), or undefined. */
+function cookieProblem(c: Cookie, attributes: boolean): string | undefined {
+  if (typeof c.name !== 'string' || !isToken(c.name)) {
+    if (typeof c.name !== 'string') return `cookie name must be a string, got ${typeof c.name}`;
+    if (c.name === '') return 'cookie name must not be empty';
+    let i = 0;
+    while (isToken(c.name[i]!)) i++;
+    return `cookie name ${show(c.name)} must be a token (RFC 6265 §4.1.1); ${describeChar(c.name.charCodeAt(i))} is not allowed`;
+  }
+  if (typeof c.value !== 'string') return `cookie value must be a string, got ${typeof c.value}`;
+  let bad = badValueChar(c.value);
+  if (bad >= 0) {
+    return `cookie value ${show(c.value)} of ${show(c.name)} has ${describeChar(bad)}, which a cookie value cannot hold (RFC 6265 §4.1.1); percent-encode the value (encodeURIComponent)`;
+  }
+  if (!attributes) return undefined;
+  if (typeof c.path !== 'string') return `cookie path must be a string, got ${typeof c.path}`;
+  if ((bad = badPathChar(c.path)) >= 0) return `cookie path ${show(c.path)} has ${describeChar(bad)}, which a Path cannot hold; percent-encode it`;
+  if (typeof c.domain !== 'string') return `cookie domain must be a string, got ${typeof c.domain}`;
+  if ((bad = badDomainChar(c.domain)) >= 0) {
+    return `cookie domain ${show(c.domain)} has ${describeChar(bad)}, which a Domain cannot hold${bad > 0x7f ? '; use the A-label (xn--) form of the name' : ''}`;
+  }
+  if (c.expires !== undefined) {
+    if (!(c.expires instanceof Date)) return `cookie expires must be a Date, got ${typeof c.expires}`;
+    if (Number.isNaN(c.expires.getTime())) return 'cookie expires must be a valid Date, got an Invalid Date';
+  }
+  if (c.maxAge !== undefined && (typeof c.maxAge !== 'number' || !Number.isFinite(c.maxAge))) {
+    return `cookie maxAge must be a finite number of seconds, got ${typeof c.maxAge === 'number' ? String(c.maxAge) : typeof c.maxAge}`;
+  }
+  if (typeof c.secure !== 'boolean') return `cookie secure must be a boolean, got ${typeof c.secure}`;
+  if (typeof c.httpOnly !== 'boolean') return `cookie httpOnly must be a boolean, got ${typeof c.httpOnly}`;
+  if (c.sameSite !== undefined) {
+    try {
+      sameSiteOf(c.sameSite);
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+  return undefined;
+}
+
+function checkCookie(c: Cookie, attributes: boolean): void {
+  const problem = cookieProblem(c, attributes);
+  if (problem !== undefined) throw new ArgumentError(problem);
+}
+
+// ---- parsing -----------------------------------------------------------------------------------
 
 function unquote(v: string): string {
   return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;
 }
 
-function validName(n: string): boolean {
-  return TOKEN.test(n);
+function validValue(v: string): boolean {
+  return badValueChar(v) < 0;
 }
 
-function validValue(v: string): boolean {
-  return !BAD_VALUE.test(v);
+/** RFC 6265bis: a set-cookie-string with a CTL other than HTAB is ignored whole. */
+function hasCtl(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (isCtl(c) && c !== 0x09) return true;
+  }
+  return false;
 }
 
 /** Parses one `Set-Cookie` value (RFC 6265 §5.2). Invalid input gives `undefined`; never throws. */
 export function parseSetCookie(header: string): Cookie | undefined {
-  if (typeof header !== 'string') return undefined;
+  if (typeof header !== 'string' || hasCtl(header)) return undefined;
   const parts = header.split(';');
   const pair = parts[0]!;
   const eq = pair.indexOf('=');
   if (eq < 0) return undefined;
   const name = pair.slice(0, eq).trim();
   const value = unquote(pair.slice(eq + 1).trim());
-  if (!validName(name) || !validValue(value)) return undefined;
+  if (!isToken(name) || !validValue(value)) return undefined;
   const c = new Cookie(name, value);
   for (let i = 1; i < parts.length; i++) {
     const av = parts[i]!;
@@ -166,7 +281,8 @@ export function parseSetCookie(header: string): Cookie | undefined {
         break; // unknown attributes are ignored
     }
   }
-  return c;
+  // A Path or Domain that could not be rendered back (a Domain no host name can match).
+  return cookieProblem(c, true) === undefined ? c : undefined;
 }
 
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
@@ -211,7 +327,7 @@ function parseCookieHeader(values: string[]): Cookie[] {
       if (eq < 0) continue;
       const name = p.slice(0, eq).trim();
       const value = unquote(p.slice(eq + 1).trim());
-      if (validName(name) && validValue(value)) out.push(new Cookie(name, value));
+      if (isToken(name) && validValue(value)) out.push(new Cookie(name, value));
     }
   }
   return out;
@@ -238,20 +354,28 @@ export function getRequestCookies(req: Request): Cookie[] {
 
 // ---- stringify ---------------------------------------------------------------------------------
 
+// Both check the cookie first: its fields are plain properties a caller may have changed since
+// construction, and what goes out must never carry a `;`, CR, LF or other CTL.
+
 function pairString(c: Cookie): string {
+  checkCookie(c, false);
   const v = c.value.includes(' ') || c.value.includes(',') ? `"${c.value}"` : c.value;
   return `${c.name}=${v}`;
 }
 
 function setCookieString(c: Cookie): string {
+  checkCookie(c, true);
   let s = pairString(c);
   if (c.path !== '') s += `; Path=${c.path}`;
   if (c.domain !== '') s += `; Domain=${c.domain}`;
-  if (c.expires !== undefined && !Number.isNaN(c.expires.getTime())) s += `; Expires=${c.expires.toUTCString()}`;
+  if (c.expires !== undefined) s += `; Expires=${c.expires.toUTCString()}`;
   if (c.maxAge !== undefined) s += `; Max-Age=${c.maxAge > 0 ? Math.floor(c.maxAge) : 0}`;
   if (c.httpOnly) s += '; HttpOnly';
   if (c.secure) s += '; Secure';
-  if (c.sameSite !== undefined) s += `; SameSite=${c.sameSite[0]!.toUpperCase()}${c.sameSite.slice(1)}`;
+  if (c.sameSite !== undefined) {
+    const ss = sameSiteOf(c.sameSite);
+    s += `; SameSite=${ss[0]!.toUpperCase()}${ss.slice(1)}`;
+  }
   return s;
 }
 

@@ -4,7 +4,7 @@
  * against the project's server across a redirect chain on 127.0.0.1.
  */
 import { describe, expect, it } from 'vitest';
-import { Client, Request, Response, createKernel } from '../../../kernel/index.js';
+import { ArgumentError, Client, Request, Response, createKernel } from '../../../kernel/index.js';
 import {
   Cookie,
   CookieJar,
@@ -228,6 +228,118 @@ describe('helpers', () => {
     expect(Object.keys(Cookies).sort()).toEqual(['Cookie', 'CookieJar', 'addCookie', 'cookies', 'getCookies', 'getRequestCookies', 'parseSetCookie', 'setCookies', 'stringify']);
     expect(Cookies.getCookies).toBe(getJarCookies);
     expect(presets.defaults).toContain(cookies);
+  });
+});
+
+describe('building refuses what would change the header', () => {
+  const bad = (f: () => unknown, message: RegExp): void => {
+    expect(f).toThrow(ArgumentError);
+    expect(f).toThrow(message);
+  };
+
+  it('a value with ";" cannot add attributes: refused at construction and when rendered after a change', () => {
+    bad(() => new Cookie('n', 'x;Domain=evil.example;Path=/admin'), /cookie value .*';'/);
+    const c = new Cookie('n', 'x');
+    c.value = 'x;Domain=evil.example;Path=/admin';
+    bad(() => stringify(c), /cookie value .*';'/);
+    bad(() => stringify(c, false), /cookie value .*';'/);
+    bad(() => stringify('', [c], false), /cookie value/);
+    bad(() => addCookie(new Response(200), c), /cookie value/);
+    bad(() => addCookie(new Request('GET', '/'), c), /cookie value/);
+  });
+
+  it.each([
+    ['x\r\nSet-Cookie: evil=1', /U\+000D/],
+    ['a\nb', /U\+000A/],
+    ['nul\0', /U\+0000/],
+    ['del\x7f', /U\+007F/],
+    ['q"uote', /'"'/],
+    ['back\\slash', /'\\'/],
+    ['euro€', /U\+20AC/],
+  ])('value %j is refused', (value, char) => {
+    bad(() => new Cookie('n', value), /cookie value/);
+    bad(() => new Cookie('n', value), char);
+  });
+
+  it.each(['', 'a;b', 'a\nb', 'a b', 'a=b', 'a,b', 'é', '(x)'])('name %j is refused (a name is a token)', (name) => {
+    bad(() => new Cookie(name, 'v'), /cookie name/);
+    const c = new Cookie('ok', 'v');
+    c.name = name;
+    bad(() => stringify(c), /cookie name/);
+  });
+
+  it('space and comma go out in the quoted form; an empty value and obs-text are kept', () => {
+    expect(stringify(new Cookie('a', 'x y'))).toBe('a="x y"');
+    expect(stringify(new Cookie('a', 'x,y'))).toBe('a="x,y"');
+    expect(stringify(new Cookie('a', ''))).toBe('a=');
+    expect(stringify(new Cookie('a', 'caf\u00e9'))).toBe('a=caf\u00e9');
+    expect(parseSetCookie(stringify(new Cookie('a', 'x y'), false))!.value).toBe('x y');
+  });
+
+  it('sameSite must be lax, strict or none (any case)', () => {
+    bad(() => new Cookie('n', 'v', { sameSite: 'lax; Domain=evil.example' as never }), /sameSite/);
+    bad(() => new Cookie('n', 'v', { sameSite: 'bogus' as never }), /sameSite/);
+    const c = new Cookie('n', 'v');
+    (c as { sameSite: unknown }).sameSite = 'bogus';
+    bad(() => stringify(c, false), /sameSite/);
+    expect(stringify(new Cookie('n', 'v', { sameSite: 'Strict' as never }), false)).toBe('n=v; SameSite=Strict');
+    expect(new Cookie('n', 'v', { sameSite: 'NONE' as never }).sameSite).toBe('none');
+  });
+
+  it.each([
+    ['path', { path: '/a;Domain=evil.example' }, /cookie path .*';'/],
+    ['path', { path: '/a\r\nX: y' }, /cookie path .*U\+000D/],
+    ['path', { path: '/caf\u20ac' }, /cookie path .*U\+20AC/],
+    ['domain', { domain: 'example.com;Path=/' }, /cookie domain .*';'/],
+    ['domain', { domain: 'exa mple.com' }, /cookie domain .*U\+0020/],
+    ['domain', { domain: 'ex\nample.com' }, /cookie domain .*U\+000A/],
+    ['domain', { domain: 'b\u00fccher.example' }, /cookie domain .*U\+00FC/],
+    ['expires', { expires: 'tomorrow' as never }, /expires must be a Date/],
+    ['expires', { expires: new Date(NaN) }, /expires must be a valid Date/],
+    ['maxAge', { maxAge: '60; Domain=evil.example' as never }, /maxAge must be a finite number/],
+    ['maxAge', { maxAge: NaN }, /maxAge must be a finite number/],
+    ['maxAge', { maxAge: Infinity }, /maxAge must be a finite number/],
+    ['secure', { secure: 'yes' as never }, /secure must be a boolean/],
+    ['httpOnly', { httpOnly: 1 as never }, /httpOnly must be a boolean/],
+  ])('%s %j is refused', (_field, options, message) => {
+    bad(() => new Cookie('n', 'v', options), message);
+  });
+
+  it('attributes changed after construction are checked when rendered', () => {
+    const c = new Cookie('n', 'v');
+    c.path = '/x; Domain=evil.example';
+    bad(() => stringify(c, false), /cookie path/);
+    c.path = '/';
+    c.domain = 'evil.example; Secure';
+    bad(() => addCookie(new Response(200), c), /cookie domain/);
+    c.domain = '';
+    c.maxAge = '1; Domain=x' as never;
+    bad(() => stringify(c, false), /maxAge/);
+  });
+
+  it('parsing never yields a cookie that cannot be rendered back (and setCookies does not throw)', () => {
+    expect(parseSetCookie('a=b; Path=/x\x01y')).toBeUndefined();
+    expect(parseSetCookie('a=b; Domain=exa mple.com')).toBeUndefined();
+    expect(parseSetCookie('a=b; Domain=ex\u00e4mple.com')).toBeUndefined();
+    expect(parseSetCookie('a=b; Path=/\u20ac')).toBeUndefined();
+    const jar = store('http://h.com/', ['a=b; Path=/x\x01y', 'c=d; Domain=h .com', 'e=f']);
+    expect(sent(jar, 'http://h.com/')).toBe('e=f');
+    for (const h of ['a=b; Path=/ok; Domain=h.com; Max-Age=5; Secure; HttpOnly; SameSite=Lax', 'a="q v"']) {
+      const c = parseSetCookie(h)!;
+      expect(parseSetCookie(stringify(c, false))).toMatchObject({ name: c.name, value: c.value, path: c.path, domain: c.domain });
+    }
+  });
+
+  it("a Response built by a handler with addCookie reaches a real client as one header (the project's server)", async () => {
+    const { port } = await startServer(() => {
+      const res = new Response(200, 'ok');
+      addCookie(res, new Cookie('s', 'a b', { path: '/', sameSite: 'strict', httpOnly: true }));
+      return res;
+    });
+    const client = new Client();
+    onCleanup(() => client.close());
+    const res = await client.get(`http://127.0.0.1:${port}/`);
+    expect(res.headers.getAll('Set-Cookie')).toEqual(['s="a b"; Path=/; HttpOnly; SameSite=Strict']);
   });
 });
 
