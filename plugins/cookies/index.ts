@@ -11,7 +11,7 @@
  *   default-path and path-match; Max-Age over Expires; expired cookies are removed; Secure
  *   cookies are only stored from and sent to secure origins (https, and `localhost`,
  *   `*.localhost`, 127.0.0.1 and ::1 as browsers do); a non-secure origin cannot overwrite a
- *   Secure cookie; `__Secure-` and `__Host-` prefixes are enforced
+ *   Secure cookie; `__Secure-` and `__Host-` prefixes are enforced, in any letter case
  *   (RFC 6265bis); order: longest path first, then earliest creation. SameSite is parsed and
  *   kept but not enforced (a client has no "site for cookies").
  * - Building (`new Cookie`, {@link stringify}, {@link addCookie}) refuses with `ArgumentError`
@@ -497,8 +497,12 @@ export function storeCookie(jar: CookieJar, scheme: string, host: string, path: 
     c.hostOnly = true;
   }
   if (c.path === '' || !c.path.startsWith('/')) c.path = defaultPath(path);
-  if (c.name.startsWith('__Secure-') && !(c.secure && secureOrigin)) return false;
-  if (c.name.startsWith('__Host-') && !(c.secure && secureOrigin && c.hostOnly && c.path === '/')) return false;
+  // RFC 6265bis §4.1.3: the prefixes are matched case-insensitively (`__secure-`, `__HOST-`, …).
+  if (c.name.startsWith('__')) {
+    const prefix = c.name.slice(0, 9).toLowerCase();
+    if (prefix === '__secure-' && !(c.secure && secureOrigin)) return false;
+    if (prefix.startsWith('__host-') && !(c.secure && secureOrigin && c.hostOnly && c.path === '/')) return false;
+  }
 
   const key = `${c.name};${c.path}`;
   let bucket = jar.entries.get(c.domain);

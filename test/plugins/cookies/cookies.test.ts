@@ -156,6 +156,14 @@ describe('CookieJar: paths, secure, expiry, order', () => {
     ['https://h.com/', '__Secure-x=1; Secure', 'https://h.com/', '__Secure-x=1'],
     ['https://h.com/', '__Host-x=1; Secure; Path=/', 'https://h.com/', '__Host-x=1'],
     ['https://h.com/', '__Host-x=1; Secure; Path=/; Domain=h.com', 'https://h.com/', ''],
+    // RFC 6265bis §4.1.3: the prefixes match case-insensitively.
+    ['http://h.com/', '__secure-d=evil', 'http://h.com/', ''],
+    ['https://h.com/', '__SECURE-d=evil', 'https://h.com/', ''],
+    ['https://h.com/', '__sEcUrE-d=1; Secure', 'https://h.com/', '__sEcUrE-d=1'],
+    ['http://h.com/', '__host-f=evil', 'http://h.com/', ''],
+    ['https://h.com/a/b', '__HOST-f=evil; Secure', 'https://h.com/a/b', ''], // path /a, not /
+    ['https://h.com/', '__host-f=evil; Secure; Path=/; Domain=h.com', 'https://h.com/', ''],
+    ['https://h.com/', '__hOsT-f=1; Secure; Path=/', 'https://h.com/', '__hOsT-f=1'],
   ])('%s %j → %s', (from, header, to, want) => {
     expect(sent(store(from, [header]), to)).toBe(want);
   });
