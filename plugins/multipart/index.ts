@@ -293,7 +293,7 @@ export function Batch(parts: Iterable<Multipart | readonly [string, unknown]> | 
 
 /** One parsed part. */
 export interface ParsedPart {
-  /** The Content-Disposition `name`, or empty. */
+  /** The Content-Disposition `name` (every form-data part has one, possibly empty), or empty. */
   name: string;
   /** The Content-Disposition `filename`, or null. */
   filename: string | null;
@@ -399,6 +399,8 @@ function parseArgs(
  * Parses a complete multipart body. Call as `(contentTypeHeader, body, requiredType?)` or
  * `(message, requiredType?)`. Resolves to `undefined` when the content type is not multipart
  * (or not the required subtype) or there is no body; throws {@link ParseError} on malformed input.
+ * In a `multipart/form-data` body, a part without `Content-Disposition: form-data` and a
+ * `name` parameter is skipped (RFC 7578 §4.2; `name=""` is a name).
  */
 export function parseMultipart(contentTypeHeader: string, body: Uint8Array | string | null | undefined, requiredType?: MultipartType): ParsedPart[] | undefined;
 export function parseMultipart(message: MessageLike, requiredType?: MultipartType): ParsedPart[] | undefined;
@@ -412,7 +414,7 @@ export function parseMultipart(a: string | MessageLike, b?: unknown, c?: unknown
   const boundary = params.get('boundary');
   if (boundary === undefined || boundary === '') throw new ParseError('multipart Content-Type has no boundary');
   if (boundary.length > 70) throw new ParseError(`multipart boundary is longer than 70 characters (${boundary.length})`);
-  return parseBody(Buffer.from(body.buffer, body.byteOffset, body.byteLength), boundary);
+  return parseBody(Buffer.from(body.buffer, body.byteOffset, body.byteLength), boundary, type === 'multipart/form-data');
 }
 
 /** {@link parseMultipart} for `multipart/form-data` only. */
@@ -429,7 +431,8 @@ export function parseMultipartMixed(a: string | MessageLike, b?: Uint8Array | st
   return typeof a === 'string' ? parseMultipart(a, b, 'mixed') : parseMultipart(a, 'mixed');
 }
 
-function parseBody(buf: Buffer, boundary: string): ParsedPart[] {
+/** The parts of `buf`; with `formData`, parts that are not named form-data parts are left out (RFC 7578 §4.2). */
+function parseBody(buf: Buffer, boundary: string, formData: boolean): ParsedPart[] {
   const dash = Buffer.from(`--${boundary}`, 'latin1');
   const delim = Buffer.from(`\r\n--${boundary}`, 'latin1');
   // The first delimiter: at the start, or after a preamble ending in CRLF.
@@ -467,7 +470,8 @@ function parseBody(buf: Buffer, boundary: string): ParsedPart[] {
     }
     const next = buf.indexOf(delim, dataStart);
     if (next < 0) throw new ParseError('multipart body ends without the final boundary');
-    parts.push(makePart(headers, buf.subarray(dataStart, next)));
+    const part = makePart(headers, buf.subarray(dataStart, next), formData);
+    if (part !== null) parts.push(part);
     pos = next + delim.length;
   }
 }
@@ -492,13 +496,20 @@ function parsePartHeaders(block: Buffer): Headers {
   }
 }
 
-function makePart(headers: Headers, data: Uint8Array): ParsedPart {
+/**
+ * One part, or null for a form-data part without a `Content-Disposition: form-data` that has a
+ * `name`: RFC 7578 §4.2 requires both, and such a part is skipped, as the reference does.
+ */
+function makePart(headers: Headers, data: Uint8Array, formData: boolean): ParsedPart | null {
   const disp = headers.get('Content-Disposition');
   let name = '';
   let filename: string | null = null;
+  if (formData && disp === undefined) return null;
   if (disp !== undefined) {
-    const { params } = parseMediaType(disp);
-    name = params.get('name') ?? '';
+    const { type, params } = parseMediaType(disp);
+    const n = params.get('name');
+    if (formData && (type !== 'form-data' || n === undefined)) return null;
+    name = n ?? '';
     const ext = params.get('filename*');
     const decoded = ext !== undefined ? decodeExtValue(ext) : undefined;
     filename = decoded ?? params.get('filename') ?? null;

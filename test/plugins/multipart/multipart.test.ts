@@ -160,6 +160,26 @@ describe('parsing', () => {
     expect(parseMultipartForm(new Response(200, body, { headers: [['Content-Type', ct]] }))).toHaveLength(1);
   });
 
+  it('form-data: a part with no name, or with no form-data Content-Disposition, is skipped (RFC 7578 §4.2)', () => {
+    const body =
+      '--BB\r\nContent-Disposition: form-data; filename="orphan.txt"\r\n\r\nno name\r\n' +
+      '--BB\r\nContent-Disposition: form-data; name="kept"\r\n\r\nyes\r\n' +
+      '--BB\r\nContent-Type: text/plain\r\n\r\nno disposition\r\n' +
+      '--BB\r\nContent-Disposition: attachment; name="wrongtype"\r\n\r\nattachment\r\n' +
+      '--BB\r\nContent-Disposition: form-data; name=""\r\n\r\nempty name\r\n' +
+      '--BB\r\nContent-Disposition: form-data\r\n\r\nbare\r\n' +
+      '--BB--\r\n';
+    const parts = parseMultipartForm(ct, body)!;
+    expect(parts.map((p) => [p.name, text(p.data)])).toEqual([
+      ['kept', 'yes'],
+      ['', 'empty name'], // a name parameter that is empty is still a name
+    ]);
+    expect(parseMultipart(ct, body)!.map((p) => p.name)).toEqual(['kept', '']);
+    // multipart/mixed parts need no name.
+    const mixed = parseMultipartMixed('multipart/mixed; boundary=BB', body)!;
+    expect(mixed).toHaveLength(6);
+  });
+
   it('type mismatch or no body → undefined', () => {
     expect(parseMultipartForm('text/plain', '--BB--')).toBeUndefined();
     expect(parseMultipartForm('multipart/mixed; boundary=BB', '--BB--')).toBeUndefined();
