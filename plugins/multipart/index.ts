@@ -2,12 +2,17 @@
  * Multipart helpers (not a hook plugin): {@link Form} builds a streamed multipart body
  * (`multipart/form-data` or `multipart/mixed`), {@link Multipart} is one part, {@link Batch}
  * a mixed form, and {@link parseMultipart} and friends parse a complete multipart body.
+ *
+ * A part's user strings cannot change the part's header block: a name or file name is sent
+ * quoted with `"`, CR, LF and the other control characters percent-encoded (`%22`, `%0D`,
+ * `%0A`, …, as browsers encode form-data names), and a content type or transfer encoding
+ * with a control character is refused with `ArgumentError`.
  */
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { AbstractBody, ArgumentError, Headers, ParseError } from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Headers, ParseError, checkFieldValue } from '../../kernel/index.js';
 import { FileSource } from './file-source.js';
 
 /** The data a {@link Multipart} can carry. */
@@ -29,11 +34,17 @@ export class Multipart {
   /** Part name; a Form uses its own key when this is empty. */
   readonly name: string;
 
+  /** Throws `ArgumentError` when `contentType` or `contentTransferEncoding` holds a control character (CR, LF, NUL, …). */
   constructor(filename: string | null, data: MultipartData, contentType = '', contentTransferEncoding = '', name = '') {
     if (filename !== null && typeof filename !== 'string') throw new ArgumentError('Multipart filename must be a string or null');
     if (!(typeof data === 'string' || data instanceof Uint8Array || isAsyncIterable(data))) {
       throw new ArgumentError(`Multipart data must be a Uint8Array, string, Readable or async iterable, got ${typeof data}`);
     }
+    if (typeof contentType !== 'string') throw new ArgumentError(`Multipart contentType must be a string, got ${typeof contentType}`);
+    if (typeof contentTransferEncoding !== 'string') throw new ArgumentError(`Multipart contentTransferEncoding must be a string, got ${typeof contentTransferEncoding}`);
+    if (typeof name !== 'string') throw new ArgumentError(`Multipart name must be a string, got ${typeof name}`);
+    checkFieldValue('Content-Type', contentType);
+    checkFieldValue('Content-Transfer-Encoding', contentTransferEncoding);
     this.filename = filename;
     this.data = data;
     this.contentType = contentType;
@@ -96,14 +107,14 @@ export function randomBoundary(): string {
   return `----------------switchyard${randomBytes(11).toString('hex')}`;
 }
 
-/** Escapes a quoted Content-Disposition parameter value (the WHATWG form encoding rule). */
+/**
+ * A quoted Content-Disposition parameter value: `"`, CR and LF percent-encoded as the WHATWG
+ * form-data encoding does (`%22`, `%0D`, `%0A`), and so are the other control characters,
+ * which no header value may hold. Other characters, `%` included, go as they are (UTF-8).
+ */
 function quoteParam(s: string): string {
-  return `"${s.replace(/\r\n|\r|\n/g, '%0D%0A').replace(/"/g, '%22')}"`;
-}
-
-function noCrlf(what: string, s: string): string {
-  if (/[\r\n]/.test(s)) throw new ArgumentError(`${what} must not contain CR or LF`);
-  return s;
+  // eslint-disable-next-line no-control-regex
+  return `"${s.replace(/[\x00-\x1f\x7f"]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)}"`;
 }
 
 /**
@@ -181,8 +192,8 @@ export class Form extends AbstractBody {
     let h = `Content-Disposition: ${disp}\r\n`;
     // A plain form field (string data, no file name, no explicit type) carries no Content-Type, as browsers and curl send it.
     const plainField = this.type === 'formdata' && part.filename === null && part.contentType === '' && typeof part.data === 'string';
-    if (!plainField) h += `Content-Type: ${noCrlf('content type', part.contentType || detectContentType(part.data, part.filename))}\r\n`;
-    if (part.contentTransferEncoding !== '') h += `Content-Transfer-Encoding: ${noCrlf('content transfer encoding', part.contentTransferEncoding)}\r\n`;
+    if (!plainField) h += `Content-Type: ${part.contentType || detectContentType(part.data, part.filename)}\r\n`;
+    if (part.contentTransferEncoding !== '') h += `Content-Transfer-Encoding: ${part.contentTransferEncoding}\r\n`;
     return h;
   }
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, ParseError, Request, Response, readAll } from '../../../kernel/index.js';
+import { ArgumentError, Client, ParseError, Request, Response, readAll } from '../../../kernel/index.js';
 import {
   Batch,
   Form,
@@ -129,6 +129,51 @@ describe('Form', () => {
   it('rejects bad boundaries', () => {
     expect(() => new Form([], { boundary: 'x'.repeat(71) })).toThrow(/boundary/);
     expect(() => new Form([], { boundary: 'a\r\nb' })).toThrow(/boundary/);
+  });
+});
+
+describe('Form: part headers carry user strings safely', () => {
+  it('a name or file name cannot end its quotes or start a header: " CR LF are percent-encoded (WHATWG form-data)', async () => {
+    const form = new Form(
+      [
+        ['n"\r\nX-Injected: 1', new Multipart('a"b\r\nX-Injected: 2\r\n\r\nboo.txt', 'data', 'text/plain')],
+        ['cr\ronly', new Multipart('lf\nonly', 'x', 'text/plain')],
+        ['nul\0and\x01ctl\x7f', new Multipart('tab\there.txt', 'y', 'text/plain')],
+      ],
+      { boundary: 'QQ' },
+    );
+    const bytes = await readAll(form);
+    const raw = text(bytes);
+    expect(raw).toContain('Content-Disposition: form-data; name="n%22%0D%0AX-Injected: 1"; filename="a%22b%0D%0AX-Injected: 2%0D%0A%0D%0Aboo.txt"\r\n');
+    expect(raw).toContain('name="cr%0Donly"; filename="lf%0Aonly"\r\n');
+    expect(raw).toContain('name="nul%00and%01ctl%7F"; filename="tab%09here.txt"\r\n');
+    const parts = parseMultipartForm(contentType(form), bytes)!;
+    expect(parts.map((p) => [...p.headers].map(([k]) => k.toLowerCase()))).toEqual([
+      ['content-disposition', 'content-type'],
+      ['content-disposition', 'content-type'],
+      ['content-disposition', 'content-type'],
+    ]);
+    expect(parts.map((p) => [p.name, p.filename, text(p.data)])).toEqual([
+      ['n%22%0D%0AX-Injected: 1', 'a%22b%0D%0AX-Injected: 2%0D%0A%0D%0Aboo.txt', 'data'],
+      ['cr%0Donly', 'lf%0Aonly', 'x'],
+      ['nul%00and%01ctl%7F', 'tab%09here.txt', 'y'],
+    ]);
+  });
+
+  it('the same for a multipart/mixed part name', async () => {
+    const raw = text(await readAll(Batch([new Multipart(null, 'x', 'text/plain', '', 'a"\r\nb')], { boundary: 'M' })));
+    expect(raw).toContain('Content-Disposition: attachment; name="a%22%0D%0Ab"\r\n');
+  });
+
+  it.each([
+    ['content type with CR LF', ['text/plain\r\nX-Injected: 1', ''], /U\+000D/],
+    ['content type with NUL', ['text/plain\0', ''], /U\+0000/],
+    ['content type with a CTL', ['text/plain\x01', ''], /U\+0001/],
+    ['transfer encoding with LF', ['', 'binary\nX-Injected: 1'], /U\+000A/],
+    ['transfer encoding with DEL', ['', 'binary\x7f'], /U\+007F/],
+  ])('%s is refused', (_what, [type, cte], char) => {
+    expect(() => new Multipart('f.txt', 'x', type, cte)).toThrow(ArgumentError);
+    expect(() => new Multipart('f.txt', 'x', type, cte)).toThrow(char);
   });
 });
 
