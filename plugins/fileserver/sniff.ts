@@ -5,7 +5,8 @@
  * HTML and XML, PDF, PostScript, text BOMs, images (§6.1), audio and video (§6.2, with the
  * MP4 and WebM algorithms; MP3 without an ID3 tag is not detected), archives (§6.3), then
  * text vs binary (§7.1 step 7: no binary data byte means text).
- * Only the first 512 bytes are looked at (the standard's resource header).
+ * Only the first 512 bytes are looked at (the standard's resource header). Multipart uses the
+ * same rules for a part sent without a content type.
  */
 
 /** How many leading bytes {@link sniffContentType} reads: 512, the standard's resource header. */

@@ -5,7 +5,7 @@
  * lands in the sender's buffer with no per-chunk allocation (a ReadStream allocates a fresh
  * 64 KiB Buffer per read, which is what made a large upload's memory churn).
  */
-import { ReadStream, statSync } from 'node:fs';
+import { ReadStream, closeSync, openSync, readSync, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 
 /** A byte range of a file, read on demand. */
@@ -50,6 +50,29 @@ export class FileSource {
     const source = new FileSource(s.path, start, Math.max(0, endExclusive - start));
     s.destroy();
     return source;
+  }
+
+  /**
+   * Up to `n` bytes from the part's start, read synchronously (the form needs them to sniff the
+   * part's type while it is being built and sized); null when the file cannot be read, which
+   * the reads report later.
+   */
+  head(n: number): Uint8Array | null {
+    const buf = Buffer.alloc(Math.min(n, this.size));
+    if (buf.length === 0) return buf;
+    let fd: number;
+    try {
+      fd = openSync(this.path, 'r');
+    } catch {
+      return null;
+    }
+    try {
+      return buf.subarray(0, readSync(fd, buf, 0, buf.length, this.position));
+    } catch {
+      return null;
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** Reads the next bytes into `dst`; 0 at the end (or when the file shrank since it was sized). */

@@ -7,12 +7,20 @@
  * quoted with `"`, CR, LF and the other control characters percent-encoded (`%22`, `%0D`,
  * `%0A`, …, as browsers encode form-data names), and a content type or transfer encoding
  * with a control character is refused with `ArgumentError`.
+ *
+ * An empty part content type is detected when the form is built: from the file name's
+ * extension when it names a type, else by sniffing the data (the fileserver's WHATWG MIME
+ * sniffing, one implementation for both): the bytes of a string or Uint8Array part, the first
+ * 512 bytes of an unread `fs` read stream (read synchronously, as its size is, so the form
+ * still knows its length), and for any other stream its first 512 bytes when the form is sent.
  */
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import mime from 'mime-types';
 import { AbstractBody, ArgumentError, Headers, ParseError, checkFieldValue } from '../../kernel/index.js';
+import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
 /** The data a {@link Multipart} can carry. */
@@ -53,34 +61,32 @@ export class Multipart {
   }
 }
 
-const EXT_TYPES: Record<string, string> = {
-  '.txt': 'text/plain',
-  '.html': 'text/html',
-  '.htm': 'text/html',
-  '.css': 'text/css',
-  '.csv': 'text/csv',
-  '.js': 'text/javascript',
-  '.json': 'application/json',
-  '.xml': 'application/xml',
-  '.pdf': 'application/pdf',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.gif': 'image/gif',
-  '.svg': 'image/svg+xml',
-  '.zip': 'application/zip',
-};
+/** The type a file name's extension names, or null when it names none or only `application/octet-stream`. */
+function typeByName(filename: string | null): string | null {
+  if (filename === null) return null;
+  const ext = path.extname(filename);
+  if (ext === '' || ext === '.') return null;
+  const t = mime.lookup(ext);
+  return t === false || t === 'application/octet-stream' ? null : t;
+}
 
 /**
- * The content type used for a part whose type was left empty: by the file name's extension
- * when known, else `text/plain` for string data and `application/octet-stream` for anything else.
+ * The content type used for a part whose type was left empty: the type the file name's
+ * extension names (`application/octet-stream` counts as none), else the data's sniffed type
+ * ({@link sniffContentType}): `image/png`, `application/pdf`, `text/plain; charset=utf-8`, …
+ * Empty bytes, and a stream (whose bytes are not known yet; a {@link Form} sniffs its first
+ * bytes when sending), give `application/octet-stream`.
  */
 export function detectContentType(data: MultipartData, filename: string | null = null): string {
-  if (filename !== null) {
-    const t = EXT_TYPES[path.extname(filename).toLowerCase()];
-    if (t !== undefined) return t;
-  }
-  return typeof data === 'string' ? 'text/plain' : 'application/octet-stream';
+  const byName = typeByName(filename);
+  if (byName !== null) return byName;
+  if (typeof data === 'string') return sniffContentType(Buffer.from(data.length > SNIFF_LENGTH ? data.slice(0, SNIFF_LENGTH) : data, 'utf8'));
+  return data instanceof Uint8Array ? sniffBytes(data) : 'application/octet-stream';
+}
+
+/** The sniffed type of bytes; empty bytes say nothing, so `application/octet-stream`. */
+function sniffBytes(b: Uint8Array): string {
+  return b.length === 0 ? 'application/octet-stream' : sniffContentType(b);
 }
 
 function isAsyncIterable(x: unknown): x is AsyncIterable<Uint8Array | string> {
@@ -98,7 +104,15 @@ export interface FormOptions {
 /** What a {@link Form} accepts as its parts. */
 export type FormParts = Iterable<readonly [string, unknown]> | Record<string, unknown>;
 
-type Segment = Uint8Array | FileSource | AsyncIterable<Uint8Array | string>;
+/**
+ * The header block of a stream part whose type is sniffed when sent: it is rendered once the
+ * first bytes of the stream (the segment after it) are in.
+ */
+class SniffedHead {
+  constructor(readonly render: (type: string) => Uint8Array) {}
+}
+
+type Segment = Uint8Array | FileSource | SniffedHead | AsyncIterable<Uint8Array | string>;
 
 const BCHARS = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
@@ -115,6 +129,12 @@ export function randomBoundary(): string {
 function quoteParam(s: string): string {
   // eslint-disable-next-line no-control-regex
   return `"${s.replace(/[\x00-\x1f\x7f"]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)}"`;
+}
+
+function chunkBytes(v: unknown): Uint8Array {
+  if (typeof v === 'string') return Buffer.from(v, 'utf8');
+  if (v instanceof Uint8Array) return v;
+  throw new ArgumentError(`multipart part stream produced ${typeof v}, expected Uint8Array or string chunks`);
 }
 
 /**
@@ -154,26 +174,31 @@ export class Form extends AbstractBody {
         ? (parts as Iterable<readonly [string, unknown]>)
         : Object.entries(parts as Record<string, unknown>);
     let total = 0;
+    const headOf = (part: Multipart, type: string | null): Uint8Array => Buffer.from(`--${boundary}\r\n${this.partHeaders(part, type)}\r\n`, 'utf8');
     for (const pair of pairs) {
       if (!Array.isArray(pair) || pair.length !== 2) throw new ArgumentError('Form parts must be [name, value] pairs');
       const [key, value] = pair as [unknown, unknown];
       const part = toMultipart(String(key), value);
-      const head = Buffer.from(`--${boundary}\r\n${this.partHeaders(part)}\r\n`, 'utf8');
-      this.segments.push(head);
-      total += head.length;
       const d = part.data;
-      if (typeof d === 'string') {
-        const b = Buffer.from(d, 'utf8');
-        this.segments.push(b);
-        total += b.length;
-      } else if (d instanceof Uint8Array) {
-        this.segments.push(d);
-        total += d.length;
+      // A plain form field (a value that is not a Multipart, sent as text) carries no Content-Type, as browsers and curl send it.
+      const plainField = type === 'formdata' && !(value instanceof Multipart) && typeof d === 'string';
+      const given = plainField ? null : part.contentType || typeByName(part.filename);
+      if (typeof d === 'string' || d instanceof Uint8Array) {
+        const b = typeof d === 'string' ? Buffer.from(d, 'utf8') : d;
+        const head = headOf(part, plainField ? null : (given ?? (typeof d === 'string' ? sniffContentType(b) : sniffBytes(b))));
+        this.segments.push(head, b);
+        total += head.length + b.length;
       } else {
         // An unread fs.ReadStream becomes a sized file part; any other stream keeps the length unknown.
         const file = FileSource.from(d);
-        this.segments.push(file ?? d);
-        total = file !== null ? total + file.size : -Infinity;
+        if (file !== null) {
+          const head = headOf(part, given ?? sniffFile(file));
+          this.segments.push(head, file);
+          total += head.length + file.size;
+        } else {
+          this.segments.push(given !== null ? headOf(part, given) : new SniffedHead((t) => headOf(part, t)), d);
+          total = -Infinity;
+        }
       }
       const crlf = Buffer.from('\r\n');
       this.segments.push(crlf);
@@ -185,14 +210,13 @@ export class Form extends AbstractBody {
     this.total = total < 0 ? -1 : total;
   }
 
-  private partHeaders(part: Multipart): string {
+  /** A part's header lines; `type` null for none. The Multipart checked its type and transfer encoding. */
+  private partHeaders(part: Multipart, type: string | null): string {
     let disp = this.type === 'formdata' ? 'form-data' : 'attachment';
     if (part.name !== '' || this.type === 'formdata') disp += `; name=${quoteParam(part.name)}`;
     if (part.filename !== null) disp += `; filename=${quoteParam(part.filename)}`;
     let h = `Content-Disposition: ${disp}\r\n`;
-    // A plain form field (string data, no file name, no explicit type) carries no Content-Type, as browsers and curl send it.
-    const plainField = this.type === 'formdata' && part.filename === null && part.contentType === '' && typeof part.data === 'string';
-    if (!plainField) h += `Content-Type: ${part.contentType || detectContentType(part.data, part.filename)}\r\n`;
+    if (type !== null) h += `Content-Type: ${type}\r\n`;
     if (part.contentTransferEncoding !== '') h += `Content-Transfer-Encoding: ${part.contentTransferEncoding}\r\n`;
     return h;
   }
@@ -232,6 +256,34 @@ export class Form extends AbstractBody {
         this.index++;
         continue;
       }
+      if (seg instanceof SniffedHead) {
+        // Gather the stream's first bytes (up to the sniffer's 512, or its end), then send the head and them.
+        const stream = this.segments[this.index + 1] as AsyncIterable<Uint8Array | string>;
+        this.iterator ??= stream[Symbol.asyncIterator]();
+        const first: Uint8Array[] = [];
+        let size = 0;
+        let done = false;
+        while (size < SNIFF_LENGTH) {
+          const r = await this.iterator.next();
+          if (this.isClosed) return 0;
+          if (r.done === true) {
+            done = true;
+            break;
+          }
+          const b = chunkBytes(r.value);
+          first.push(b);
+          size += b.length;
+        }
+        const data = first.length === 1 ? first[0]! : Buffer.concat(first, size);
+        this.pending = Buffer.concat([seg.render(sniffBytes(data)), data]);
+        if (done) {
+          this.iterator = null;
+          this.index += 2;
+        } else {
+          this.index++;
+        }
+        continue;
+      }
       this.iterator ??= seg[Symbol.asyncIterator]();
       const r = await this.iterator.next();
       if (this.isClosed) return 0;
@@ -240,10 +292,7 @@ export class Form extends AbstractBody {
         this.index++;
         continue;
       }
-      const v: unknown = r.value;
-      if (typeof v === 'string') this.pending = Buffer.from(v, 'utf8');
-      else if (v instanceof Uint8Array) this.pending = v;
-      else throw new ArgumentError(`multipart part stream produced ${typeof v}, expected Uint8Array or string chunks`);
+      this.pending = chunkBytes(r.value);
       if (this.pending.length === 0) this.pending = null;
     }
   }
@@ -259,7 +308,7 @@ export class Form extends AbstractBody {
     for (let i = this.index; i < this.segments.length; i++) {
       const s = this.segments[i];
       if (s instanceof FileSource) void s.close();
-      else if (!(s instanceof Uint8Array) && typeof (s as { destroy?: unknown }).destroy === 'function') (s as unknown as { destroy(): void }).destroy();
+      else if (!(s instanceof Uint8Array) && !(s instanceof SniffedHead) && typeof (s as { destroy?: unknown }).destroy === 'function') (s as unknown as { destroy(): void }).destroy();
     }
   }
 
@@ -267,6 +316,12 @@ export class Form extends AbstractBody {
   get closed(): boolean {
     return this.isClosed;
   }
+}
+
+/** The sniffed type of a file part's first bytes; `application/octet-stream` when they cannot be read. */
+function sniffFile(file: FileSource): string {
+  const head = file.head(SNIFF_LENGTH);
+  return head === null ? 'application/octet-stream' : sniffBytes(head);
 }
 
 function toMultipart(key: string, value: unknown): Multipart {

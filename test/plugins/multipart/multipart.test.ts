@@ -91,12 +91,12 @@ describe('Form', () => {
   });
 
   it('knows its length when every part is sized; an object of parts; detection of empty types', async () => {
-    const form = new Form({ x: '1', y: new Multipart(null, new Uint8Array([9])), z: new Multipart('p.png', new Uint8Array([1])) }, { boundary: 'XyZ' });
+    const form = new Form({ x: '1', y: new Multipart(null, new Uint8Array([0])), z: new Multipart('p.png', new Uint8Array([1])) }, { boundary: 'XyZ' });
     const bytes = await readAll(form);
     expect(form.length).toBe(bytes.length);
     expect(text(bytes)).toBe(
       '--XyZ\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n' +
-        '--XyZ\r\nContent-Disposition: form-data; name="y"\r\nContent-Type: application/octet-stream\r\n\r\n\x09\r\n' +
+        '--XyZ\r\nContent-Disposition: form-data; name="y"\r\nContent-Type: application/octet-stream\r\n\r\n\x00\r\n' +
         '--XyZ\r\nContent-Disposition: form-data; name="z"; filename="p.png"\r\nContent-Type: image/png\r\n\r\n\x01\r\n' +
         '--XyZ--\r\n',
     );
@@ -111,7 +111,8 @@ describe('Form', () => {
         yield Buffer.from(`chunk${i}`);
       }
     })());
-    const form = new Form([['s', src]], { boundary: 'b' });
+    // A given type: the head goes out before the stream is pulled (an empty type would need its first bytes).
+    const form = new Form([['s', new Multipart(null, src, 'application/octet-stream')]], { boundary: 'b' });
     const first = new Uint8Array(8);
     const n = await form.read(first);
     expect(text(first.subarray(0, n))).toBe('--b\r\nCon');
@@ -131,6 +132,19 @@ describe('Form', () => {
     expect(() => new Form([], { boundary: 'a\r\nb' })).toThrow(/boundary/);
   });
 });
+
+const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(40, 1)]);
+const PDF = Buffer.from('%PDF-1.7\n%\xe2\xe3\n1 0 obj\n', 'latin1');
+const GZIP = Buffer.from('1f8b0800000000000003', 'hex');
+const ZIP = Buffer.from('504b0304140000000800', 'hex');
+const GIF = Buffer.from('GIF89a\x01\x00\x01\x00', 'latin1');
+const JPEG = Buffer.from('ffd8ffe000104a464946', 'hex');
+
+/** The Content-Type line of each part of a built form, in order (null when a part has none). */
+async function partTypes(form: Form): Promise<(string | null)[]> {
+  const parts = parseMultipart(contentType(form), await readAll(form))!;
+  return parts.map((p) => p.headers.get('Content-Type') ?? null);
+}
 
 describe('Form: part headers carry user strings safely', () => {
   it('a name or file name cannot end its quotes or start a header: " CR LF are percent-encoded (WHATWG form-data)', async () => {
@@ -177,6 +191,97 @@ describe('Form: part headers carry user strings safely', () => {
   });
 });
 
+describe('Form: an empty part content type is detected from the data (WHATWG MIME sniffing)', () => {
+  it('bytes: PNG, GIF, JPEG, PDF, gzip, zip, text, binary', async () => {
+    const form = new Form([
+      ['png', new Multipart(null, PNG)],
+      ['gif', new Multipart('upload', GIF)],
+      ['jpeg', new Multipart('photo.bin', JPEG)], // a name that says only "bytes" does not stop sniffing
+      ['pdf', new Multipart(null, PDF)],
+      ['gz', new Multipart(null, GZIP)],
+      ['zip', new Multipart(null, ZIP)],
+      ['text', new Multipart(null, Buffer.from('plain words\n'))],
+      ['html', new Multipart('page', Buffer.from('<!DOCTYPE html><html></html>'))],
+      ['bin', new Multipart(null, Buffer.from([0, 1, 2, 3]))],
+      ['empty', new Multipart(null, new Uint8Array(0))],
+    ]);
+    expect(await partTypes(form)).toEqual([
+      'image/png',
+      'image/gif',
+      'image/jpeg',
+      'application/pdf',
+      'application/x-gzip',
+      'application/zip',
+      'text/plain; charset=utf-8',
+      'text/html; charset=utf-8',
+      'application/octet-stream',
+      'application/octet-stream',
+    ]);
+  });
+
+  it('a file name with a known extension wins; an explicit type wins over both; a plain string field has none', async () => {
+    const form = new Form([
+      ['a', new Multipart('data.json', Buffer.from('{"a":1}'))],
+      ['b', new Multipart('x.png', Buffer.from('not a png'))],
+      ['c', new Multipart(null, PNG, 'application/x-custom')],
+      ['d', 'a plain field'],
+      ['e', new Multipart(null, '<html> as a string </html>')],
+    ]);
+    expect(await partTypes(form)).toEqual(['application/json', 'image/png', 'application/x-custom', null, 'text/html; charset=utf-8']);
+  });
+
+  it('an unread fs read stream is sniffed from its first bytes (and the form still knows its length)', async () => {
+    const pngPath = path.join(dir, 'picture'); // no extension
+    await writeFile(pngPath, PNG);
+    const form = new Form([['f', createReadStream(pngPath)], ['g', createReadStream(pngPath, { start: 8 })]]);
+    const declared = form.length;
+    const bytes = await readAll(form);
+    expect(declared).toBe(bytes.length);
+    const parts = parseMultipartForm(contentType(form), bytes)!;
+    expect(parts.map((p) => [p.filename, p.contentType])).toEqual([
+      ['picture', 'image/png'],
+      ['picture', 'application/octet-stream'], // from byte 8 on: the signature is not there
+    ]);
+    expect(Buffer.from(parts[0]!.data).equals(PNG)).toBe(true);
+  });
+
+  it('a stream part is sniffed from its first bytes when sent, across small chunks, and streamed on', async () => {
+    let pulled = 0;
+    const chunks = [PNG.subarray(0, 1), PNG.subarray(1, 5), PNG.subarray(5), Buffer.alloc(100_000, 7)];
+    const src = Readable.from((function* () {
+      for (const c of chunks) {
+        pulled++;
+        yield c;
+      }
+    })());
+    const form = new Form([['s', src], ['t', Readable.from(['plain ', 'text'])], ['u', Readable.from([])]], { boundary: 'SS' });
+    expect(form.length).toBe(-1);
+    expect(pulled).toBe(0); // nothing is read before the body is
+    const bytes = await readAll(form);
+    const parts = parseMultipartForm(contentType(form), bytes)!;
+    expect(parts.map((p) => p.contentType)).toEqual(['image/png', 'text/plain; charset=utf-8', 'application/octet-stream']);
+    expect(Buffer.from(parts[0]!.data).equals(Buffer.concat(chunks))).toBe(true);
+    expect(text(parts[1]!.data)).toBe('plain text');
+    expect(parts[2]!.data.length).toBe(0);
+  });
+
+  it("over loopback: the project's server sees the sniffed types of bytes and stream parts", async () => {
+    const { port } = await startServer((req) => {
+      const parts = parseMultipartForm(req) ?? [];
+      return new Response(200, JSON.stringify(parts.map((p) => [p.name, p.contentType, p.data.length])));
+    });
+    const client = new Client();
+    onCleanup(() => client.close());
+    const form = new Form([['img', new Multipart(null, PNG)], ['doc', Readable.from([PDF])], ['txt', new Multipart('notes', Buffer.from('hello'))]]);
+    const res = await client.post(`http://127.0.0.1:${port}/`, { body: form });
+    expect(JSON.parse(text(res.body as Uint8Array))).toEqual([
+      ['img', 'image/png', PNG.length],
+      ['doc', 'application/pdf', PDF.length],
+      ['txt', 'text/plain; charset=utf-8', 5],
+    ]);
+  });
+});
+
 describe('Batch and multipart/mixed', () => {
   it('builds and parses multipart/mixed', async () => {
     const b = Batch([new Multipart(null, '{"a":1}', 'application/json', '', 'first'), ['second', 'two']], { boundary: 'mixedB' });
@@ -187,7 +292,7 @@ describe('Batch and multipart/mixed', () => {
     const parts = parseMultipartMixed(contentType(b), bytes)!;
     expect(parts.map((p) => [p.name, p.contentType, text(p.data)])).toEqual([
       ['first', 'application/json', '{"a":1}'],
-      ['second', 'text/plain', 'two'],
+      ['second', 'text/plain; charset=utf-8', 'two'],
     ]);
     expect(parseMultipart(contentType(b), bytes)).toHaveLength(2);
     expect(parseMultipart(contentType(b), bytes, 'formdata')).toBeUndefined();
