@@ -14,6 +14,7 @@ import {
   Headers,
   Request,
   Response,
+  checkFieldValue,
   type HeadersInit,
 } from '../../kernel/index.js';
 import { evaluatePreconditions, ifRangeAllows, type Validators } from './conditional.js';
@@ -212,6 +213,8 @@ export async function serveContent(req: Request, source: ContentSource, options:
   if (typeof options !== 'object' || options === null) throw new ArgumentError('serveContent: options must be an object');
   const name = optString(options.name, 'name') ?? '';
   const contentType = optString(options.contentType, 'contentType');
+  // Refused now, with the caller on the stack, rather than by the serializer when the response goes out.
+  if (contentType !== null) checkFieldValue('Content-Type', contentType);
   const etagOpt = optString(options.etag, 'etag');
   const etag = etagOpt === null ? null : normalizeEtag(etagOpt, 'serveContent: etag');
   const modtime = modtimeMs(options.modtime, 'serveContent');

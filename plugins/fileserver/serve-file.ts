@@ -5,7 +5,7 @@
  */
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
-import { ArgumentError, Headers, Request, Response } from '../../kernel/index.js';
+import { ArgumentError, Headers, Request, Response, checkFieldValue } from '../../kernel/index.js';
 import { normalizeEtag, weakStatEtag } from './etag.js';
 import { closeFd, openServed, type Opened } from './open-file.js';
 import { isUnsafeFsPath, splitTarget } from './path-safety.js';
@@ -69,7 +69,10 @@ export function resolveFileOptions(o: ServeFileOptions, fn: string): ResolvedFil
     else throw new ArgumentError(`${fn}: etag must be 'weak_stat', a function (path, stat) => string, or a string`);
   }
   const cc = o.cacheControl ?? null;
-  if (cc !== null && (typeof cc !== 'string' || /[\r\n\0]/.test(cc))) throw new ArgumentError(`${fn}: cacheControl must be a header value string`);
+  if (cc !== null) {
+    if (typeof cc !== 'string') throw new ArgumentError(`${fn}: cacheControl must be a header value string, got ${typeof cc}`);
+    checkFieldValue('Cache-Control', cc);
+  }
   return { indexFile, redirectCanonical: o.redirectCanonical ?? true, etag, cacheControl: cc };
 }
 

@@ -195,6 +195,8 @@ describe('fileServer: ETag and Cache-Control options', () => {
     expect(() => fileServer(site.root, { etag: 42 as unknown as string })).toThrow(ArgumentError);
     expect(() => fileServer(site.root, { etag: 'has space' })).toThrow(ArgumentError);
     expect(() => fileServer(site.root, { cacheControl: 'a\r\nb' })).toThrow(ArgumentError);
+    expect(() => fileServer(site.root, { cacheControl: 'no-cache\x01' })).toThrow(/U\+0001 in the value of header "Cache-Control"/);
+    expect(() => fileServer(site.root, { cacheControl: 'no-cache\x7f' })).toThrow(ArgumentError);
     expect(() => fileServer(site.root, { spaFallback: '../index.html' })).toThrow(ArgumentError);
     expect(() => fileServer(site.root, { prefix: 'static' })).toThrow(ArgumentError);
   });
@@ -422,6 +424,16 @@ describe('serveContent', () => {
     expect((await ask(port, 'GET', '/', { Range: 'bytes=2-3' })).text).toBe('cd');
     const nr = await ask(port, 'GET', '/norange', { Range: 'bytes=2-3' });
     expect([nr.status, nr.text, nr.headers.has('Accept-Ranges')]).toEqual([200, 'abcdefghij', false]);
+  });
+
+  it.each([
+    ['CR LF', 'text/html\r\nX-Injected: 1', /U\+000D in the value of header "Content-Type"/],
+    ['NUL', 'text/plain\0', /U\+0000/],
+    ['a CTL', 'text/plain\x0b', /U\+000B/],
+  ])('a contentType with %s is an ArgumentError when called, not a broken response later', async (_what, contentType, message) => {
+    const req = new Request('GET', '/');
+    await expect(serveContent(req, 'x', { contentType })).rejects.toThrow(ArgumentError);
+    await expect(serveContent(req, 'x', { contentType })).rejects.toThrow(message);
   });
 
   it('an ETag given in headers is the validator', async () => {
