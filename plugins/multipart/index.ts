@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
-import { AbstractBody, ArgumentError, Headers, ParseError, checkFieldValue } from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Headers, ParseError, checkFieldValue, isToken } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -552,7 +552,7 @@ function parsePartHeaders(block: Buffer): Headers {
     const colon = line.indexOf(':');
     if (colon <= 0) throw new ParseError(`malformed multipart part header line ${JSON.stringify(line.slice(0, 100))}`);
     const name = line.slice(0, colon).trim();
-    if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) throw new ParseError(`invalid multipart part header name ${JSON.stringify(name.slice(0, 100))}`);
+    if (!isToken(name)) throw new ParseError(`invalid multipart part header name ${JSON.stringify(name.slice(0, 100))}`);
     pairs.push([name, line.slice(colon + 1).trim()]);
   }
   try {
