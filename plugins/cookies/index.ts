@@ -76,10 +76,11 @@ export class Cookie {
 
   /**
    * Throws `ArgumentError` when a field could not be sent as it is: a name that is not a token,
-   * a value with a CTL, `"`, `;` or `\\`, a path with a CTL or `;`, a domain that is not plain
-   * ASCII host characters, a `sameSite` other than lax/strict/none, an `expires` that is not a
-   * valid Date, a `maxAge` that is not a finite number. The same checks run again when the
-   * cookie is rendered, so a field changed afterwards cannot slip through either.
+   * a value with a CTL, `;`, `\` or a `"` other than one pair around it (RFC 6265's quoted
+   * form), a path with a CTL or `;`, a domain that is not plain ASCII host characters, a
+   * `sameSite` other than lax/strict/none, an `expires` that is not a valid Date, a `maxAge`
+   * that is not a finite number. The same checks run again when the cookie is rendered, so a
+   * field changed afterwards cannot slip through either.
    */
   constructor(name: string, value: string, options: CookieInit = {}) {
     this.name = name;
@@ -133,10 +134,13 @@ function isCtl(c: number): boolean {
  * The first character a cookie value cannot hold, or -1. RFC 6265 §4.1.1 cookie-octets, plus
  * space and comma (sent in the quoted form, as Go does and browsers read) and obs-text
  * (0x80-0xFF, which RFC 6265bis user agents store and send back): so no CTL, `"`, `;` or `\`,
- * and nothing a header cannot carry (over 0xFF).
+ * and nothing a header cannot carry (over 0xFF). With `quotedForm`, a value wrapped in one
+ * pair of DQUOTEs (RFC 6265 cookie-value's other form) is checked inside its quotes.
  */
-function badValueChar(v: string): number {
-  for (let i = 0; i < v.length; i++) {
+function badValueChar(v: string, quotedForm: boolean): number {
+  const quoted = quotedForm && v.length >= 2 && v.charCodeAt(0) === 0x22 && v.charCodeAt(v.length - 1) === 0x22;
+  const end = quoted ? v.length - 1 : v.length;
+  for (let i = quoted ? 1 : 0; i < end; i++) {
     const c = v.charCodeAt(i);
     if (isCtl(c) || c === 0x22 || c === 0x3b || c === 0x5c || c > 0xff) return c;
   }
@@ -177,7 +181,7 @@ function cookieProblem(c: Cookie, attributes: boolean): string | undefined {
     return `cookie name ${show(c.name)} must be a token (RFC 6265 §4.1.1); ${describeChar(c.name.charCodeAt(i))} is not allowed`;
   }
   if (typeof c.value !== 'string') return `cookie value must be a string, got ${typeof c.value}`;
-  let bad = badValueChar(c.value);
+  let bad = badValueChar(c.value, true);
   if (bad >= 0) {
     return `cookie value ${show(c.value)} of ${show(c.name)} has ${describeChar(bad)}, which a cookie value cannot hold (RFC 6265 §4.1.1); percent-encode the value (encodeURIComponent)`;
   }
@@ -218,8 +222,9 @@ function unquote(v: string): string {
   return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;
 }
 
+/** A value after unquoting: the quotes are gone, so none may be left. */
 function validValue(v: string): boolean {
-  return badValueChar(v) < 0;
+  return badValueChar(v, false) < 0;
 }
 
 /** RFC 6265bis: a set-cookie-string with a CTL other than HTAB is ignored whole. */
@@ -359,7 +364,7 @@ export function getRequestCookies(req: Request): Cookie[] {
 
 function pairString(c: Cookie): string {
   checkCookie(c, false);
-  const v = c.value.includes(' ') || c.value.includes(',') ? `"${c.value}"` : c.value;
+  const v = (c.value.includes(' ') || c.value.includes(',')) && !c.value.startsWith('"') ? `"${c.value}"` : c.value;
   return `${c.name}=${v}`;
 }
 

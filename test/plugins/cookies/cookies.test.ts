@@ -284,6 +284,15 @@ describe('building refuses what would change the header', () => {
     expect(parseSetCookie(stringify(new Cookie('a', 'x y'), false))!.value).toBe('x y');
   });
 
+  it('a value in the RFC 6265 quoted form (as curl keeps it in cookies.txt) is sent as it is', () => {
+    expect(stringify(new Cookie('a', '"abc"'))).toBe('a="abc"');
+    expect(stringify(new Cookie('a', '"x y"'), false)).toBe('a="x y"');
+    expect(stringify(new Cookie('a', '""'))).toBe('a=""');
+    expect(parseSetCookie(stringify(new Cookie('a', '"abc"'), false))!.value).toBe('abc');
+    for (const v of ['"', '"abc', 'abc"', '"a"b"', '"a;b"', '"a\\"']) bad(() => new Cookie('a', v), /cookie value/);
+    expect(parseSetCookie('a=""x""')).toBeUndefined(); // one pair of quotes is taken off; none may be left
+  });
+
   it('sameSite must be lax, strict or none (any case)', () => {
     bad(() => new Cookie('n', 'v', { sameSite: 'lax; Domain=evil.example' as never }), /sameSite/);
     bad(() => new Cookie('n', 'v', { sameSite: 'bogus' as never }), /sameSite/);
