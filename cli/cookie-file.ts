@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { ArgumentError } from '../kernel/index.js';
 import { Cookie, CookieJar } from '../plugins/cookies/index.js';
 
 const HTTP_ONLY = '#HttpOnly_';
@@ -43,13 +44,19 @@ export function parseCookieFile(text: string, now = Date.now()): CookieJar {
     const [domainField, sub, path, secure, expiry, name, value] = f as [string, string, string, string, string, string, string];
     if (domainField === '' || name === '' || !/^\d+$/.test(expiry)) continue;
     const seconds = Number(expiry);
-    const c = new Cookie(name, value, {
-      path: path === '' ? '/' : path,
-      domain: domainField,
-      ...(seconds > 0 ? { expires: new Date(seconds * 1000) } : {}),
-      secure: secure.toUpperCase() === 'TRUE',
-      httpOnly,
-    });
+    let c: Cookie;
+    try {
+      c = new Cookie(name, value, {
+        path: path === '' ? '/' : path,
+        domain: domainField,
+        ...(seconds > 0 ? { expires: new Date(seconds * 1000) } : {}),
+        secure: secure.toUpperCase() === 'TRUE',
+        httpOnly,
+      });
+    } catch (err) {
+      if (err instanceof ArgumentError) continue; // a cookie that could not be sent back (a name that is not a token, a `;` or `\` in the value, …)
+      throw err;
+    }
     if (c.expiryTime() <= now) continue;
     // Host-only unless the file says the cookie covers subdomains (curl writes a leading dot then too).
     c.hostOnly = sub.toUpperCase() !== 'TRUE' && !domainField.startsWith('.');

@@ -161,6 +161,12 @@ describe('cookies.txt', () => {
     expect(hidden.httpOnly).toBe(true);
   });
 
+  it('skips a line whose cookie could not be sent back (a backslash, a bad name) and keeps the rest, quoted values included', () => {
+    const text = ['example.com\tFALSE\t/\tFALSE\t0\tb\tx\\y', 'example.com\tFALSE\t/\tFALSE\t0\ta;b\tv', 'example.com\tFALSE\t/\tFALSE\t0\tq\t"quoted"', 'example.com\tFALSE\t/\tFALSE\t0\tok\t1'].join('\n');
+    const jar = parseCookieFile(text, now);
+    expect(Cookies.getCookies(jar, 'https', 'example.com', '/', now).map((c) => `${c.name}=${c.value}`)).toEqual(['q="quoted"', 'ok=1']);
+  });
+
   it('writes what it reads (round trip), leaving expired cookies out', () => {
     const jar = parseCookieFile('', now);
     Cookies.setCookies(jar, 'https', 'shop.example.com', '/cart', [
