@@ -19,7 +19,7 @@ import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
-import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
+import { CONN_CLOSE, connectionFlags, HeadParser, type HeadLimits } from '../http1/head-parser.js';
 import { CHUNK_ROOM, encodeMessage, expectsBody, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
@@ -409,7 +409,7 @@ class Exchange implements FlowSource {
       this.keepAliveOverride = false;
     }
     const kind = responseBodyKind(p, req.method);
-    this.keepAlive = this.keepAliveOverride && p.keepAlive && !req.close && kind !== 'close' && p.status !== 101;
+    this.keepAlive = this.keepAliveOverride && p.keepAlive && !requestCloses(req) && kind !== 'close' && p.status !== 101;
     let body: Body;
     if (kind === 'none' || (kind === 'length' && p.contentLength === 0)) {
       this.bodyKind = B_NONE;
@@ -608,6 +608,19 @@ class Exchange implements FlowSource {
       op === 'head' ? (this.t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout') : op === 'idle' ? 'readIdleTimeout' : 'writeIdleTimeout';
     this.fail(new TimeoutError('request', ms, elapsed, `${what} of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   };
+}
+
+/**
+ * True when the request ends its connection: `request.close`, or a `close` token in any of its
+ * Connection fields (RFC 9112 §9.6: after sending close, no further request on the connection).
+ */
+function requestCloses(req: Request): boolean {
+  if (req.close) return true;
+  const h = req.headers;
+  for (let i = h.indexOf('Connection'); i >= 0; i = h.indexOf('Connection', i + 1)) {
+    if ((connectionFlags(h.valueAt(i)) & CONN_CLOSE) !== 0) return true;
+  }
+  return false;
 }
 
 /**
