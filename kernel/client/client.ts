@@ -15,7 +15,7 @@ import { Headers, headersFromArrays, type HeadersInit } from '../message/headers
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
-import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
+import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
@@ -282,7 +282,7 @@ export class Client {
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
-    const stream = new ClientStream(body, this.run(req, o, ctx, trace), ctx);
+    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx);
     let final: Response | null = null;
     let failure: unknown = null;
     try {
@@ -457,9 +457,10 @@ export class Client {
   /**
    * The attempt loop shared by `request` and `dispatch`: resolves with the final response head.
    * `retried` is the {@link retryMark} of a first attempt {@link Client.requestPlain} already made
-   * (0: none), so the retry it hands over here counts against the same limits.
+   * (0: none), so the retry it hands over here counts against the same limits. `hold` marks the
+   * exchanges {@link kHoldConnection} (`open`).
    */
-  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, retried = 0): Promise<Response> {
+  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, retried = 0, hold = false): Promise<Response> {
     const k = this.kernel;
     if (k !== null && this.hooks === null) {
       if (k.state !== 'ready') await k.ready();
@@ -467,7 +468,8 @@ export class Client {
     }
     const hooks = this.hooks;
     const plan = this.planFor(o);
-    const timeouts = plan.timeouts;
+    // open(): the stream's reader decides whether its connection is reused (closeRead closes it).
+    const timeouts = hold ? Object.freeze({ ...plan.timeouts, [kHoldConnection]: true }) : plan.timeouts;
     const acquire = plan.acquire;
     let req = first;
     let attempt = 1;

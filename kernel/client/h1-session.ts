@@ -36,6 +36,13 @@ const B_CLOSE = 3;
 /** Bytes read from a streamed request body per write. */
 const BODY_CHUNK = 65536;
 
+/**
+ * Marks exchange options (`ExchangeOptions[kHoldConnection] === true`) of an exchange whose
+ * reader decides the connection's fate (`open`): once the body arrived, the connection waits
+ * for the reader to consume it (then reused) or discard it with `closeRead` (then closed).
+ */
+export const kHoldConnection = Symbol('switchyard.holdConnection');
+
 /** Marks an error that happened before any response byte on a reused connection: safe to retry once. */
 export const kStale = Symbol.for('switchyard.staleConnection');
 
@@ -360,7 +367,11 @@ class Exchange implements FlowSource {
   // ---- reading ---------------------------------------------------------------------------
 
   onData(chunk: Buffer, parser: HeadParser): void {
-    if (this.finished) return;
+    if (this.finished) {
+      // Bytes after a held exchange's response: the server broke framing.
+      if (this.heldReuse === true) this.heldReuse = false;
+      return;
+    }
     this.gotBytes = true;
     let off = 0;
     const end = chunk.length;
@@ -512,8 +523,24 @@ class Exchange implements FlowSource {
     this.finished = true;
     this.cleanup();
     this.body?.end();
+    const reusable = this.keepAlive && this.writeDone();
+    if (this.body !== null && (this.t as unknown as Record<symbol, unknown>)[kHoldConnection] === true) {
+      this.heldReuse = reusable;
+      return;
+    }
     // A body-less response may complete before anyone holds a body: the session is free now.
-    this.session.done(this, this.keepAlive && this.writeDone());
+    this.session.done(this, reusable);
+  }
+
+  /** A held exchange's whole response arrived: whether its connection may be reused once the reader is done (null: not held, or settled). */
+  private heldReuse: boolean | null = null;
+
+  /** The reader took the body to its end: a held connection goes back to its pool (or closes, as the response said). */
+  consumed(): void {
+    const reuse = this.heldReuse;
+    if (reuse === null) return;
+    this.heldReuse = null;
+    this.session.done(this, reuse);
   }
 
   private writeDone(): boolean {
@@ -531,8 +558,13 @@ class Exchange implements FlowSource {
     this.session.failed(this);
   }
 
-  /** The body reader closed the body before its end: the connection cannot be reused. */
+  /** The body reader closed the body before its end, or discarded a held one: the connection cannot be reused. */
   abandon(): void {
+    if (this.heldReuse !== null) {
+      this.heldReuse = null;
+      this.session.done(this, false);
+      return;
+    }
     if (this.finished) return;
     this.finished = true;
     this.cleanup();
