@@ -22,7 +22,7 @@ export interface TransportOptions {
   idleTimeout?: number;
   /** TLS options for `https:` origins (`ca`, `rejectUnauthorized`, `servername`, `cert`/`key`, …). */
   tlsConfig?: ConnectionOptions;
-  /** Source address of outbound connections: an IP assigned to a local interface. */
+  /** Source address of outbound connections: an IP literal of this machine (a request whose connection cannot bind it fails with `ArgumentError`). */
   localAddr?: string;
   /** Proxy policy (the proxy plugin's `ProxyConfig`); opaque to the kernel, part of the pool key. */
   proxy?: unknown;

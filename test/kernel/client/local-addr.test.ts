@@ -3,11 +3,11 @@
  * loopback address binds on Linux (`lo` holds 127.0.0.1/8), so 127.0.0.2 is the source the
  * server sees; an address of no interface here (192.0.2.1, TEST-NET: only bound, never sent
  * to) fails the request with `ArgumentError` before any byte leaves. The same on every path
- * that opens a connection: the kernel's HTTP/1.1, a forward proxy (proxy plugin), and HTTP/2
- * over TLS (h2 plugin).
+ * that opens a connection: the kernel's HTTP/1.1, a forward proxy (proxy plugin), HTTP/2 over
+ * TLS (h2 plugin), and the kernel's upgrade handshake (WebSockets).
  */
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, createKernel, Response, Transport, type Kernel, type Stream } from '../../../kernel/index.js';
+import { ArgumentError, Client, createKernel, Headers, Request, Response, Transport, upgradeRequest, type Kernel, type Stream } from '../../../kernel/index.js';
 import { proxy } from '../../../plugins/proxy/index.js';
 import { cert, h2Kernel, startStreamServer as startH2StreamServer } from '../../plugins/h2/helpers.js';
 import { newClient, okResponse, rawServer, readRequests, rejection, since, startServer, text } from './helpers.js';
@@ -113,5 +113,28 @@ describe('localAddr through the plugins that open connections', () => {
     expect(sources).toEqual(['127.0.0.2']);
     const bad = newClient({ kernel, tlsConfig: { ca: cert.cert }, localAddr: FOREIGN });
     expectBindRefused(await rejection(bad.get(`https://127.0.0.1:${port}/`)), FOREIGN);
+  });
+});
+
+describe('localAddr of an upgrade handshake (upgradeRequest, under WebSockets.open)', () => {
+  function upgrade(port: number): Request {
+    const req = new Request('GET', '/up', { headers: new Headers([['Connection', 'Upgrade'], ['Upgrade', 'echo']]), host: `127.0.0.1:${port}` });
+    req.url = `http://127.0.0.1:${port}/up`;
+    return req;
+  }
+
+  it('binds 127.0.0.2; an unbindable address or an interface name is an ArgumentError', async () => {
+    const sources: string[] = [];
+    const s = await rawServer((sock) => {
+      sources.push(sock.remoteAddress ?? '');
+      sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+    });
+    const { response, socket } = await upgradeRequest(upgrade(s.port), { localAddress: '127.0.0.2' });
+    socket.destroy();
+    expect(response.status).toBe(101);
+    expect(sources).toEqual(['127.0.0.2']);
+    expectBindRefused(await rejection(upgradeRequest(upgrade(s.port), { localAddress: FOREIGN })), FOREIGN);
+    expect(await rejection(upgradeRequest(upgrade(s.port), { localAddress: 'lo' }))).toBeInstanceOf(ArgumentError);
+    expect(s.connections).toBe(1);
   });
 });
