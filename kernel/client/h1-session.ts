@@ -254,8 +254,10 @@ class Exchange implements FlowSource {
         sock.write(Buffer.from(head, 'latin1'));
         this.afterWrite();
         if (!(await this.waitContinue())) return;
+        this.uploaded = true;
         this.sent(sock.write(typeof body === 'string' ? Buffer.from(body, 'utf8') : (body as Uint8Array)));
       } else {
+        this.uploaded = true;
         this.sent(sock.write(encodeMessage(head, body as string | Uint8Array | null)));
       }
       this.afterWrite();
@@ -281,11 +283,16 @@ class Exchange implements FlowSource {
         if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
         const piece = chunked ? frameChunkInPlace(frame, n) : frame.subarray(0, n);
         const ok = sock.write(piece);
+        if (total === framing) this.uploaded = true;
         if (sock.writableLength !== 0) frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
         await this.flushed(ok);
       }
-      if (chunked) await this.flushed(sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1')));
-      else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
+      if (chunked) {
+        const ok = sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1'));
+        this.uploaded = true;
+        await this.flushed(ok);
+      } else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
+      else this.uploaded = true;
     } finally {
       b.close();
     }
@@ -544,9 +551,13 @@ class Exchange implements FlowSource {
   }
 
   private writeDone(): boolean {
-    // An upload still in progress (a server answered early) cannot be cut short on HTTP/1.
-    return this.drainWait === null;
+    // An upload still in progress (a server answered early) is cut short: the connection must
+    // not carry another request, whose bytes the server would read as the rest of this body.
+    return this.uploaded;
   }
+
+  /** The whole request is in the socket (written, if not yet flushed). */
+  private uploaded = false;
 
   fail(err: unknown): void {
     if (this.finished) return;

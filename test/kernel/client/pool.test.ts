@@ -175,6 +175,26 @@ describe('reuse', () => {
     expect(kept.connections).toBe(1);
   });
 
+  it('a response that arrives while the upload is still being sent: that connection is not reused (the request body was cut short)', async () => {
+    // The server answers as soon as it has the head and keeps reading; a body cut short on a
+    // reused connection would swallow the next request's bytes as its own.
+    const raw = await rawServer((sock) => readRequests(sock, () => undefined, () => sock.write(okResponse('early'))));
+    const c = newClient();
+    let sent = 0;
+    async function* slow(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 64; i++) {
+        sent++;
+        yield Buffer.alloc(16 * 1024, 0x75);
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    }
+    const res = await c.post(`${raw.origin}/upload`, { body: slow() });
+    expect(text(res)).toBe('early');
+    expect(sent).toBeLessThan(64);
+    expect(text(await c.get(`${raw.origin}/next`, { requestTimeout: 3000 }))).toBe('early');
+    expect(raw.connections).toBe(2);
+  });
+
   it('bytes after a Content-Length body: that connection is not reused', async () => {
     const raw = await rawServer((sock) => readRequests(sock, () => sock.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA')));
     const c = newClient();
