@@ -529,14 +529,13 @@ class Exchange implements FlowSource {
     if (this.finished) return;
     this.finished = true;
     this.cleanup();
-    this.body?.end();
     const reusable = this.keepAlive && this.writeDone();
-    if (this.body !== null && (this.t as unknown as Record<symbol, unknown>)[kHoldConnection] === true) {
-      this.heldReuse = reusable;
-      return;
-    }
+    // Held before the body ends: a reader waiting on the end may consume it at once.
+    const held = this.body !== null && (this.t as unknown as Record<symbol, unknown>)[kHoldConnection] === true;
+    if (held) this.heldReuse = reusable;
+    this.body?.end();
     // A body-less response may complete before anyone holds a body: the session is free now.
-    this.session.done(this, reusable);
+    if (!held) this.session.done(this, reusable);
   }
 
   /** A held exchange's whole response arrived: whether its connection may be reused once the reader is done (null: not held, or settled). */
