@@ -195,6 +195,18 @@ describe('reuse', () => {
     expect(raw.connections).toBe(2);
   });
 
+  it('streamed uploads the server reads in full (chunked, and with a Content-Length) keep the connection', async () => {
+    const s = await startServer((req) => new Response(200, `got ${(req.body as Uint8Array).length}`));
+    const c = newClient();
+    async function* pieces(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 16; i++) yield Buffer.alloc(64 * 1024, 0x76);
+    }
+    expect(text(await c.post(`${s.origin}/chunked`, { body: pieces() }))).toBe('got 1048576');
+    expect(text(await c.post(`${s.origin}/length`, { body: pieces(), headers: { 'Content-Length': '1048576' } }))).toBe('got 1048576');
+    expect(text(await c.get(`${s.origin}/after`))).toBe('got 0');
+    expect(s.connections).toBe(1);
+  });
+
   it('bytes after a Content-Length body: that connection is not reused', async () => {
     const raw = await rawServer((sock) => readRequests(sock, () => sock.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA')));
     const c = newClient();
