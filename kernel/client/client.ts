@@ -15,7 +15,7 @@ import { Headers, headersFromArrays, type HeadersInit } from '../message/headers
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
-import { kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
+import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
@@ -33,7 +33,12 @@ export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'query' 
 export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<TransportOptions, 'idleTimeout'> {
   /** A booted (or bootable) kernel whose client hooks this client runs; none means no plugins. */
   kernel?: Kernel;
-  /** The connection pool; a new one by default (made from the transport options here). */
+  /**
+   * The connection pool; a new one by default (made from the transport options here). With a
+   * transport, the options that shape its connections (`maxIdlePerHost`, `maxIdleTotal`,
+   * `tlsConfig`, `localAddr`) belong on it and are an `ArgumentError` here; `preferHttp2`,
+   * `proxy`, `maxLineBytes` and `maxHeaderBytes` given here apply to this client's requests.
+   */
   transport?: Transport;
   /** Headers added to every call unless the call sets them. */
   defaultHeaders?: HeadersInit;
@@ -94,6 +99,8 @@ export class Client {
   private defaultPlan: CallPlan | null = null;
   /** True when no client hook acts per attempt (known once the kernel is ready): calls take {@link Client.requestPlain}. */
   private plain: boolean;
+  /** Negotiate HTTP/2 on secure connections: the client's `preferHttp2`, else its transport's. */
+  readonly preferHttp2: boolean;
 
   /** A client; with `kernel`, the kernel's plugins run on every call. */
   constructor(options: ClientOptions = {}) {
@@ -105,15 +112,24 @@ export class Client {
     this.plain = this.kernel === null;
     if (this.kernel !== null && this.kernel.state === 'ready') this.setHooks(this.kernel.tapped.client);
     this.ownsTransport = transport === undefined;
+    if (transport !== undefined) refuseConnectionOptions({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr });
     this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2 });
+    if (preferHttp2 !== undefined && typeof preferHttp2 !== 'boolean') throw new ArgumentError('preferHttp2 must be a boolean');
+    // The client's own choice wins over the transport's default, per request (see planOf).
+    this.preferHttp2 = preferHttp2 ?? this.transport.preferHttp2;
     this.defaultHeaders = defaultHeaders === undefined ? null : new Headers(defaultHeaders);
     this.defaultQuery = queryPairs(defaultQuery);
     if (defaultBasicauth !== undefined && (!Array.isArray(defaultBasicauth) || defaultBasicauth.length !== 2)) throw new ArgumentError('defaultBasicauth must be [user, password]');
     this.defaultBasicauth = defaultBasicauth ?? null;
-    checkCallOptions(rest as CallOptions, 'new Client()');
-    // A policy given only to a shared Transport still counts as the client's (the proxy plugin
-    // reads it from the call options, to forward plain http rather than tunnel it).
-    this.defaults = Object.freeze({ connectTimeout: 30_000, proxy: proxy ?? this.transport.proxy, ...rest }) as CallOptions;
+    // Head limits and the proxy policy are call options too: the client's apply to each of its
+    // requests, over whatever transport. A policy given only to a shared Transport still counts
+    // as the client's (the proxy plugin reads it from the call options, to forward plain http
+    // rather than tunnel it); `proxy: null` (direct) on the client wins over it.
+    const own: CallOptions = { connectTimeout: 30_000, proxy: proxy !== undefined ? proxy : this.transport.proxy };
+    if (maxLineBytes !== undefined) own.maxLineBytes = maxLineBytes;
+    if (maxHeaderBytes !== undefined) own.maxHeaderBytes = maxHeaderBytes;
+    checkCallOptions({ ...own, ...rest } as CallOptions, 'new Client()');
+    this.defaults = Object.freeze({ ...own, ...rest }) as CallOptions;
   }
 
   /** False after {@link Client.close}. */
@@ -282,7 +298,7 @@ export class Client {
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
-    const stream = new ClientStream(body, this.run(req, o, ctx, trace), ctx);
+    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx);
     let final: Response | null = null;
     let failure: unknown = null;
     try {
@@ -360,8 +376,8 @@ export class Client {
 
   /** The exchange and acquire options of `o`; calls without options of their own share one (frozen: sessions only read them). */
   private planFor(o: CallOptions): CallPlan {
-    if (o !== this.defaults) return planOf(o, this.hooks);
-    return (this.defaultPlan ??= planOf(o, this.hooks));
+    if (o !== this.defaults) return planOf(o, this.hooks, this.preferHttp2);
+    return (this.defaultPlan ??= planOf(o, this.hooks, this.preferHttp2));
   }
 
   private merge(call: CallOptions): CallOptions {
@@ -457,9 +473,10 @@ export class Client {
   /**
    * The attempt loop shared by `request` and `dispatch`: resolves with the final response head.
    * `retried` is the {@link retryMark} of a first attempt {@link Client.requestPlain} already made
-   * (0: none), so the retry it hands over here counts against the same limits.
+   * (0: none), so the retry it hands over here counts against the same limits. `hold` marks the
+   * exchanges {@link kHoldConnection} (`open`).
    */
-  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, retried = 0): Promise<Response> {
+  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, retried = 0, hold = false): Promise<Response> {
     const k = this.kernel;
     if (k !== null && this.hooks === null) {
       if (k.state !== 'ready') await k.ready();
@@ -467,7 +484,8 @@ export class Client {
     }
     const hooks = this.hooks;
     const plan = this.planFor(o);
-    const timeouts = plan.timeouts;
+    // open(): the stream's reader decides whether its connection is reused (closeRead closes it).
+    const timeouts = hold ? Object.freeze({ ...plan.timeouts, [kHoldConnection]: true }) : plan.timeouts;
     const acquire = plan.acquire;
     let req = first;
     let attempt = 1;
@@ -554,7 +572,7 @@ interface CallPlan {
   readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null; readonly proxy: CallOptions['proxy'] };
 }
 
-function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null): CallPlan {
+function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean): CallPlan {
   const timeouts: ExchangeOptions = Object.freeze({
     responseHeaderTimeout: o.responseHeaderTimeout ?? 0,
     readIdleTimeout: o.readIdleTimeout ?? 0,
@@ -564,8 +582,24 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null): CallPlan {
     maxLineBytes: o.maxLineBytes,
     maxHeaderBytes: o.maxHeaderBytes,
   });
-  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion: o.httpVersion ?? (o.http2PriorKnowledge === true ? 'h2' : 'auto'), hooks, proxy: o.proxy } as const);
+  let httpVersion = o.httpVersion ?? (o.http2PriorKnowledge === true ? 'h2' : 'auto');
+  // `auto` is the client's preference: without HTTP/2 that is HTTP/1.1 (its own pool key, so a
+  // transport shared with clients that do negotiate h2 never hands this one an h2 session).
+  if (httpVersion === 'auto' && !preferHttp2) httpVersion = 'h1';
+  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks, proxy: o.proxy } as const);
   return { timeouts, buffered: Object.freeze({ ...timeouts, [kBufferBody]: true }), acquire };
+}
+
+/**
+ * Options that shape the connections themselves: a client given a `transport` opens none of its
+ * own, so they belong on that transport (passing them to both would leave one silently unused).
+ */
+function refuseConnectionOptions(given: Record<string, unknown>): void {
+  for (const [name, v] of Object.entries(given)) {
+    if (v !== undefined) {
+      throw new ArgumentError(`new Client(): ${name} shapes the connections of the pool, and this client was given a transport: pass it to new Transport({ ${name} }) instead, or leave out transport`);
+    }
+  }
 }
 
 const RETRY_STALE = 1;

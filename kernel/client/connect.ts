@@ -5,7 +5,6 @@
  */
 import { performance } from 'node:perf_hooks';
 import net from 'node:net';
-import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { ArgumentError, ConnectError, DNSError, TimeoutError, TLSHandshakeError } from '../errors.js';
@@ -15,17 +14,53 @@ import { hostPort } from '../message/uri.js';
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'ESERVFAIL']);
 
-/** Checks that `addr` is an IP literal assigned to a local interface (the reference's `local_addr` rule). */
+/**
+ * Checks that `addr` is an IP literal (the reference's `local_addr` rule: interface names are
+ * not accepted). Whether it is an address of this machine is decided by binding it when a
+ * connection opens ({@link dialTcp}): any 127/8 address binds on Linux though only 127.0.0.1
+ * is listed as `lo`'s address.
+ */
 export function checkLocalAddr(addr: unknown): string | undefined {
   if (addr === undefined || addr === null) return undefined;
   if (typeof addr !== 'string' || net.isIP(addr) === 0) {
     throw new ArgumentError(`localAddr must be an IP address string (interface names are not accepted), got ${typeof addr === 'string' ? JSON.stringify(addr) : typeof addr}`);
   }
-  const wanted = addr.toLowerCase();
-  for (const list of Object.values(networkInterfaces())) {
-    for (const i of list ?? []) if (i.address.toLowerCase() === wanted) return addr;
+  return addr;
+}
+
+/**
+ * Opens TCP to `host:port` (from `localAddress` when given): the socket at once, and a promise
+ * for its `connect` that rejects with the kernel's errors: `DNSError` for the name,
+ * `ArgumentError` when `localAddress` cannot be bound (not an address of this machine, or of
+ * another family than the peer), `ConnectError` (for `address`, default `host:port`) otherwise.
+ * The kernel's own connect and the proxy plugin's both dial through here.
+ */
+export function dialTcp(host: string, port: number, localAddress: string | undefined, address = hostPort(host, port)): { socket: net.Socket; connected: Promise<void> } {
+  const socket = net.connect({ host, port, localAddress, noDelay: true });
+  const connected = new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      socket.destroy();
+      reject(connectFailure(err, host, address, localAddress));
+    };
+    socket.once('error', onError);
+    socket.once('connect', () => {
+      // Until its owner attaches a listener, a late error must not crash the process.
+      socket.removeListener('error', onError);
+      socket.on('error', noop);
+      resolve();
+    });
+  });
+  return { socket, connected };
+}
+
+/** The kernel's error for a failed TCP connect (see {@link dialTcp}). */
+function connectFailure(err: NodeJS.ErrnoException, host: string, address: string, localAddress: string | undefined): Error {
+  if (err.code !== undefined && DNS_CODES.has(err.code)) return new DNSError(host, err);
+  if (err.syscall === 'bind' && localAddress !== undefined) {
+    const why = err.code === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be bound for a connection to ${address}`;
+    return new ArgumentError(`localAddr ${localAddress} ${why} (${err.code ?? err.message})`, { cause: err });
   }
-  throw new ArgumentError(`localAddr ${addr} is not assigned to any local interface`);
+  return new ConnectError(address, err);
 }
 
 /** Runs `step` under the connect deadline and cancellation; `onAbort` destroys what the step made. */
@@ -93,21 +128,9 @@ export async function openConnection(o: ConnectOptions, ctx: RequestContext, giv
   if (given !== null) {
     socket = given;
   } else {
-    const address = hostPort(o.host, o.port);
+    const { socket: s, connected } = dialTcp(o.host, o.port, o.localAddress);
     socket = await bounded<net.Socket>(ctx, deadlineAt, o.timeoutMs, 'connect', started, (resolve, reject) => {
-      const s = net.connect({ host: o.host, port: o.port, localAddress: o.localAddress, noDelay: true });
-      const onErr = (err: NodeJS.ErrnoException): void => {
-        s.destroy();
-        if (err.code !== undefined && DNS_CODES.has(err.code)) reject(new DNSError(o.host, err));
-        else reject(new ConnectError(address, err));
-      };
-      s.once('connect', () => {
-        // Until the session attaches its own, a late error must not crash the process.
-        s.removeListener('error', onErr);
-        s.on('error', noop);
-        resolve(s);
-      });
-      s.once('error', onErr);
+      connected.then(() => resolve(s), reject);
       return () => s.destroy();
     });
   }

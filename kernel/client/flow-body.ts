@@ -16,8 +16,13 @@ export interface FlowSource {
   pause(): void;
   /** Deliver bytes again. */
   resume(): void;
-  /** The reader closed the body before its end (HTTP/1 closes the connection, HTTP/2 resets the stream). */
+  /**
+   * The reader closed the body before its end (HTTP/1 closes the connection, HTTP/2 resets the
+   * stream), or discarded it with {@link FlowBody.closeRead} after its end arrived.
+   */
   abandon(): void;
+  /** The reader took the body to its end (read it out, or closed it after its end arrived). */
+  consumed?(): void;
 }
 
 /** Unread bytes above which the source is paused until the reader catches up. */
@@ -123,7 +128,10 @@ export class FlowBody extends AbstractBody {
         return n;
       }
       if (this.failure !== null) throw this.failure;
-      if (this.ended) return 0;
+      if (this.ended) {
+        this.source.consumed?.();
+        return 0;
+      }
       await this.wait();
     }
   }
@@ -155,7 +163,9 @@ export class FlowBody extends AbstractBody {
   private restNow(limit: number): Uint8Array {
     if (this.failure !== null) throw this.failure;
     if (this.queued > limit) throw new ProtocolError(`response body exceeds ${limit} bytes`);
-    return this.drain();
+    const all = this.drain();
+    if (this.ended) this.source.consumed?.();
+    return all;
   }
 
   private drain(): Uint8Array {
@@ -182,7 +192,9 @@ export class FlowBody extends AbstractBody {
    */
   takeComplete(): Uint8Array | null {
     if (!this.ended || this.failure !== null || this.isClosed) return null;
-    return this.drain();
+    const all = this.drain();
+    this.source.consumed?.();
+    return all;
   }
 
   private maybeResume(): void {
@@ -199,6 +211,22 @@ export class FlowBody extends AbstractBody {
     this.queue = NO_CHUNKS;
     this.queued = 0;
     if (!this.ended) this.source.abandon();
+    else this.source.consumed?.();
+    if (this.rest !== null) this.settleRest();
+    this.wake();
+  }
+
+  /**
+   * Discards the rest of the body and gives up its connection (HTTP/1: closed, never reused;
+   * HTTP/2: the stream reset), even when the whole body already arrived: the Stream's
+   * `closeRead`.
+   */
+  closeRead(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.queue = NO_CHUNKS;
+    this.queued = 0;
+    this.source.abandon();
     if (this.rest !== null) this.settleRest();
     this.wake();
   }

@@ -19,7 +19,7 @@ import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
-import { HeadParser, type HeadLimits } from '../http1/head-parser.js';
+import { CONN_CLOSE, connectionFlags, HeadParser, type HeadLimits } from '../http1/head-parser.js';
 import { CHUNK_ROOM, encodeMessage, expectsBody, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
@@ -35,6 +35,13 @@ const B_CLOSE = 3;
 
 /** Bytes read from a streamed request body per write. */
 const BODY_CHUNK = 65536;
+
+/**
+ * Marks exchange options (`ExchangeOptions[kHoldConnection] === true`) of an exchange whose
+ * reader decides the connection's fate (`open`): once the body arrived, the connection waits
+ * for the reader to consume it (then reused) or discard it with `closeRead` (then closed).
+ */
+export const kHoldConnection = Symbol('switchyard.holdConnection');
 
 /** Marks an error that happened before any response byte on a reused connection: safe to retry once. */
 export const kStale = Symbol.for('switchyard.staleConnection');
@@ -247,8 +254,10 @@ class Exchange implements FlowSource {
         sock.write(Buffer.from(head, 'latin1'));
         this.afterWrite();
         if (!(await this.waitContinue())) return;
+        this.uploaded = true;
         this.sent(sock.write(typeof body === 'string' ? Buffer.from(body, 'utf8') : (body as Uint8Array)));
       } else {
+        this.uploaded = true;
         this.sent(sock.write(encodeMessage(head, body as string | Uint8Array | null)));
       }
       this.afterWrite();
@@ -274,11 +283,16 @@ class Exchange implements FlowSource {
         if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
         const piece = chunked ? frameChunkInPlace(frame, n) : frame.subarray(0, n);
         const ok = sock.write(piece);
+        if (total === framing) this.uploaded = true;
         if (sock.writableLength !== 0) frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
         await this.flushed(ok);
       }
-      if (chunked) await this.flushed(sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1')));
-      else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
+      if (chunked) {
+        const ok = sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1'));
+        this.uploaded = true;
+        await this.flushed(ok);
+      } else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
+      else this.uploaded = true;
     } finally {
       b.close();
     }
@@ -360,7 +374,11 @@ class Exchange implements FlowSource {
   // ---- reading ---------------------------------------------------------------------------
 
   onData(chunk: Buffer, parser: HeadParser): void {
-    if (this.finished) return;
+    if (this.finished) {
+      // Bytes after a held exchange's response: the server broke framing.
+      if (this.heldReuse === true) this.heldReuse = false;
+      return;
+    }
     this.gotBytes = true;
     let off = 0;
     const end = chunk.length;
@@ -409,7 +427,7 @@ class Exchange implements FlowSource {
       this.keepAliveOverride = false;
     }
     const kind = responseBodyKind(p, req.method);
-    this.keepAlive = this.keepAliveOverride && p.keepAlive && !req.close && kind !== 'close' && p.status !== 101;
+    this.keepAlive = this.keepAliveOverride && p.keepAlive && !requestCloses(req) && kind !== 'close' && p.status !== 101;
     let body: Body;
     if (kind === 'none' || (kind === 'length' && p.contentLength === 0)) {
       this.bodyKind = B_NONE;
@@ -511,15 +529,34 @@ class Exchange implements FlowSource {
     if (this.finished) return;
     this.finished = true;
     this.cleanup();
+    const reusable = this.keepAlive && this.writeDone();
+    // Held before the body ends: a reader waiting on the end may consume it at once.
+    const held = this.body !== null && (this.t as unknown as Record<symbol, unknown>)[kHoldConnection] === true;
+    if (held) this.heldReuse = reusable;
     this.body?.end();
     // A body-less response may complete before anyone holds a body: the session is free now.
-    this.session.done(this, this.keepAlive && this.writeDone());
+    if (!held) this.session.done(this, reusable);
+  }
+
+  /** A held exchange's whole response arrived: whether its connection may be reused once the reader is done (null: not held, or settled). */
+  private heldReuse: boolean | null = null;
+
+  /** The reader took the body to its end: a held connection goes back to its pool (or closes, as the response said). */
+  consumed(): void {
+    const reuse = this.heldReuse;
+    if (reuse === null) return;
+    this.heldReuse = null;
+    this.session.done(this, reuse);
   }
 
   private writeDone(): boolean {
-    // An upload still in progress (a server answered early) cannot be cut short on HTTP/1.
-    return this.drainWait === null;
+    // An upload still in progress (a server answered early) is cut short: the connection must
+    // not carry another request, whose bytes the server would read as the rest of this body.
+    return this.uploaded;
   }
+
+  /** The whole request is in the socket (written, if not yet flushed). */
+  private uploaded = false;
 
   fail(err: unknown): void {
     if (this.finished) return;
@@ -531,8 +568,13 @@ class Exchange implements FlowSource {
     this.session.failed(this);
   }
 
-  /** The body reader closed the body before its end: the connection cannot be reused. */
+  /** The body reader closed the body before its end, or discarded a held one: the connection cannot be reused. */
   abandon(): void {
+    if (this.heldReuse !== null) {
+      this.heldReuse = null;
+      this.session.done(this, false);
+      return;
+    }
     if (this.finished) return;
     this.finished = true;
     this.cleanup();
@@ -608,6 +650,19 @@ class Exchange implements FlowSource {
       op === 'head' ? (this.t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout') : op === 'idle' ? 'readIdleTimeout' : 'writeIdleTimeout';
     this.fail(new TimeoutError('request', ms, elapsed, `${what} of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   };
+}
+
+/**
+ * True when the request ends its connection: `request.close`, or a `close` token in any of its
+ * Connection fields (RFC 9112 §9.6: after sending close, no further request on the connection).
+ */
+function requestCloses(req: Request): boolean {
+  if (req.close) return true;
+  const h = req.headers;
+  for (let i = h.indexOf('Connection'); i >= 0; i = h.indexOf('Connection', i + 1)) {
+    if ((connectionFlags(h.valueAt(i)) & CONN_CLOSE) !== 0) return true;
+  }
+  return false;
 }
 
 /**

@@ -22,3 +22,4 @@ export {
 export { ClientStream, PushBody } from './open.js';
 export { FlowBody, FLOW_HIGH_WATER, type FlowSource } from './flow-body.js';
 export { upgradeRequest, type UpgradeOptions, type UpgradeResult } from './upgrade.js';
+export { dialTcp } from './connect.js';

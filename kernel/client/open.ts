@@ -8,6 +8,7 @@ import { ArgumentError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import type { RequestContext } from '../message/context.js';
 import type { Response } from '../message/response.js';
+import { FlowBody } from './flow-body.js';
 
 /** A request body fed by `ClientStream.write`: each write resolves once the connection took it. */
 export class PushBody extends AbstractBody {
@@ -201,8 +202,11 @@ export class ClientStream {
   /** Discards the rest of the response body (the connection is closed, not reused); returns the response. */
   async closeRead(): Promise<Response> {
     const res = await this.startRead();
-    if (res.body instanceof AbstractBody) res.body.close();
+    const b = res.body;
+    if (b instanceof FlowBody) b.closeRead();
+    else if (b instanceof AbstractBody) b.close();
     this.readEnded = true;
+    this.leftover = null;
     return res;
   }
 

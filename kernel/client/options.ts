@@ -125,6 +125,10 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   if (o.httpVersion !== undefined && o.httpVersion !== 'auto' && o.httpVersion !== 'h1' && o.httpVersion !== 'h2') {
     throw new ArgumentError(`${where}: httpVersion must be 'auto', 'h1' or 'h2'`);
   }
+  for (const k of ['maxLineBytes', 'maxHeaderBytes'] as const) {
+    const v = o[k];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw new ArgumentError(`${where}: ${k} must be an integer >= 1, got ${String(v)}`);
+  }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
 }

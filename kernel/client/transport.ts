@@ -22,7 +22,7 @@ export interface TransportOptions {
   idleTimeout?: number;
   /** TLS options for `https:` origins (`ca`, `rejectUnauthorized`, `servername`, `cert`/`key`, …). */
   tlsConfig?: ConnectionOptions;
-  /** Source address of outbound connections: an IP assigned to a local interface. */
+  /** Source address of outbound connections: an IP literal of this machine (a request whose connection cannot bind it fails with `ArgumentError`). */
   localAddr?: string;
   /** Proxy policy (the proxy plugin's `ProxyConfig`); opaque to the kernel, part of the pool key. */
   proxy?: unknown;
@@ -30,7 +30,7 @@ export interface TransportOptions {
   maxLineBytes?: number;
   /** Largest response head. Default 1 MiB. */
   maxHeaderBytes?: number;
-  /** Negotiate HTTP/2 by ALPN on secure connections when a plugin offers it. Default true. */
+  /** Negotiate HTTP/2 by ALPN on secure connections when a plugin offers it: the default of the clients on this transport (a client's own `preferHttp2` wins). Default true. */
   preferHttp2?: boolean;
 }
 
@@ -47,6 +47,7 @@ export interface Origin {
 /** @internal What a pool needs per acquire. */
 export interface AcquireOptions {
   readonly connectTimeout: number;
+  /** `auto`: HTTP/2 by ALPN when offered (the caller prefers it), else HTTP/1.1. */
   readonly httpVersion: 'auto' | 'h1' | 'h2';
   readonly hooks: Tapped<ClientHooks> | null;
   readonly proxy?: unknown;
@@ -103,7 +104,7 @@ export class Transport {
   readonly maxLineBytes: number;
   /** @internal */
   readonly maxHeaderBytes: number;
-  /** Negotiate HTTP/2 when offered. */
+  /** Negotiate HTTP/2 when offered: the default of clients that set no `preferHttp2` of their own. */
   readonly preferHttp2: boolean;
   /** @internal */
   idleTotal = 0;
@@ -252,7 +253,9 @@ export class Transport {
       proxy,
       tls: this.tlsConfig,
     };
-    if (origin.protocol === 'https:' && hooks !== null && hooks.alpnProtocols !== null && a.httpVersion !== 'h1' && (this.preferHttp2 || a.httpVersion === 'h2')) {
+    // `auto` comes from a client that prefers HTTP/2 (its own preferHttp2, or this transport's
+    // default); a client without the preference acquires `h1`.
+    if (origin.protocol === 'https:' && hooks !== null && hooks.alpnProtocols !== null && a.httpVersion !== 'h1') {
       o.alpnProtocols = hooks.alpnProtocols.call(o.alpnProtocols, o);
     }
     if (hooks === null || hooks.session === null || pool.pending !== null || (a.httpVersion !== 'h2' && !o.alpnProtocols.includes('h2'))) {

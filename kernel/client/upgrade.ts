@@ -30,7 +30,7 @@ import { nobody } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
-import { openConnection } from './connect.js';
+import { checkLocalAddr, openConnection } from './connect.js';
 import type { CallOptions } from './options.js';
 
 /** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
@@ -56,7 +56,7 @@ export interface UpgradeOptions {
   proxy?: unknown;
   /** TLS options for `https:` (`ca`, `rejectUnauthorized`, `servername`, …). */
   tls?: Readonly<ConnectionOptions>;
-  /** Local source address to bind. */
+  /** Local source address to bind: an IP literal (else `ArgumentError`, as when it cannot be bound). */
   localAddress?: string;
   /** Longest status or header line of the response. Default 65 536. */
   maxLineBytes?: number;
@@ -103,7 +103,8 @@ function ms(v: number | undefined, key: string, dflt: number): number {
  * the handshake: the socket is destroyed, unless the caller owns it) and the socket is handed
  * over; any other final status is returned as it is, for the caller to report.
  *
- * Throws `ArgumentError` for a request that is not an upgrade, the connect errors
+ * Throws `ArgumentError` for a request that is not an upgrade or a `localAddress` that is not
+ * an IP literal or cannot be bound, the connect errors
  * (`DNSError`, `ConnectError`, `TLSHandshakeError`, `TimeoutError` `connect`/`tls_handshake`),
  * `TimeoutError` with `options.timeoutOperation` for the exchange's timeouts and
  * `requestTimeout`, `ParseError`/`ProtocolError` for a bad or missing response head, the
@@ -126,6 +127,7 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
   const headerTimeout = ms(options.responseHeaderTimeout, 'responseHeaderTimeout', 0);
   const readIdle = ms(options.readIdleTimeout, 'readIdleTimeout', 0);
   const writeIdle = ms(options.writeIdleTimeout, 'writeIdleTimeout', 0);
+  const localAddress = checkLocalAddr(options.localAddress);
 
   const k = options.kernel ?? null;
   let hooks: Tapped<ClientHooks> | null = null;
@@ -158,7 +160,7 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
         servername: options.tls?.servername,
         alpnProtocols: ['http/1.1'],
         httpVersion: 'h1',
-        localAddress: options.localAddress,
+        localAddress,
         timeoutMs: connectTimeout,
         proxy: options.proxy,
         tls: options.tls,

@@ -12,16 +12,13 @@ import { performance } from 'node:perf_hooks';
 import net from 'node:net';
 import {
   CanceledError,
-  ConnectError,
-  DNSError,
+  dialTcp,
   TimeoutError,
   type HeadParser,
   type RequestContext,
 } from '../../kernel/index.js';
 import type { ProxyEndpoint } from './endpoint.js';
 import { ProxyError } from './errors.js';
-
-const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'ESERVFAIL']);
 
 /** What bounds one proxied connect. */
 export interface HandshakeBounds {
@@ -94,22 +91,9 @@ export function bounded<T>(socket: net.Socket, bounds: HandshakeBounds, what: ()
   });
 }
 
-/** Opens TCP to the proxy: the socket at once, and a promise for its `connect` with the kernel's errors for the proxy's address. */
+/** Opens TCP to the proxy: the socket at once, and a promise for its `connect` with the kernel's errors for the proxy's address (the kernel's own dial: `localAddr` binds the same way). */
 export function dial(proxy: ProxyEndpoint, localAddress: string | undefined): { socket: net.Socket; connected: Promise<void> } {
-  const socket = net.connect({ host: proxy.host, port: proxy.port, localAddress, noDelay: true });
-  const connected = new Promise<void>((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      socket.destroy();
-      if (err.code !== undefined && DNS_CODES.has(err.code)) reject(new DNSError(proxy.host, err));
-      else reject(new ConnectError(proxy.address, err));
-    };
-    socket.once('error', onError);
-    socket.once('connect', () => {
-      socket.removeListener('error', onError);
-      resolve();
-    });
-  });
-  return { socket, connected };
+  return dialTcp(proxy.host, proxy.port, localAddress, proxy.address);
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Request bodies of every accepted kind, the query option, `responseStream`,
  * `statusException`, `basicauth`, `headers`, and the Client defaults (`defaultHeaders`,
- * `defaultQuery`, `defaultBasicauth`, default call options) with per-call options winning;
- * `localAddr`. Against the project's server (and a raw server where the wire matters).
+ * `defaultQuery`, `defaultBasicauth`, default call options) with per-call options winning.
+ * Against the project's server (and a raw server where the wire matters).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -13,7 +13,7 @@ import { Readable, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { ArgumentError, BytesBody, Client, Headers, Response, StatusError, Transport, type Request } from '../../../kernel/index.js';
-import { bytes, newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, type RawRequest } from './helpers.js';
+import { newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, type RawRequest } from './helpers.js';
 
 interface Seen {
   method: string;
@@ -416,32 +416,5 @@ describe('Client defaults', () => {
     expect(() => new Client({ defaultBasicauth: ['x'] as unknown as [string, string] })).toThrow(ArgumentError);
     expect(() => new Client({ requestTimeout: -5 })).toThrow(ArgumentError);
     expect(() => new Client({ transport: {} as Transport })).toThrow(ArgumentError);
-  });
-});
-
-describe('localAddr', () => {
-  it("'127.0.0.1' binds the source address and works", async () => {
-    const remotes: string[] = [];
-    const raw = await rawServer((sock) => {
-      remotes.push(sock.remoteAddress ?? '');
-      readRequests(sock, () => sock.write(okResponse('bound')));
-    });
-    const c = newClient({ localAddr: '127.0.0.1' });
-    const res = await c.get(`${raw.origin}/`);
-    expect(text(res)).toBe('bound');
-    expect(remotes).toEqual(['127.0.0.1']);
-    const t = new Transport({ localAddr: '127.0.0.1' });
-    const c2 = newClient({ transport: t });
-    expect(bytes(await c2.get(`${raw.origin}/`)).toString()).toBe('bound');
-    t.close();
-  });
-
-  it('an address not on a local interface, or an interface name, fails at once with ArgumentError', () => {
-    const t0 = performance.now();
-    expect(() => new Client({ localAddr: '10.255.255.1' })).toThrow(ArgumentError);
-    expect(() => new Transport({ localAddr: '10.255.255.1' })).toThrow(ArgumentError);
-    expect(() => new Client({ localAddr: 'lo' })).toThrow(ArgumentError);
-    expect(() => new Client({ localAddr: 'localhost' })).toThrow(ArgumentError);
-    expect(performance.now() - t0).toBeLessThan(100);
   });
 });

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
-import { ArgumentError, CanceledError, ClientStream, RequestContext, StatusError, cancel, type Stream } from '../../../kernel/index.js';
+import { ArgumentError, CanceledError, ClientStream, FlowBody, RequestContext, StatusError, cancel, type Stream } from '../../../kernel/index.js';
 import { deferred, newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startStreamServer, waitFor, within, type RawRequest } from './helpers.js';
 
 const MiB = 1024 * 1024;
@@ -344,6 +344,55 @@ describe('open: reading the response', () => {
     });
     expect(again.status).toBe(200);
     expect(s.connections).toBe(2);
+  });
+});
+
+describe('open: closeRead when the rest of the body already arrived', () => {
+  for (const [name, framing] of [
+    ['32 KiB with a Content-Length', 'length'],
+    ['32 KiB chunked', 'chunked'],
+  ] as const) {
+    it(`${name}: the connection is still closed, not reused`, async () => {
+      const body = Buffer.alloc(32 * 1024, 0x62);
+      const s = await startStreamServer(async (stream) => {
+        await stream.startRead();
+        if (framing === 'length') stream.setHeader('Content-Length', String(body.length));
+        await stream.write(body);
+      });
+      const client = newClient();
+      const res = await client.open('GET', `${s.origin}/small`, async (stream) => {
+        const head = await stream.startRead();
+        await waitFor(() => (head.body as FlowBody).complete, 3000, 'the whole body to arrive');
+        expect((await stream.read())?.length).toBeGreaterThan(0);
+        expect((await stream.closeRead()).status).toBe(200);
+      });
+      expect(res.status).toBe(200);
+      await within(s.closedAt(1), 3000, 'the connection of the closeRead exchange to close');
+      expect(client.transport.connectionCount()).toBe(0);
+      await client.open('GET', `${s.origin}/next`, async (stream) => {
+        await stream.closeRead();
+      });
+      expect(s.connections).toBe(2);
+    });
+  }
+
+  it('a body read to its end, or left unread (open reads it out), keeps the connection for reuse', async () => {
+    const s = await startStreamServer(async (stream) => {
+      await stream.startRead();
+      stream.setHeader('Content-Length', '5');
+      await stream.write('hello');
+    });
+    const client = newClient();
+    await client.open('GET', `${s.origin}/1`, async (stream) => {
+      expect(utf8(await stream.readAll())).toBe('hello');
+    });
+    await client.open('GET', `${s.origin}/2`, async (stream) => {
+      const head = await stream.startRead();
+      await waitFor(() => (head.body as FlowBody).complete, 3000, 'the whole body to arrive');
+    });
+    await client.open('GET', `${s.origin}/3`, async () => undefined);
+    expect(s.connections).toBe(1);
+    expect(client.transport.idleConnectionCount()).toBe(1);
   });
 });
 

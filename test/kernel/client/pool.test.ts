@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { AbstractBody, ParseError, Request, Response, Transport, type Client, type RequestHandler } from '../../../kernel/index.js';
-import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within } from './helpers.js';
+import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within, type RawRequest } from './helpers.js';
 
 /** A handler that holds every answer until `n` requests are in flight, then answers them all. */
 function barrier(n: number): { handler: RequestHandler; arrived: () => number; reset: (m: number) => void } {
@@ -110,6 +110,101 @@ describe('reuse', () => {
     expect(text(await c.get(`${s.origin}/2`))).toBe('c2');
     expect(s.connections).toBe(2);
     expect(c.transport.idleConnectionCount()).toBe(0);
+  });
+
+  /** A raw server that keeps every connection open whatever the request says, answering with `response` (a function of the request). */
+  async function keepsOpen(response: (r: RawRequest) => string) {
+    const heads: string[] = [];
+    const raw = await rawServer((sock) => readRequests(sock, (r) => {
+      heads.push(r.head);
+      sock.write(response(r));
+    }));
+    return Object.assign(raw, { heads });
+  }
+
+  for (const [name, headers] of [
+    ['Connection: close', { Connection: 'close' }],
+    ['Connection: keep-alive, Close (a token in a list, any case)', { Connection: 'keep-alive, Close' }],
+    ['a second Connection field with CLOSE', [['Connection', 'keep-alive'], ['Connection', 'CLOSE']]],
+  ] as const) {
+    it(`a request sent with ${name} is the last on its connection: the client closes it after the response`, async () => {
+      const raw = await keepsOpen(() => okResponse('kept'));
+      const c = newClient();
+      const h = headers as unknown as HTTP.HeadersInit;
+      expect(text(await c.get(`${raw.origin}/1`, { headers: h }))).toBe('kept');
+      await within(raw.closedAt(1), 3000, 'the client to close the connection it sent close on');
+      expect(c.transport.connectionCount()).toBe(0);
+      expect(text(await c.get(`${raw.origin}/2`, { headers: h }))).toBe('kept');
+      expect(raw.connections).toBe(2);
+      // Without the token the connection is kept.
+      expect(text(await c.get(`${raw.origin}/3`))).toBe('kept');
+      expect(text(await c.get(`${raw.origin}/4`))).toBe('kept');
+      expect(raw.connections).toBe(3);
+    });
+  }
+
+  it('request.close on a dispatched Request: sent as Connection: close and the connection is not reused', async () => {
+    const raw = await keepsOpen(() => okResponse('kept'));
+    const c = newClient();
+    for (const n of [1, 2]) {
+      const req = Object.assign(new Request('GET', `/${n}`, { close: true }), { url: `${raw.origin}/${n}` });
+      const res = await c.dispatch(req);
+      (res.body as AbstractBody | null)?.close();
+    }
+    expect(raw.connections).toBe(2);
+    expect(raw.heads[0]).toMatch(/\r\nConnection: close(\r\n|$)/);
+  });
+
+  it('a response with Connection: Keep-Alive, CLOSE (a token in a list, any case) is not reused', async () => {
+    const raw = await keepsOpen(() => okResponse('listed', 'Connection: Keep-Alive, CLOSE\r\n'));
+    const c = newClient();
+    expect(text(await c.get(`${raw.origin}/1`))).toBe('listed');
+    expect(text(await c.get(`${raw.origin}/2`))).toBe('listed');
+    expect(raw.connections).toBe(2);
+  });
+
+  it('an HTTP/1.0 response without keep-alive is not reused; with Connection: keep-alive it is', async () => {
+    const plain = await keepsOpen(() => 'HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\none');
+    const c = newClient();
+    expect(text(await c.get(`${plain.origin}/1`))).toBe('one');
+    expect(text(await c.get(`${plain.origin}/2`))).toBe('one');
+    expect(plain.connections).toBe(2);
+    const kept = await keepsOpen(() => 'HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\ntwo');
+    expect(text(await c.get(`${kept.origin}/1`))).toBe('two');
+    expect(text(await c.get(`${kept.origin}/2`))).toBe('two');
+    expect(kept.connections).toBe(1);
+  });
+
+  it('a response that arrives while the upload is still being sent: that connection is not reused (the request body was cut short)', async () => {
+    // The server answers as soon as it has the head and keeps reading; a body cut short on a
+    // reused connection would swallow the next request's bytes as its own.
+    const raw = await rawServer((sock) => readRequests(sock, () => undefined, () => sock.write(okResponse('early'))));
+    const c = newClient();
+    let sent = 0;
+    async function* slow(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 64; i++) {
+        sent++;
+        yield Buffer.alloc(16 * 1024, 0x75);
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    }
+    const res = await c.post(`${raw.origin}/upload`, { body: slow() });
+    expect(text(res)).toBe('early');
+    expect(sent).toBeLessThan(64);
+    expect(text(await c.get(`${raw.origin}/next`, { requestTimeout: 3000 }))).toBe('early');
+    expect(raw.connections).toBe(2);
+  });
+
+  it('streamed uploads the server reads in full (chunked, and with a Content-Length) keep the connection', async () => {
+    const s = await startServer((req) => new Response(200, `got ${(req.body as Uint8Array).length}`));
+    const c = newClient();
+    async function* pieces(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 16; i++) yield Buffer.alloc(64 * 1024, 0x76);
+    }
+    expect(text(await c.post(`${s.origin}/chunked`, { body: pieces() }))).toBe('got 1048576');
+    expect(text(await c.post(`${s.origin}/length`, { body: pieces(), headers: { 'Content-Length': '1048576' } }))).toBe('got 1048576');
+    expect(text(await c.get(`${s.origin}/after`))).toBe('got 0');
+    expect(s.connections).toBe(1);
   });
 
   it('bytes after a Content-Length body: that connection is not reused', async () => {
