@@ -4,7 +4,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
-import { AbstractBody, type Body } from '../message/body.js';
+import { AbstractBody, adoptStreamErrors, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';
 import { encodeQuery } from '../message/uri.js';
 import type { QueryInit, RequestBody } from './options.js';
@@ -20,6 +20,7 @@ export class IterableBody extends AbstractBody {
   constructor(source: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array>) {
     super();
     this.source = source;
+    adoptStreamErrors(source);
     this.iterator =
       Symbol.asyncIterator in source
         ? (source as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]()
