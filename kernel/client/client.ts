@@ -5,7 +5,6 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import type { Writable } from 'node:stream';
 import { ArgumentError, StatusError } from '../errors.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
@@ -19,6 +18,7 @@ import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
+import { abandonSink, writeToSink } from './response-sink.js';
 import { appendQuery, isIdempotent, isReplayable, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
@@ -168,8 +168,10 @@ export class Client {
     const unlink = lastUnlink;
     const origin = lastOrigin;
     req.ctx = ctx;
-    if (trace === null && this.plain) return this.requestPlain(req, o, ctx, unlink, origin);
-    return this.requestFull(req, o, ctx, trace, unlink);
+    const p = trace === null && this.plain ? this.requestPlain(req, o, ctx, unlink, origin) : this.requestFull(req, o, ctx, trace, unlink);
+    const sink = o.responseStream;
+    // A call that fails before or while writing the body does not leave the sink open (see writeToSink).
+    return sink === undefined ? p : p.catch((err: unknown) => abandonSink(sink, err));
   }
 
   /**
@@ -728,27 +730,11 @@ function discard(body: Body): void {
   if (body instanceof AbstractBody) body.close();
 }
 
-/** Resolves at the sink's next 'drain', rejects on its 'error'; either way both listeners go. */
-function drained(sink: Writable): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const onDrain = (): void => {
-      sink.removeListener('error', onError);
-      resolve();
-    };
-    const onError = (err: Error): void => {
-      sink.removeListener('drain', onDrain);
-      reject(err);
-    };
-    sink.once('drain', onDrain);
-    sink.once('error', onError);
-  });
-}
-
 /**
  * The final body when it needs no waiting: no body, bytes, or a protocol body that already
  * holds all of it (HTTP/2's `takeComplete`). Returns false when {@link bufferBody} must run.
  */
-function bufferedNow(res: Response, sink: Writable | undefined): boolean {
+function bufferedNow(res: Response, sink: CallOptions['responseStream']): boolean {
   if (sink !== undefined) return false;
   const body = res.body;
   if (body === null) res.body = new Uint8Array(0);
@@ -770,22 +756,12 @@ function adoptTrailers(res: Response, body: unknown): void {
   if (t !== null && t.size > 0) res.trailers = t;
 }
 
-/** Reads the final body into memory, or into `sink`. */
-async function bufferBody(res: Response, sink: Writable | undefined): Promise<void> {
+/** Reads the final body into memory, or into the `responseStream` option's sink. */
+async function bufferBody(res: Response, sink: CallOptions['responseStream']): Promise<void> {
   const body = res.body;
   if (sink !== undefined) {
-    if (body instanceof AbstractBody) {
-      try {
-        for await (const chunk of body) {
-          if (!sink.write(chunk)) await drained(sink);
-        }
-      } finally {
-        body.close();
-      }
-    } else if (body !== null && body.length > 0) {
-      sink.write(body);
-    }
     res.body = null;
+    await writeToSink(body, sink);
     return;
   }
   if (body instanceof ResponseBody || hasReadRest(body)) {
