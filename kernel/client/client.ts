@@ -19,7 +19,7 @@ import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { abandonSink, writeToSink } from './response-sink.js';
-import { appendQuery, isIdempotent, isReplayable, queryPairs, toMessageBody } from './request-body.js';
+import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
@@ -27,7 +27,7 @@ import { Transport, type Origin, type TransportOptions } from './transport.js';
  * Call options a {@link Client} takes as defaults for every call: all but the ones that only
  * make sense per call.
  */
-export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth'>;
+export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'json' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth'>;
 
 /** Options of {@link Client}. Call options (and plugin keys: `cookiejar`, `retryBucket`, …) are defaults for every call. */
 export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<TransportOptions, 'idleTimeout'> {
@@ -289,7 +289,7 @@ export class Client {
     if (typeof handler !== 'function') throw new ArgumentError('open(method, url, handler, options): handler must be a function');
     checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`);
     const o = this.merge(options);
-    if (o.body !== undefined) throw new ArgumentError('open() sends the body the handler writes; do not pass body');
+    if (o.body !== undefined || o.json !== undefined) throw new ArgumentError(`open() sends the body the handler writes; do not pass ${o.body !== undefined ? 'body' : 'json'}`);
     const req = this.buildRequest(method, url, o);
     const h = req.headers;
     const cl = h.get('Content-Length');
@@ -451,7 +451,7 @@ export class Client {
       const own = new Set(pairs.map((p) => p[0]));
       pairs = [...this.defaultQuery.filter((p) => !own.has(p[0])), ...pairs];
     }
-    const body = toMessageBody(o.body, headers);
+    const body = o.json !== undefined ? jsonBody(o.json, o.body, headers) : toMessageBody(o.body, headers);
     let target: string;
     let href: string;
     // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.

@@ -65,8 +65,13 @@ export type VerbHeaders =
 export interface CallOptions extends TimeoutOptions {
   /** Request headers. */
   headers?: HeadersInit | null;
-  /** Request body. */
+  /** Request body. A plain object is sent form-encoded; for JSON use `json`. */
   body?: RequestBody;
+  /**
+   * A value sent as the JSON body: `JSON.stringify(json)`, with `Content-Type:
+   * application/json` unless the headers set one. Not with `body` (`ArgumentError`).
+   */
+  json?: unknown;
   /** Query parameters appended to the URL's own (never replacing it). */
   query?: QueryInit;
   /**

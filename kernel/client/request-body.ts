@@ -108,6 +108,24 @@ export function toMessageBody(body: RequestBody | undefined, headers: Headers): 
   throw new ArgumentError(`request body must be a string, Uint8Array, AbstractBody, Readable or async iterable, URLSearchParams or plain object, got ${typeof body === 'object' ? (body as object).constructor?.name : typeof body}`);
 }
 
+/**
+ * @internal The body of a call's `json` option: `JSON.stringify(value)`, with Content-Type
+ * `application/json` unless the caller set one. `ArgumentError` when the call also passes a
+ * body, or when the value has no JSON form (a function, a symbol, a BigInt, a cycle).
+ */
+export function jsonBody(value: unknown, body: RequestBody | null | undefined, headers: Headers): string {
+  if (body !== undefined && body !== null) throw new ArgumentError('json and body cannot be combined: json is the body (sent as JSON.stringify(json)); pass one of them');
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw new ArgumentError(`json cannot be sent: JSON.stringify failed (${(err as Error).message})`, { cause: err });
+  }
+  if (text === undefined) throw new ArgumentError(`json cannot be sent: a ${typeof value} has no JSON form`);
+  if (!headers.has('Content-Type')) headers.push('Content-Type', 'application/json');
+  return text;
+}
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']);
 
 /** True for methods whose requests may be sent twice without a different effect (RFC 9110 §9.2.2, plus QUERY). */

@@ -31,6 +31,12 @@ export interface ResponseOptions {
   copyHeaders?: boolean;
 }
 
+/** What {@link Response.json} takes besides the value: a status (default 200) and the other options but the body. */
+export interface ResponseJSONInit extends Omit<ResponseOptions, 'body'> {
+  /** Status code. Default 200. */
+  status?: number;
+}
+
 const OPTION_KEYS = new Set<string>([
   'headers', 'body', 'reason', 'trailers', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'request', 'copyHeaders',
 ]);
@@ -140,6 +146,28 @@ export class Response {
     if (opts.request != null && !(opts.request instanceof Request)) throw new ArgumentError(`request must be a Request, got ${describeType(opts.request)}`);
     this.request = opts.request ?? null;
     this.url = '';
+  }
+
+  /**
+   * A response whose body is `JSON.stringify(value)`: status 200 unless `init.status` says
+   * otherwise, `Content-Type: application/json` unless `init.headers` set one. Throws
+   * `ArgumentError` when the value has no JSON form (a function, a symbol, a BigInt, a cycle).
+   * (The instance method {@link Response.json} parses a received body.)
+   */
+  static json(value: unknown, init: ResponseJSONInit = EMPTY_OPTIONS): Response {
+    if (typeof init !== 'object' || init === null) throw new ArgumentError(`Response.json(value, init): init must be an object, got ${describeType(init)}`);
+    const { status = 200, ...options } = init;
+    if ('body' in options) throw new ArgumentError('Response.json(value, init): the body is the value; init takes no body');
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (err) {
+      throw new ArgumentError(`Response.json: JSON.stringify failed (${(err as Error).message})`, { cause: err });
+    }
+    if (text === undefined) throw new ArgumentError(`Response.json: a ${typeof value} has no JSON form`);
+    const res = new Response(status, text, options);
+    if (!res.headers.has('Content-Type')) res.headers.push('Content-Type', 'application/json');
+    return res;
   }
 
   /** Trailers (sent after a chunked body; read from one). */

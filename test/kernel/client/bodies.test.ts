@@ -131,6 +131,46 @@ describe('request bodies', () => {
     ]);
   });
 
+  it('json: JSON.stringify(value) with Content-Type application/json, on every verb and request()', async () => {
+    const s = await recorder();
+    const value = { name: 'ä', list: [1, 2], nested: { ok: true } };
+    await HTTP.post(`${s.origin}/j`, { json: value });
+    await HTTP.put(`${s.origin}/j`, { json: [1, 'two'] });
+    await HTTP.patch(`${s.origin}/j`, null, undefined, { json: 'text' });
+    await HTTP.request('QUERY', `${s.origin}/j`, { json: null });
+    await newClient().post(`${s.origin}/j`, { json: 0 });
+    expect(s.seen.map((x) => x.body.toString())).toEqual([JSON.stringify(value), '[1,"two"]', '"text"', 'null', '0']);
+    for (const x of s.seen) expect(x.headers.get('Content-Type')).toBe('application/json');
+    expect(s.seen[0]!.headers.get('Content-Length')).toBe(String(Buffer.byteLength(JSON.stringify(value))));
+    // The response side: res.json<T>() parses a received body.
+    const echo = await startServer((req) => new Response(200, req.body as Uint8Array));
+    const got = (await HTTP.post(`${echo.origin}/`, { json: value })).json<typeof value>();
+    expect(got.nested.ok).toBe(true);
+  });
+
+  it('json keeps a Content-Type the caller set', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/j`, { json: { a: 1 }, headers: { 'Content-Type': 'application/merge-patch+json' } });
+    expect(s.seen[0]!.headers.get('Content-Type')).toBe('application/merge-patch+json');
+    expect(s.seen[0]!.body.toString()).toBe('{"a":1}');
+  });
+
+  it('json with body, json in open(), and a value with no JSON form are ArgumentErrors; nothing is sent', async () => {
+    const s = await recorder();
+    const both = await rejection(HTTP.post(`${s.origin}/j`, { json: { a: 1 }, body: 'x' }));
+    expect(both).toBeInstanceOf(ArgumentError);
+    expect(both.message).toMatch(/json and body cannot be combined/);
+    expect(await rejection(HTTP.post(`${s.origin}/j`, { 'Content-Type': 'text/plain' }, 'x', { json: 1 }))).toBeInstanceOf(ArgumentError);
+    expect(await rejection(HTTP.open('POST', `${s.origin}/j`, () => undefined, { json: 1 }))).toBeInstanceOf(ArgumentError);
+    const fn = await rejection(HTTP.post(`${s.origin}/j`, { json: () => 1 }));
+    expect(fn).toBeInstanceOf(ArgumentError);
+    expect(fn.message).toMatch(/function has no JSON form/);
+    const big = await rejection(HTTP.post(`${s.origin}/j`, { json: { n: 1n } }));
+    expect(big).toBeInstanceOf(ArgumentError);
+    expect(big.message).toMatch(/BigInt/);
+    expect(s.seen).toHaveLength(0);
+  });
+
   it('URLSearchParams is sent form-urlencoded; a caller Content-Type is kept', async () => {
     const s = await recorder();
     await HTTP.post(`${s.origin}/usp`, { body: new URLSearchParams([['k', 'v 1'], ['k', 'v2']]) });

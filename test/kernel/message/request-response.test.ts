@@ -411,6 +411,38 @@ describe('Response: construction forms', () => {
   });
 });
 
+describe('Response.json (static) and response.json() (instance)', () => {
+  it('builds a 200 with the JSON text and Content-Type application/json', () => {
+    const r = Response.json({ id: 7, tags: ['a'] });
+    expect(r.status).toBe(200);
+    expect(r.body).toBe('{"id":7,"tags":["a"]}');
+    expect(r.headers.get('Content-Type')).toBe('application/json');
+    expect(r.contentLength).toBe(21);
+    // The instance method of the same name parses it back, typed.
+    expect(r.json<{ id: number }>().id).toBe(7);
+  });
+
+  it('takes a status and the other options; a Content-Type given is kept', () => {
+    const r = Response.json([1], { status: 201, headers: { 'Content-Type': 'application/problem+json', 'X-A': '1' }, reason: 'Made' });
+    expect(r.status).toBe(201);
+    expect(r.reason).toBe('Made');
+    expect(r.headers.getAll('Content-Type')).toEqual(['application/problem+json']);
+    expect(r.headers.get('X-A')).toBe('1');
+    expect(Response.json(null).body).toBe('null');
+  });
+
+  it('a value with no JSON form, a bad status, or a body in init is an ArgumentError', () => {
+    expect(() => Response.json(undefined)).toThrow(ArgumentError);
+    expect(() => Response.json(Symbol('x'))).toThrow(/symbol has no JSON form/);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => Response.json(cyclic)).toThrow(ArgumentError);
+    expect(() => Response.json(1, { status: 42 })).toThrow(ArgumentError);
+    expect(() => Response.json(1, { body: 'x' } as never)).toThrow(/takes no body/);
+    expect(() => Response.json(1, null as never)).toThrow(ArgumentError);
+  });
+});
+
 describe('Response: fields', () => {
   it('statusCode is an alias of status, both ways', () => {
     const res = new Response(200);
