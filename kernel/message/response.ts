@@ -137,6 +137,7 @@ export class Response {
     this.reason = opts.reason ?? '';
     this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
     this.body = checkBody(positional !== undefined ? positional : opts.body, 'Response');
+    if (typeof this.body === 'string') defaultTextType(this);
     this._trailers = opts.trailers == null ? null : makeHeaders(opts.trailers, true);
     const cl = checkLength(opts.contentLength);
     this.contentLength = cl >= 0 ? cl : bodyLength(this.body);
@@ -165,9 +166,9 @@ export class Response {
       throw new ArgumentError(`Response.json: JSON.stringify failed (${(err as Error).message})`, { cause: err });
     }
     if (text === undefined) throw new ArgumentError(`Response.json: a ${typeof value} has no JSON form`);
-    const res = new Response(status, text, options);
-    if (!res.headers.has('Content-Type')) res.headers.push('Content-Type', 'application/json');
-    return res;
+    const headers = makeHeaders(options.headers, options.copyHeaders !== false);
+    if (!headers.has('Content-Type')) headers.push('Content-Type', 'application/json');
+    return new Response(status, text, { ...options, headers, copyHeaders: false });
   }
 
   /** Trailers (sent after a chunked body; read from one). */
@@ -195,6 +196,7 @@ export class Response {
   /** Replaces the body, recomputing the content length for string, bytes and empty bodies. */
   setBody(body: Body, contentLength = -1): void {
     this.body = checkBody(body, 'Response');
+    if (typeof this.body === 'string') defaultTextType(this);
     this.contentLength = contentLength >= 0 ? contentLength : bodyLength(this.body);
   }
 
@@ -216,6 +218,18 @@ export class Response {
   toString(): string {
     return `HTTP/${this.protoMajor}.${this.protoMinor} ${this.status}${this.reason ? ` ${this.reason}` : ''}`;
   }
+}
+
+/**
+ * A response with a text body and no Content-Type says `text/plain; charset=utf-8` (as
+ * fastify does; bytes get none, as with node:http): set here, where the message is made, so
+ * every protocol sends it. Not for an empty text, nor a status without content (1xx, 204,
+ * 304: a 304's fields update a cache's stored ones).
+ */
+function defaultTextType(res: Response): void {
+  const st = res.status;
+  if (res.body === '' || st < 200 || st === 204 || st === 304 || res.headers.has('Content-Type')) return;
+  res.headers.push('Content-Type', 'text/plain; charset=utf-8');
 }
 
 const WIRE = Object.freeze({}) as unknown as Body;
