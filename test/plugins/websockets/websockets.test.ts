@@ -7,6 +7,9 @@ import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel, definePlugin, listen, selfSignedCertificate, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
+import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
+import { FrameConnection } from '../../../plugins/websockets/frame-connection.js';
+import { MessageZlib } from '../../../plugins/websockets/message-zlib.js';
 import { echo, onCleanup, rawWs, startWs, trackServer, waitFor, within } from './helpers.js';
 
 function bytes(n: number, seed = 7): Uint8Array {
@@ -140,6 +143,59 @@ describe('WebSockets: wss://', () => {
     expect(await WebSockets.open(url, async (ws) => (await ws.send('tls'), [await ws.receive(), ws.compressed]), { tls: { ca: cert.cert }, compress: true })).toEqual(['tls', true]);
     await expect(WebSockets.open(url, () => 1)).rejects.toMatchObject({ name: 'TLSHandshakeError' });
   });
+});
+
+describe('WebSockets: empty messages under compression', () => {
+  const SEQUENCE: (string | Uint8Array)[] = ['abc', '', new Uint8Array(0), 'after the empty ones', '', 'x'.repeat(3000), new Uint8Array(0), '', 'last'];
+
+  it('an empty message after a compressed one leaves the next intact, client to server and back', async () => {
+    const { url } = await startWs(echo, { compress: true });
+    await WebSockets.open(
+      url,
+      async (ws) => {
+        expect(ws.compressed).toBe(true);
+        for (const m of SEQUENCE) {
+          await ws.send(m);
+          const got = await ws.receive();
+          if (typeof m === 'string') expect(got).toBe(m);
+          else expect([...(got as Uint8Array)]).toEqual([...m]);
+        }
+      },
+      { compress: true },
+    );
+  });
+
+  // The agreed parameters cannot be chosen through the API (ws negotiates what the client
+  // offers): two codecs on a loopback connection, each side with or without its context.
+  for (const params of [{}, { server_no_context_takeover: true }, { client_no_context_takeover: true }, { server_no_context_takeover: true, client_no_context_takeover: true }]) {
+    it(`both codecs, each way, with ${JSON.stringify(params)}`, async () => {
+      const listener = closeNetServerAfter(net.createServer());
+      await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+      const accepted = new Promise<net.Socket>((r) => listener.once('connection', r));
+      const cs = destroyAfter(net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1'));
+      const ss = destroyAfter(await accepted);
+      const codec = (socket: net.Socket, isServer: boolean): FrameConnection =>
+        new FrameConnection(socket, new Uint8Array(0), { isServer, maxPayload: 0, maxFragments: 0, closeTimeout: 5000, deflate: new MessageZlib(params, isServer, 0) });
+      const server = codec(ss, true);
+      const client = codec(cs, false);
+      for (const [from, to] of [[client, server], [server, client]] as const) {
+        const got: (string | number[])[] = [];
+        const all = new Promise<void>((resolve, reject) => {
+          // A message that does not inflate fails the connection (1007): no waiting for the rest.
+          to.on('error', reject);
+          to.on('message', (data, isBinary) => {
+            got.push(isBinary ? [...data] : data.toString('utf8'));
+            if (got.length === SEQUENCE.length) resolve();
+          });
+        });
+        for (const m of SEQUENCE) from.send(m);
+        await within(all, 5000, 'every message');
+        expect(got).toEqual(SEQUENCE.map((m) => (typeof m === 'string' ? m : [...m])));
+        to.removeAllListeners('message');
+        to.removeAllListeners('error');
+      }
+    });
+  }
 });
 
 describe('WebSockets: negotiation', () => {
