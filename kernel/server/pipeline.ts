@@ -69,7 +69,7 @@ export interface ExchangeWire extends ResponseWire {
 export interface ProtocolConnection {
   /** Graceful close: take no new exchanges (HTTP/2: GOAWAY), let those in flight finish, then close. */
   shutdown(): void;
-  /** Forced close: drop the connection and every exchange on it now. */
+  /** Forced close: drop the connection and every exchange on it now (`forceClose()`, or `close()` past its grace period). */
   destroy(): void;
 }
 
@@ -92,6 +92,15 @@ export interface ProtocolHost {
   /** The connection is closed: the server stops counting it (a graceful `close()` resolves once none is left). */
   removeConnection(conn: ProtocolConnection): void;
   /**
+   * How to end an upgraded `socket` politely when the server closes (a WebSocket: a close
+   * frame 1001, going away). The server counts every upgraded socket until it closes: a
+   * graceful `close()` waits for it up to `closeGracePeriod`, then runs `step` (the socket
+   * must close within a short bound, else it is dropped; without a step it is dropped at once),
+   * and `forceClose()` drops it without running `step`. Call it from the `server.onUpgrade`
+   * tap that takes the socket, or after `stream.upgrade()`.
+   */
+  onGoingAway(socket: Duplex, step: () => void): void;
+  /**
    * Runs one exchange through the server's pipeline. `request.body` is `nobody` when the
    * request has no body (HTTP/2: END_STREAM on its HEADERS), else null (read from `wire`).
    * Resolves when the exchange is over; never rejects (failures are reported and answered).
@@ -111,6 +120,7 @@ export interface PipelineServer {
   readonly closing: boolean;
   addProtocolConnection(conn: ProtocolConnection): boolean;
   removeProtocolConnection(conn: ProtocolConnection): void;
+  onGoingAway(socket: Duplex, step: () => void): void;
   reportError(err: unknown, request: Request | null): void;
 }
 
@@ -133,8 +143,9 @@ export function protocolRequest(method: string, target: string, headers: Headers
 const upgradeHosts = new WeakMap<Duplex, ProtocolHost>();
 
 /**
- * The server a socket handed to a `server.onUpgrade` tap belongs to (how the h2c plugin serves
- * `Upgrade: h2c`), or undefined for any other socket.
+ * The server a socket handed to a `server.onUpgrade` tap, or taken by `stream.upgrade()`,
+ * belongs to (how the h2c plugin serves `Upgrade: h2c`, and how a WebSocket learns the server
+ * is going away), or undefined for any other socket.
  */
 export function getProtocolHost(socket: Duplex): ProtocolHost | undefined {
   return upgradeHosts.get(socket);
@@ -177,6 +188,10 @@ export class PipelineHost implements ProtocolHost {
 
   removeConnection(conn: ProtocolConnection): void {
     this.server.removeProtocolConnection(conn);
+  }
+
+  onGoingAway(socket: Duplex, step: () => void): void {
+    this.server.onGoingAway(socket, step);
   }
 
   reportError(error: unknown, request: Request | null): void {

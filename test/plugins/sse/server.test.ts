@@ -347,3 +347,55 @@ describe('SSEStream as a body', () => {
     expect(s.ctx.reason).toBe('gone');
   });
 });
+
+describe('sseStream and the server closing', () => {
+  it('server.forceClose() cuts an open event stream at once: the client sees the end, the producer is canceled', async () => {
+    const first = gate();
+    let stream: SSEStream | null = null;
+    const { server, port } = await startServer((req) =>
+      sseStream(async (s) => {
+        stream = s;
+        await s.write(new SSEEvent('first'));
+        first.open();
+        await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+      }, 200, { request: req }),
+    );
+    const r = await readSSE(port);
+    await first.promise;
+    expect(await within(r.next(), 3000, 'the first event')).toMatchObject({ data: 'first' });
+    await within(server.forceClose(), 3000, 'forceClose');
+    await expect(within(r.ended, 3000, 'the client to see the end')).rejects.toThrow();
+    expect(stream!.ctx.canceled).toBe(true);
+  });
+
+  for (const follows of [true, false]) {
+    it(`server.close() ends an open event stream cleanly once closeGracePeriod is over (request given: ${follows})`, async () => {
+      const GRACE = 250;
+      const first = gate();
+      let stream: SSEStream | null = null;
+      const { server, port } = await startServer(
+        (req) =>
+          sseStream(async (s) => {
+            stream = s;
+            await s.write(new SSEEvent('first'));
+            first.open();
+            await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+            // Later writes are refused: the producer stops.
+            await s.write(new SSEEvent('too late')).catch(() => undefined);
+          }, 200, follows ? { request: req } : {}),
+        { closeGracePeriod: GRACE },
+      );
+      const r = await readSSE(port);
+      await first.promise;
+      expect(await within(r.next(), 3000, 'the first event')).toMatchObject({ data: 'first' });
+      const started = performance.now();
+      const closing = server.close();
+      await within(r.ended, 3000, 'the stream to end cleanly');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE - 1);
+      expect(r.raw()).toBe('data: first\n\n');
+      expect(stream!.ctx.canceled).toBe(true);
+      await within(closing, 3000, 'close()');
+      expect(server.connectionCount).toBe(0);
+    });
+  }
+});

@@ -424,6 +424,70 @@ describe('WebSockets: server control and upgrades', () => {
     for (const e of await Promise.all(sessions)) expect(e).toMatchObject({ closeCode: 1006 });
   });
 
+  it('server.forceClose() drops live WebSockets at once, the upgraded sockets being in its books: the client sees 1006', async () => {
+    let opened = 0;
+    const { server, url } = await startWs(async (ws) => {
+      opened++;
+      await ws.receive().catch(() => undefined);
+    });
+    const session = WebSockets.open(url, (ws) => ws.receive()).catch((e: unknown) => e);
+    await waitFor(() => opened === 1, 3000, 'the session');
+    expect(server.connectionCount).toBe(1);
+    await within(server.forceClose(), 3000, 'forceClose');
+    expect(await within(session, 3000, "the client's receive() to end")).toMatchObject({ closeCode: 1006 });
+  });
+
+  for (const how of ['listen', 'upgrade'] as const) {
+    it(`server.close() lets live WebSockets go on for closeGracePeriod, then closes them with 1001 (${how})`, async () => {
+      const GRACE = 300;
+      let serverCode: number | null = null;
+      const onSession = async (ws: WebSocket): Promise<void> => {
+        try {
+          for await (const m of ws) await ws.send(m);
+        } finally {
+          serverCode = ws.closeCode;
+        }
+      };
+      let server;
+      if (how === 'listen') server = (await startWs(onSession, { closeGracePeriod: GRACE })).server;
+      else {
+        // No plugin: the stream handler upgrades (the socket goes through stream.upgrade()).
+        server = await listen((stream) => WebSockets.upgrade(stream, onSession), { port: 0, closeGracePeriod: GRACE });
+        trackServer(server);
+      }
+      const url = `ws://127.0.0.1:${server.port}/`;
+      let closing: Promise<void> | null = null;
+      let started = 0;
+      const clientSaw = await WebSockets.open(url, async (ws) => {
+        await ws.send('before');
+        expect(await ws.receive()).toBe('before');
+        started = performance.now();
+        closing = server.close();
+        // The session goes on during the grace period.
+        await ws.send('during');
+        expect(await ws.receive()).toBe('during');
+        return ws.receive().catch((e: unknown) => e);
+      });
+      expect(clientSaw).toMatchObject({ closeCode: 1001, reason: 'server going away' });
+      await within(closing!, 3000, 'close()');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE - 1);
+      expect(serverCode).toBe(1001);
+      expect(server.connectionCount).toBe(0);
+    });
+  }
+
+  it('server.close() waits for a WebSocket that ends within the grace period, and no longer', async () => {
+    const { server, url } = await startWs(echo, { closeGracePeriod: 60_000 });
+    let closing: Promise<void> | null = null;
+    await WebSockets.open(url, async (ws) => {
+      await ws.send('x');
+      await ws.receive();
+      closing = server.close();
+    });
+    // The client closed (1000): close() resolves then, not after the minute.
+    await within(closing!, 3000, 'close() after the session ended');
+  });
+
   it('runs over a socket the caller connected, and never ends or destroys it', async () => {
     const { port } = await startWs(echo);
     const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
