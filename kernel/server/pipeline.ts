@@ -160,6 +160,8 @@ export function setUpgradeHost(socket: Duplex, host: ProtocolHost): void {
 export class PipelineHost implements ProtocolHost {
   readonly limits: ServerLimits;
   private readonly server: PipelineServer;
+  /** Response bodies being streamed (SSE, a file), for {@link PipelineHost.endStreamedBodies}. */
+  private readonly streaming = new Set<AbstractBody>();
 
   constructor(server: PipelineServer) {
     this.server = server;
@@ -192,6 +194,14 @@ export class PipelineHost implements ProtocolHost {
 
   onGoingAway(socket: Duplex, step: () => void): void {
     this.server.onGoingAway(socket, step);
+  }
+
+  /**
+   * @internal The server's close grace period is over: every response body being streamed
+   * ends where it is (its exchange then ends cleanly, END_STREAM after what was queued).
+   */
+  endStreamedBodies(): void {
+    for (const b of this.streaming) b.close();
   }
 
   reportError(error: unknown, request: Request | null): void {
@@ -379,6 +389,7 @@ export class PipelineHost implements ProtocolHost {
         return;
       }
       wire.head(status, headers, known, false, trailers !== null);
+      this.streaming.add(body);
       let sent = 0;
       const buf = Buffer.allocUnsafe(65536);
       for (;;) {
@@ -396,6 +407,7 @@ export class PipelineHost implements ProtocolHost {
       this.server.reportError(err, req);
       wire.abort(err);
     } finally {
+      this.streaming.delete(body);
       body.close();
     }
   }

@@ -71,7 +71,7 @@ export class Server implements ConnectionHost, PipelineServer {
   /** Connections protocol plugins took over (HTTP/2). */
   private readonly protocolConns = new Set<ProtocolConnection>();
   /** @internal The server as protocol plugins see it (`ProtocolInfo.host`). */
-  readonly protocolHost: ProtocolHost;
+  readonly protocolHost: PipelineHost;
   /** Sockets accepted but not yet handed to HTTP/1 (protocol detection, TLS handshake). */
   private readonly pending = new Set<Socket>();
   /** Upgraded sockets, until they close. */
@@ -229,7 +229,9 @@ export class Server implements ConnectionHost, PipelineServer {
     this.goneAway = true;
     for (const s of this.pending) s.destroy();
     for (const c of this.connections) c.endForClose();
-    for (const c of this.protocolConns) c.destroy();
+    // HTTP/2: streamed bodies end cleanly; the sessions, sent GOAWAY at close(), then close once
+    // their streams are done, or go with the rest below.
+    this.protocolHost.endStreamedBodies();
     for (const socket of this.upgraded) this.endUpgraded(socket);
     if (this.state === 'closing') this.closeTimer = setTimeout(this.dropAll, GOING_AWAY_MS);
   };

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel, definePlugin, listen, selfSignedCertificate, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
+import { GOING_AWAY_MS } from '../../../kernel/server/server.js';
 import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
 import { FrameConnection } from '../../../plugins/websockets/frame-connection.js';
 import { MessageZlib } from '../../../plugins/websockets/message-zlib.js';
@@ -475,6 +476,19 @@ describe('WebSockets: server control and upgrades', () => {
       expect(server.connectionCount).toBe(0);
     });
   }
+
+  it('server.close(): a peer that never answers the 1001 is dropped GOING_AWAY_MS after the grace period', async () => {
+    const GRACE = 100;
+    const { server, port } = await startWs(echo, { closeGracePeriod: GRACE });
+    const raw = await rawWs(port);
+    const started = performance.now();
+    const closing = server.close();
+    expect(await raw.closeFrame()).toEqual({ code: 1001, reason: 'server going away' });
+    // The raw client never answers: the server's books hold the socket until the bound.
+    await within(closing, GRACE + GOING_AWAY_MS + 2000, 'close()');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE + GOING_AWAY_MS - 1);
+    await raw.client.untilClosed(1000);
+  });
 
   it('server.close() waits for a WebSocket that ends within the grace period, and no longer', async () => {
     const { server, url } = await startWs(echo, { closeGracePeriod: 60_000 });
