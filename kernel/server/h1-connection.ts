@@ -47,6 +47,8 @@ export interface ConnectionHost {
   /** True once `close()` was called: finish the exchange in flight, then close. */
   readonly closing: boolean;
   removeConnection(conn: H1Connection): void;
+  /** The connection handed its socket over (`Upgrade`): the server keeps counting the socket until it closes. */
+  adoptUpgraded(socket: Duplex): void;
   reportError(err: unknown, request: Request | null): void;
   /** The server as protocol plugins see it (handed on with an upgraded socket: `Upgrade: h2c`). */
   readonly protocolHost: ProtocolHost;
@@ -174,6 +176,17 @@ export class H1Connection implements StreamConnection {
   destroy(): void {
     this.phase = P_CLOSED;
     this.socket.destroy();
+  }
+
+  /**
+   * The server's close grace period is over with this connection still open: a response body
+   * being streamed (SSE) ends where it is, so the response finishes cleanly and the connection
+   * closes after it; anything else (a handler still running, a request still arriving) is dropped.
+   */
+  endForClose(): void {
+    const out = this.outBody;
+    if (out !== null) out.close();
+    else this.destroy();
   }
 
   // ---- reading ---------------------------------------------------------------------------
@@ -1006,6 +1019,7 @@ export class H1Connection implements StreamConnection {
     s.removeListener('drain', this.onDrain);
     s.removeListener('error', onSocketError);
     if (this.timer !== null) this.disarm();
+    this.host.adoptUpgraded(s);
     this.host.removeConnection(this);
   }
 
