@@ -25,6 +25,7 @@ export { HTTP2Settings, type HTTP2SettingsInit, MAX_WINDOW, DEFAULT_WINDOW, DEFA
 export { serveH2, loadHttp2, H2ServerConnection } from './server-connection.js';
 export { connectH2Session, H2ClientSession, DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, type H2SessionOptions, type H2PingOptions } from './client-session.js';
 export { H2ResponseBody } from './client-body.js';
+export { H2StreamResetError, h2ErrorName } from './errors.js';
 
 /** Options of the h2 plugin (per call, as `Client` defaults, or on `serve`/`listen`). */
 export interface H2Options {
