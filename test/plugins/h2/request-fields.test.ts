@@ -98,6 +98,17 @@ describe(':authority and host', () => {
     expect(r.stdout).toBe('handled');
     expect(seen).toEqual([{ host: 'upgraded.example', hostHeader: 'upgraded.example', hostHeaders: ['upgraded.example'], cookie: 'a=1; b=2', cookies: ['a=1; b=2'] }]);
   });
+
+  it('Upgrade: h2c of an absolute-form request: its authority, not Host, becomes :authority, and :path only the path', async () => {
+    const seen: string[] = [];
+    const { port } = await startServer((req: Request) => {
+      seen.push(`${req.target} ${req.host} ${header(req, 'Host')} HTTP/${req.protoMajor}`);
+      return new Response(200, 'handled');
+    });
+    const r = await run(CURL, ['-sS', '--http2', '--request-target', 'http://allowed.example.com/x?y=1', '-H', 'Host: internal-admin', `http://127.0.0.1:${port}/`]);
+    expect(r.stdout).toBe('handled');
+    expect(seen).toEqual(['/x?y=1 allowed.example.com allowed.example.com HTTP/2']);
+  });
 });
 
 describe('cookie fields', () => {
