@@ -32,9 +32,9 @@ export function h2ErrorName(code: number): string {
 /**
  * The server reset the request's HTTP/2 stream (RST_STREAM) before the response was complete.
  * A {@link ProtocolError} (`code` `SWY_ERR_PROTOCOL`) that also carries the HTTP/2 error code.
- * `REFUSED_STREAM` means the server did not process the request: the client sends a request
- * whose body can be sent again on another connection first, and this error reaches the caller
- * only when that is not possible.
+ * `REFUSED_STREAM` means the server did not process the request: the client first sends it
+ * again (up to 3 times, whatever the method) when its body can be sent again, and this error
+ * reaches the caller only when that is not possible or the server keeps refusing.
  */
 export class H2StreamResetError extends ProtocolError {
   /** The HTTP/2 error code of the RST_STREAM frame (RFC 9113 §7), such as 8 for CANCEL. */
@@ -45,7 +45,7 @@ export class H2StreamResetError extends ProtocolError {
   readonly afterHead: boolean;
   constructor(errorCode: number, afterHead: boolean) {
     const name = h2ErrorName(errorCode);
-    const what = errorCode === REFUSED_STREAM ? 'refused the HTTP/2 stream; it did not process the request' : `reset the HTTP/2 stream ${afterHead ? 'before the response body ended' : 'before the response head'}`;
+    const what = errorCode === REFUSED_STREAM && !afterHead ? 'refused the HTTP/2 stream; it did not process the request' : `reset the HTTP/2 stream ${afterHead ? 'before the response body ended' : 'before the response head'}`;
     super(`the server ${what} (${name}, code ${errorCode})`);
     this.errorCode = errorCode;
     this.errorName = name;
