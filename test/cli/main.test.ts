@@ -29,6 +29,10 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
   const cases: [string, string[], RegExp][] = [
     ['an unknown long option', ['get', 'http://x/', '--frobnicate'], /^switchyard get: unknown option --frobnicate\nRun 'switchyard get --help' for its options\.\n$/],
     ['a near miss', ['get', 'http://x/', '--timout', '5'], /unknown option --timout \(did you mean --timeout\?\)/],
+    ['a prefix of one option', ['get', 'http://x/', '--verb'], /unknown option --verb \(did you mean --verbose\?\)/],
+    ['a long option with one dash', ['get', 'http://x/', '-timeout', '5'], /unknown option -t \(in "-timeout"\) \(did you mean --timeout\?\)/],
+    ['a near miss on serve', ['serve', '--prot', '1'], /unknown option --prot \(did you mean --port\?\)/],
+    ['a near miss on ws', ['ws', 'ws://x/', '--subprotcol', 'a'], /unknown option --subprotcol \(did you mean --subprotocol\?\)/],
     ['an unknown short option', ['get', 'http://x/', '-Z'], /unknown option -Z\n/],
     ['an unknown short option in a group', ['get', 'http://x/', '-vZ'], /unknown option -Z \(in "-vZ"\)/],
     ['a missing value', ['get', 'http://x/', '-H'], /option -H needs a value \('Name: value'\)/],
