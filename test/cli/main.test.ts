@@ -29,6 +29,7 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
   const cases: [string, string[], RegExp][] = [
     ['an unknown long option', ['get', 'http://x/', '--frobnicate'], /^switchyard get: unknown option --frobnicate\nRun 'switchyard get --help' for its options\.\n$/],
     ['a near miss', ['get', 'http://x/', '--timout', '5'], /unknown option --timout \(did you mean --timeout\?\)/],
+    ['a near miss of --max-time', ['get', 'http://x/', '--max-tme', '5'], /unknown option --max-tme \(did you mean --max-time\?\)/],
     ['a prefix of one option', ['get', 'http://x/', '--verb'], /unknown option --verb \(did you mean --verbose\?\)/],
     ['a long option with one dash', ['get', 'http://x/', '-timeout', '5'], /unknown option -t \(in "-timeout"\) \(did you mean --timeout\?\)/],
     ['a near miss on serve', ['serve', '--prot', '1'], /unknown option --prot \(did you mean --port\?\)/],
@@ -41,6 +42,13 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
     ['a bad header', ['get', 'http://x/', '-H', 'NoColon'], /-H "NoColon": expected 'Name: value'/],
     ['a header with a space in its name', ['get', 'http://x/', '-H', 'Bad Name: v'], /expected 'Name: value'/],
     ['a bad timeout', ['get', 'http://x/', '--timeout', 'soon'], /option --timeout needs a whole number, got "soon"/],
+    ['a method that is not a token', ['get', 'http://x/', '-X', 'BAD METHOD'], /-X "BAD METHOD": a method is a token/],
+    ['-I with data', ['get', 'http://x/', '-I', '-d', 'a=1'], /-I sends HEAD, which carries no -d or -F body/],
+    ['-O without a file name in the URL', ['get', 'http://x/dir/', '-O'], /-O: http:\/\/x\/dir\/ has no file name at the end of its path; name the file with -o FILE/],
+    ['-O with -o', ['get', 'http://x/f', '-O', '-o', 'g'], /-o and -O cannot be combined/],
+    ['a bad --max-time', ['get', 'http://x/', '--max-time', 'soon'], /option --max-time needs a number of seconds \(such as 2 or 0\.5\), got "soon"/],
+    ['a negative --max-time', ['get', 'http://x/', '--max-time=-1'], /option --max-time needs a number of seconds/],
+    ['--max-time with --timeout', ['get', 'http://x/', '--max-time', '1', '--timeout', '1000'], /--max-time and --timeout cannot be combined/],
     ['a retry count out of range', ['get', 'http://x/', '--retry', '1000'], /option --retry must be from 0 to 100, got 1000/],
     ['both versions', ['get', 'http://x/', '--http1', '--http2'], /--http1 and --http2 cannot be combined/],
     ['-L with --no-follow', ['get', 'http://x/', '-L', '--no-follow'], /-L and --no-follow cannot be combined/],
@@ -127,7 +135,7 @@ describe('help and version', () => {
     for (const [cmd, flags] of [
       ['serve', ['--port', '--host', '--tls-self-signed', '--spa', '--cors', '--cert-out']],
       ['ws', ['--header', '--subprotocol', '--no-compress', '--cacert']],
-      ['get', ['--header', '--output', '--http2', '--proxy', '--cookies']],
+      ['get', ['--header', '--output', '--http2', '--proxy', '--cookies', '-X, --request METHOD', '-i, --include', '-I, --head', '-f, --fail', '-s, --silent', '-S, --show-error', '-A, --user-agent UA', '-O, --remote-name', '-m, --max-time SECONDS', '--timeout ms', '--compressed']],
     ] as const) {
       const c = capture();
       expect(await main([cmd, '--help'], c.io)).toBe(0);
