@@ -266,6 +266,9 @@ async function send(client: Client, method: string, url: string, call: CallOptio
     },
     ...(bar !== null ? { onBytes: (n: number) => bar.add(n) } : {}),
   });
+  // A failure of the target after the call gave up (the file closed under a pending write) has
+  // nobody else to tell; the call's own failure is what gets reported.
+  sink.on('error', () => undefined);
   const printer = verbose > 0 ? verbosePrinter(verbose === 2 ? 2 : 1, (line) => io.stderr.write(`${bar !== null ? '\r\x1b[K' : ''}${line}\n`)) : null;
   const trace = (ev: ClientEvent): void => {
     const e = ev as AnyClientEvent;

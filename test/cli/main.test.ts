@@ -108,15 +108,28 @@ describe('parseArgs', () => {
 describe('progress line', () => {
   it('known size: bar, percentage, bytes, rate and ETA; done: elapsed', () => {
     const mid = renderProgress({ received: 5 * 1024 * 1024, total: 20 * 1024 * 1024, elapsedMs: 1000, columns: 100 });
-    expect(mid).toBe(`[${'#'.repeat(10)}${'-'.repeat(30)}]  25%  5.0 MiB / 20.0 MiB  5.0 MiB/s  ETA 3s`);
+    expect(mid).toBe(`[${'#'.repeat(10)}${'-'.repeat(30)}]  25%     5.0 MiB /   20.0 MiB     5.0 MiB/s  ETA 3s    `);
     const done = renderProgress({ received: 20 * 1024 * 1024, total: 20 * 1024 * 1024, elapsedMs: 4000, columns: 100 });
-    expect(done).toMatch(/^\[#{40}\] 100% {2}20\.0 MiB \/ 20\.0 MiB {2}5\.0 MiB\/s {2}in 4s$/);
+    expect(done).toMatch(/^\[#{40}\] 100% {4}20\.0 MiB \/ {3}20\.0 MiB {5}5\.0 MiB\/s {2}in 4s {5}$/);
+  });
+
+  it('keeps one width from frame to frame (the bar does not jump), known size or not', () => {
+    for (const columns of [60, 80, 100, 200]) {
+      for (const total of [1000, 5 * 1024 * 1024 * 1024, -1]) {
+        const widths = new Set<number>();
+        for (const [received, elapsedMs] of [[0, 0], [1, 3], [999, 10], [1000, 9999], [1023.9 * 1024, 1], [600 * 1024 * 1024, 50_000], [5 * 1024 * 1024 * 1024, 7_200_000]] as const) {
+          if (total >= 0 && received > total) continue;
+          widths.add(renderProgress({ received, total, elapsedMs, columns }).length);
+        }
+        expect([columns, total, [...widths]]).toEqual([columns, total, [widths.values().next().value]]);
+      }
+    }
   });
 
   it('unknown size: bytes and rate; a narrow terminal drops the bar', () => {
-    expect(renderProgress({ received: 1536, total: -1, elapsedMs: 1000, columns: 80 })).toBe('1.5 KiB  1.5 KiB/s');
+    expect(renderProgress({ received: 1536, total: -1, elapsedMs: 1000, columns: 80 })).toBe('   1.5 KiB     1.5 KiB/s');
     const narrow = renderProgress({ received: 512, total: 1024, elapsedMs: 1000, columns: 40 });
-    expect(narrow.startsWith('50%')).toBe(true);
+    expect(narrow).toMatch(/^ 50% /);
     expect(narrow.length).toBeLessThan(40);
   });
 
@@ -127,6 +140,8 @@ describe('progress line', () => {
     expect(formatDuration(59.4)).toBe('59s');
     expect(formatDuration(125)).toBe('2m05s');
     expect(formatDuration(3725)).toBe('1h02m');
+    expect(formatDuration(99 * 3600 + 3599)).toBe('99h59m');
+    expect(formatDuration(100 * 3600)).toBe('>99h');
   });
 });
 

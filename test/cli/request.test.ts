@@ -9,13 +9,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
-import { createKernel, Response, selfSignedCertificate, type Kernel, type Request, type Server } from '../../kernel/index.js';
+import { CallbackBody, createKernel, Response, selfSignedCertificate, type Kernel, type Request, type Server } from '../../kernel/index.js';
 import { presets } from '../../plugins/index.js';
 import { parseMultipartForm } from '../../plugins/multipart/index.js';
 import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening } from '../interop/helpers.js';
+import { main } from '../../cli/main.js';
 import { BIN, runCli, runCommand, runMain, tempDir } from './helpers.js';
 
 const BIG = randomBytes(20 * 1024 * 1024);
@@ -68,6 +70,18 @@ async function handler(req: Request): Promise<Response> {
   if (p === '/big') return new Response(200, [['Content-Type', 'application/octet-stream']], BIG);
   if (p === '/redirect') return new Response(302, [['Location', '/hello']], 'moved\n');
   if (p === '/empty404') return new Response(404, null);
+  if (p === '/stall') {
+    // 64 KiB of a declared 1 MiB, then nothing until afterAll.
+    let sent = false;
+    const body = new CallbackBody((dst) => {
+      if (sent) return new Promise<number>((resolve) => parked.push(() => resolve(0)));
+      sent = true;
+      const n = Math.min(dst.length, 64 * 1024);
+      dst.fill(120, 0, n);
+      return n;
+    });
+    return new Response(200, [['Content-Length', String(1024 * 1024)]], body);
+  }
   if (p === '/gone-redirect') return new Response(302, [['Location', '/status/410']], 'moved\n');
   if (p === '/method') return new Response(200, [['Content-Type', 'text/plain'], ['X-Method', req.method]], `${req.method} ${req.headers.get('User-Agent') ?? '-'}\n`);
   if (p === '/gzip') {
@@ -219,7 +233,7 @@ describe('the progress bar on a real terminal', () => {
     // script runs the command on a new pty and copies what the terminal shows to its stdout.
     const r = await runCommand(script, ['-qec', cmd, '/dev/null']);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/\r\[#{30,40}\] 100% {2}20\.0 MiB \/ 20\.0 MiB {2}[\d.]+ [KMG]i?B\/s {2}in \d+s\x1b\[K\r?\n/);
+    expect(r.out).toMatch(/\r\[#{20,40}\] 100% +20\.0 MiB \/ +20\.0 MiB +[\d.]+ [KMG]i?B\/s {2}in \d+s *\x1b\[K\r?\n/);
     expect(sha(await readFile(out))).toBe(sha(BIG));
   });
 });
@@ -364,7 +378,9 @@ describe('in-process: -o and TLS options', () => {
     expect(r.code).toBe(0);
     const frames = r.stderr.split('\r').filter((f) => f !== '');
     const last = frames[frames.length - 1]!;
-    expect(last).toMatch(/^\[#{40}\] 100% {2}20\.0 MiB \/ 20\.0 MiB {2}[\d.]+ [KMG]iB\/s {2}in \d+s\x1b\[K\n$/);
+    expect(last).toMatch(/^\[#{40}\] 100% +20\.0 MiB \/ +20\.0 MiB +[\d.]+ [KMG]iB\/s {2}in \d+s *\x1b\[K\n$/);
+    // Every frame has the same length: the bar does not jitter as the numbers change.
+    expect(new Set(frames.map((f) => f.replace(/\x1b\[K\n?$/, '').length)).size).toBe(1);
     const s = await runMain(['get', `${base}/big`, '-o', join(dir, 'big2.bin'), '-s'], { ttyColumns: 100 });
     expect(s.stderr).toBe('');
   });
@@ -489,5 +505,25 @@ describe('curl habits', () => {
     expect(r.out).toMatch(/\ncontent-encoding: gzip\n/i);
     expect(r.out.endsWith('\n\nsqueezed\n')).toBe(true);
     expect(seen.get('/gzip')!.headers.get('Accept-Encoding')).toMatch(/gzip/);
+  });
+});
+
+describe('Ctrl-C during a download', () => {
+  it('ends the progress bar line, prints no error and exits 130', async () => {
+    const dir = await tempDir();
+    const stderr = Object.assign(new PassThrough(), { isTTY: true, columns: 100 });
+    let err = '';
+    let drawn: () => void = () => undefined;
+    const firstFrame = new Promise<void>((resolve) => (drawn = resolve));
+    stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      if (err.includes('\r')) drawn();
+    });
+    const stdin = new PassThrough();
+    stdin.end();
+    const code = await main(['get', `${base}/stall`, '-o', join(dir, 'part.bin')], { stdin, stdout: new PassThrough(), stderr, env: {}, waitForInterrupt: () => firstFrame });
+    expect(code).toBe(130);
+    expect(err).toMatch(/^(\r[^\r\n]*\x1b\[K)+\n$/);
+    expect(err).not.toMatch(/switchyard:/);
   });
 });
