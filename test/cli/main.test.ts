@@ -71,6 +71,7 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
     ['a serve directory that does not exist', ['serve', '/nonexistent-dir'], /serve: \/nonexistent-dir is not a directory/],
     ['two directories for serve', ['serve', 'a', 'b'], /one directory expected, got 2/],
     ['ws without a URL', ['ws'], /no URL given/],
+    ['a bad --linger', ['ws', 'ws://x/', '--linger', '1s'], /option --linger needs a whole number, got "1s"/],
     ['ws with an http URL', ['ws', 'http://x/'], /ws needs a ws:\/\/ or wss:\/\/ URL/],
   ];
   for (const [what, args, re] of cases) {
@@ -149,7 +150,7 @@ describe('help and version', () => {
   it('each command has --help with options and examples; --version prints the package version', async () => {
     for (const [cmd, flags] of [
       ['serve', ['--port', '--host', '--tls-self-signed', '--spa', '--cors', '--cert-out']],
-      ['ws', ['--header', '--subprotocol', '--no-compress', '--cacert']],
+      ['ws', ['--header', '--subprotocol', '--no-compress', '--cacert', '--linger ms']],
       ['get', ['--header', '--output', '--http2', '--proxy', '--cookies', '-X, --request METHOD', '-i, --include', '-I, --head', '-f, --fail', '-s, --silent', '-S, --show-error', '-A, --user-agent UA', '-O, --remote-name', '-m, --max-time SECONDS', '--timeout ms', '--compressed']],
     ] as const) {
       const c = capture();
