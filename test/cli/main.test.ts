@@ -149,7 +149,7 @@ describe('progress line', () => {
 describe('help and version', () => {
   it('each command has --help with options and examples; --version prints the package version', async () => {
     for (const [cmd, flags] of [
-      ['serve', ['--port', '--host', '--tls-self-signed', '--spa', '--cors', '--cert-out']],
+      ['serve', ['--port', '--host', '--tls-self-signed', '--spa', '--cors', '--cert-out', '--no-list']],
       ['ws', ['--header', '--subprotocol', '--no-compress', '--cacert', '--linger ms']],
       ['get', ['--header', '--output', '--http2', '--proxy', '--cookies', '-X, --request METHOD', '-i, --include', '-I, --head', '-f, --fail', '-s, --silent', '-S, --show-error', '-A, --user-agent UA', '-O, --remote-name', '-m, --max-time SECONDS', '--timeout ms', '--compressed']],
     ] as const) {
