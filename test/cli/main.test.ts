@@ -64,6 +64,8 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
     ['a ws:// URL', ['get', 'ws://x/'], /unsupported URL scheme ws: .*switchyard ws/],
     ['an ftp:// URL', ['get', 'ftp://x/'], /unsupported URL scheme ftp: in "ftp:\/\/x\/": http and https only\n/],
     ['an unknown command', ['fetch', 'http://x/'], /^switchyard: unknown command "fetch": expected get, head, post, put, patch, delete, query, options, serve, ws\n/],
+    ['a URL where the command goes', ['https://example.com/x', '-i'], /^switchyard: "https:\/\/example\.com\/x" is a URL, not a command: put the method first \(switchyard get https:\/\/example\.com\/x …\)\n/],
+    ['a ws URL where the command goes', ['ws://example.com/'], /put the method first \(switchyard ws ws:\/\/example\.com\/ …\)/],
     ['an option before the command', ['-v', 'get', 'http://x/'], /^switchyard: -v before a command/],
     ['a value for a switch', ['get', 'http://x/', '--json=yes'], /option --json takes no value \(got "yes"\)/],
     ['a serve option on get', ['get', 'http://x/', '--port', '1'], /unknown option --port/],
@@ -159,6 +161,9 @@ describe('help and version', () => {
       expect(c.out()).toMatch(/\nExamples:\n {2}# /);
       for (const f of flags) expect(c.out()).toContain(f);
     }
+    const top = capture();
+    expect(await main(['--help'], top.io)).toBe(0);
+    for (const f of ['-X METHOD', '-m/--max-time SECONDS', '--compressed', 'directory listings', '130 stopped by Ctrl-C']) expect(top.out()).toContain(f);
     const v = capture();
     expect(await main(['--version'], v.io)).toBe(0);
     expect(v.out()).toMatch(/^switchyard \d+\.\d+\.\d+\n$/);
