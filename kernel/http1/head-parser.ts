@@ -27,14 +27,18 @@
  * Strictness (each is a `ParseError`): obs-fold, bare CR, bare LF (lines must end in CRLF), NUL
  * and other CTLs (HTAB excepted) in the head, whitespace between a field name and its colon,
  * invalid token bytes in a method or field name, empty field names, malformed request or status
- * lines, and versions other than HTTP/1.0 and HTTP/1.1. Framing conflicts found in the fields
+ * lines, versions other than HTTP/1.0 and HTTP/1.1, a request target in a form its method may
+ * not use and an invalid Host value (see `target.ts`). Framing conflicts found in the fields
  * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
- * Transfer-Encoding whose final coding is not chunked, repeated Host) are `ProtocolError`s.
+ * Transfer-Encoding whose final coding is not chunked) and a missing (HTTP/1.1) or repeated Host
+ * are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
+ * as its Host value (RFC 9112 §3.2.2).
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import * as tables from './tables.js';
+import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
 
 // Module-local copies of the tables and constants. Reading an imported binding can compile to a
 // getter call under some loaders (tsx, vite-node); locals keep the hot loops free of that.
@@ -243,6 +247,8 @@ export class HeadParser {
   expectContinue = false;
   /** Number of Host headers seen. */
   hostCount = 0;
+  /** `headers` index of the (last) Host field. */
+  private hostIndex = -1;
   /**
    * Set when the request line was `PRI * HTTP/2.0` (the HTTP/2 connection preface); the parse
    * then fails with a `ParseError` and the server can answer 400 or hand over to h2c.
@@ -312,6 +318,7 @@ export class HeadParser {
     this.upgrade = false;
     this.expectContinue = false;
     this.hostCount = 0;
+    this.hostIndex = -1;
     this.h2Preface = false;
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
     this.accLen = 0;
@@ -1004,6 +1011,7 @@ export class HeadParser {
         this.connection |= connectionFlags(value);
         break;
       case H_HOST:
+        this.hostIndex = this.headers.size - 1;
         this.hostCount++;
         break;
       case H_UPGRADE:
@@ -1058,7 +1066,30 @@ export class HeadParser {
         }
       }
     }
-    if (this.hostCount > 1 && this.kind === 'request') throw new ProtocolError('request has more than one Host header');
+    if (this.kind === 'request') this.checkTargetAndHost();
+  }
+
+  /**
+   * RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host and a valid one, every request a
+   * target in a form its method may use; an absolute-form target replaces the Host value.
+   */
+  private checkTargetAndHost(): void {
+    if (this.hostCount !== 1) {
+      if (this.hostCount > 1) throw new ProtocolError('request has more than one Host header');
+      if (this.versionMinor === 1) throw new ProtocolError('HTTP/1.1 request has no Host header');
+    } else {
+      const host = this.headers._values[this.hostIndex]!;
+      if (!isValidHost(host)) {
+        throw new ParseError(`invalid Host header ${JSON.stringify(host.length > 60 ? `${host.slice(0, 60)}...` : host)}: expected host[:port]`);
+      }
+    }
+    const target = this.target;
+    const err = requestTargetError(this.method, target);
+    if (err !== null) throw new ParseError(err);
+    if (target.charCodeAt(0) !== 0x2f) {
+      const authority = absoluteTargetAuthority(target);
+      if (authority !== null) this.headers.set('Host', authority);
+    }
   }
 }
 

@@ -15,6 +15,7 @@ import type { Response } from '../message/response.js';
 import { parseContentLength } from './head-parser.js';
 import { STATUS_TEXT } from './tables.js';
 import * as tables from './tables.js';
+import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
 
 const TOKEN: Uint8Array = tables.TOKEN;
 
@@ -172,16 +173,26 @@ export function serializeResponseHead(status: number, reason: string, headers: H
   return `${s}\r\n`;
 }
 
+function checkHost(value: string): void {
+  if (!isValidHost(value)) fail(`invalid Host ${show(value)}: expected host[:port] (RFC 9110 §7.2), with no path, userinfo or spaces`);
+}
+
 /**
  * Serializes a request head: `METHOD target HTTP/1.1`, then the Host field first (the Host
- * header when `headers` has one, else `host` when given), the other fields in stored spelling,
- * the framing field for `framing`, `Connection: close` when `close` is set and no Connection
- * field is present, and the empty line. Returns a latin1 string. Framing ownership and errors
- * as for {@link serializeResponseHead}; more than one Host header is an `ArgumentError`.
+ * header when `headers` has one, else `host` when given, else the authority of the target: its
+ * host:port for absolute-form and CONNECT, empty for the other forms, as RFC 9110 §7.2 has a
+ * client send), the other fields in stored spelling, the framing field for `framing`,
+ * `Connection: close` when `close` is set and no Connection field is present, and the empty line.
+ * Returns a latin1 string. Framing ownership and errors as for {@link serializeResponseHead};
+ * an `ArgumentError` also for more than one Host header, a Host that is not `host[:port]`, and a
+ * target in a form the method may not use (RFC 9112 §3.2: origin-form `/path`, absolute-form for
+ * proxies, `host:port` only and always for CONNECT, `*` only for OPTIONS).
  */
 export function serializeRequestHead(method: string, target: string, headers: Headers | null, host: string | null, framing: OutgoingFraming, close = false): string {
   checkMethod(method);
   checkTarget(target);
+  const targetError = requestTargetError(method, target);
+  if (targetError !== null) fail(targetError);
   let s = `${method} ${target} HTTP/1.1\r\n`;
   let hostIndex = -1;
   if (headers !== null) {
@@ -191,12 +202,15 @@ export function serializeRequestHead(method: string, target: string, headers: He
       const name = headers._names[hostIndex]!;
       const value = headers._values[hostIndex]!;
       checkFieldValue(name, value);
+      checkHost(value);
       s += `${name}: ${value}\r\n`;
     }
   }
-  if (hostIndex < 0 && host !== null && host !== '') {
-    checkFieldValue('Host', host);
-    s += `Host: ${host}\r\n`;
+  if (hostIndex < 0) {
+    let value = host ?? '';
+    if (value === '') value = method === 'CONNECT' ? target : absoluteTargetAuthority(target) ?? '';
+    else checkHost(value);
+    s += `Host: ${value}\r\n`;
   }
   if (headers !== null) s += serializeFields(headers, hostIndex, false);
   s += framingField(framing);

@@ -54,6 +54,19 @@ export const TARGET: Uint8Array = (() => {
   return t;
 })();
 
+/**
+ * Bytes of a `reg-name` (RFC 3986 §3.2.2) other than `%`: unreserved (`ALPHA DIGIT - . _ ~`)
+ * and sub-delims (`! $ & ' ( ) * + , ; =`). An IPv4 address is a reg-name too.
+ */
+export const REG_NAME: Uint8Array = (() => {
+  const t = new Uint8Array(256);
+  for (const c of "-._~!$&'()*+,;=") t[c.charCodeAt(0)] = 1;
+  for (let c = 0x30; c <= 0x39; c++) t[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) t[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) t[c] = 1;
+  return t;
+})();
+
 /** Hex digit values; -1 for bytes that are not hex digits. */
 export const HEX: Int8Array = (() => {
   const t = new Int8Array(256).fill(-1);

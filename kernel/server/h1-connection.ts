@@ -254,12 +254,6 @@ export class H1Connection implements StreamConnection {
     const req = requestFromWire(p.method, p.target, p.headers, null, kind === B_LENGTH ? length : kind === B_NONE ? 0 : -1, p.versionMinor);
     this.req = req;
 
-    if (p.versionMinor === 1 && p.hostCount === 0) {
-      // RFC 9112 §3.2: a server must answer an HTTP/1.1 request without Host with 400.
-      this.keepAlive = false;
-      this.errorResponse(400, 'missing Host header', true);
-      return;
-    }
     if (!p.expectContinue && p.headers.has('Expect')) {
       // RFC 9110 §10.1.1: an expectation the server cannot meet gets 417.
       this.errorResponse(417, 'unsupported Expect', true);
