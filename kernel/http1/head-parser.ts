@@ -32,7 +32,8 @@
  * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
  * Transfer-Encoding whose final coding is not chunked) and a missing (HTTP/1.1) or repeated Host
  * are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
- * as its Host value (RFC 9112 §3.2.2).
+ * as its Host value (RFC 9112 §3.2.2). A trailer section drops the fields that may not trail
+ * (`FORBIDDEN_TRAILERS` in `tables.ts`).
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
@@ -60,6 +61,7 @@ const KNOWN_WORDS: Int32Array = tables.KNOWN_WORDS;
 const KNOWN_CASE: Int32Array = tables.KNOWN_CASE;
 const KNOWN_WORD_OFFSET: Uint16Array = tables.KNOWN_WORD_OFFSET;
 const KNOWN_LAST_MASK: Int32Array = tables.KNOWN_LAST_MASK;
+const KNOWN_NO_TRAILER: Uint8Array = tables.KNOWN_NO_TRAILER;
 const KNOWN_MASK = 1023;
 const KNOWN_MAX_LENGTH: number = tables.KNOWN_MAX_LENGTH;
 const H_CONTENT_LENGTH = 1;
@@ -869,6 +871,8 @@ export class HeadParser {
     // Trailing OWS is rare; trim it here instead of tracking it in the scan loop above.
     while (valEnd > valStart && ((b = buf[valEnd - 1]!) === SP || b === HTAB)) valEnd--;
 
+    // Before any string is built or deferred: a dropped trailer leaves no trace.
+    if (id >= 0 && KNOWN_NO_TRAILER[id] !== 0 && this.kind === 'trailers') return p + 2;
     const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
     const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
     this.headers.push(name, value);

@@ -64,7 +64,8 @@ function makeBody(reader: ByteReader, kind: BodyKind, parser: HeadParser): Body 
  * no body, -1 for chunked. `host` is the Host header or null; `close` is true when the
  * connection must close after this request (`Connection: close`, or HTTP/1.0 without
  * keep-alive). Headers keep arrival order with canonical names. After reading a chunked body
- * to the end, `trailers(request.body)` returns its trailers.
+ * to the end, `trailers(request.body)` returns its trailers (without the fields that may not
+ * trail, which are dropped).
  *
  * For pipelining and keep-alive, read the body to its end before reading the next request from
  * the same source. A stream or async iterable source keeps its reader between calls (see

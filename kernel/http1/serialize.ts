@@ -13,7 +13,7 @@ import { eqIgnoreCase, Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { parseContentLength } from './head-parser.js';
-import { STATUS_TEXT } from './tables.js';
+import { isForbiddenTrailer, STATUS_TEXT } from './tables.js';
 import * as tables from './tables.js';
 import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
 
@@ -219,11 +219,39 @@ export function serializeRequestHead(method: string, target: string, headers: He
 }
 
 /**
+ * Throws `ArgumentError` when `name` may not be sent as a trailer: the fields of
+ * `FORBIDDEN_TRAILERS` (framing, routing, authentication, content format, controls) must be
+ * known before the content, so RFC 9110 §6.5.1 keeps them out of trailer sections.
+ */
+export function checkTrailerName(name: string): void {
+  if (isForbiddenTrailer(name)) {
+    fail(`${show(name)} cannot be sent as a trailer (RFC 9110 §6.5.1: framing, routing, authentication, content-format and control fields must come before the content); send it as a header`);
+  }
+}
+
+/**
+ * Throws `ArgumentError` unless every field of `trailers` may be sent as a trailer: a valid name
+ * and value ({@link checkFieldName}, {@link checkFieldValue}) and not a forbidden one
+ * ({@link checkTrailerName}). Lets a writer refuse trailers before the head goes out.
+ */
+export function checkTrailers(trailers: Headers): void {
+  const names = trailers._names;
+  const values = trailers._values;
+  for (let i = 0; i < names.length; i++) {
+    checkFieldName(names[i]!);
+    checkTrailerName(names[i]!);
+    checkFieldValue(names[i]!, values[i]!);
+  }
+}
+
+/**
  * Serializes the end of a chunked body: the last chunk `0\r\n`, the trailer fields in stored
- * spelling, and the empty line. Throws `ArgumentError` for invalid trailer names or values.
+ * spelling, and the empty line. Throws `ArgumentError` for invalid trailer names or values and
+ * for fields that may not trail ({@link checkTrailerName}).
  */
 export function serializeLastChunk(trailers: Headers | null): string {
   if (trailers === null || trailers.size === 0) return '0\r\n\r\n';
+  checkTrailers(trailers);
   return `0\r\n${serializeFields(trailers, -1, false)}\r\n`;
 }
 
@@ -508,9 +536,9 @@ async function writeBody(sink: ByteSink, head: string, body: Body, p: Plan, tail
   const w = put(sink, Buffer.from(head, 'latin1'));
   if (w !== undefined) await w;
   if (p.mode === 'chunked') {
-    // Re-validate trailers at the end: a body may fill them in while it streams.
-    const end = trailers.size > 0 ? serializeLastChunk(trailers) : tail!;
     await streamChunked(sink, body);
+    // Serialized (and validated) again at the end: a body may fill trailers in while it streams.
+    const end = trailers.size > 0 ? serializeLastChunk(trailers) : tail!;
     const e = put(sink, Buffer.from(end, 'latin1'));
     if (e !== undefined) await e;
   } else {

@@ -24,7 +24,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
-import { CHUNK_ROOM, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
@@ -567,6 +567,16 @@ export class H1Connection implements StreamConnection {
         return;
       }
       headers = res.headers;
+    }
+    if (res.hasTrailers) {
+      // Refused whatever the framing (a Content-Length response drops trailers): a handler that
+      // sets a field that may not trail is wrong for every body, and is told before any byte.
+      try {
+        checkTrailers(res.trailers);
+      } catch (err) {
+        this.handlerFailed(req, err);
+        return;
+      }
     }
     const body = res.body;
     if (body instanceof AbstractBody) {
@@ -1127,6 +1137,8 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
     if (eqIgnoreCase(k, 'content-length') || eqIgnoreCase(k, 'transfer-encoding')) continue;
     stream.appendHeader(k, v);
   }
+  // Before any byte: trailers that may not be sent are refused while a 500 can still go out.
+  if (res.hasTrailers) stream.addTrailer(res.trailers);
   const body = res.body;
   if (body instanceof AbstractBody) {
     const known = res.contentLength >= 0 ? res.contentLength : body.length;
@@ -1144,6 +1156,5 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
   } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
     stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
   }
-  if (res.hasTrailers) stream.addTrailer(res.trailers);
   await stream.closeWrite();
 }

@@ -514,3 +514,47 @@ describe('round trips', () => {
     }
   });
 });
+
+describe('trailers that may not trail (RFC 9110 §6.5.1)', () => {
+  it('serializeLastChunk refuses each of them, naming the field', () => {
+    for (const name of ['Content-Length', 'transfer-encoding', 'HOST', 'Content-Type', 'Content-Encoding', 'Trailer', 'Authorization', 'Set-Cookie', 'Connection', 'TE']) {
+      expect(() => serializeLastChunk(new Headers([['X-Ok', '1'], [name, 'v']])), name).toThrow(ArgumentError);
+      expect(() => serializeLastChunk(new Headers([[name, 'v']])), name).toThrow(`"${name}" cannot be sent as a trailer`);
+    }
+    expect(serializeLastChunk(new Headers([['Server-Timing', 'db;dur=1']]))).toBe('0\r\nServer-Timing: db;dur=1\r\n\r\n');
+  });
+
+  it('writeResponse and writeRequest refuse them before writing any byte', async () => {
+    const sink = new MemorySink();
+    const res = new Response(200, partsBody(['a']), { trailers: [['X-Ok', '1'], ['Content-Length', '1']] });
+    await expect(writeResponse(sink, res)).rejects.toThrow(/"Content-Length" cannot be sent as a trailer/);
+    const req = new Request('POST', '/', { host: 'h', body: partsBody(['a']), trailers: [['Host', 'evil.example']] });
+    await expect(writeRequest(sink, req)).rejects.toThrow(/"Host" cannot be sent as a trailer/);
+    expect(sink.bytes.length).toBe(0);
+  });
+
+  it('trailers a streamed body fills in while it is read are sent, and checked, at the end', async () => {
+    /** A response whose one-byte body sets trailer `name` when it ends. */
+    const filling = (name: string): Response => {
+      let step = 0;
+      const res: Response = new Response(
+        200,
+        new CallbackBody((dst) => {
+          if (step++ > 0) {
+            res.trailers.set(name, '1');
+            return 0;
+          }
+          dst[0] = 0x61;
+          return 1;
+        }),
+      );
+      return res;
+    };
+    const sink = new MemorySink();
+    await writeResponse(sink, filling('X-Sum'));
+    expect(sink.text.endsWith('1\r\na\r\n0\r\nX-Sum: 1\r\n\r\n')).toBe(true);
+    const sink2 = new MemorySink();
+    await expect(writeResponse(sink2, filling('Content-Length'))).rejects.toThrow(/"Content-Length" cannot be sent as a trailer/);
+    expect(sink2.text).not.toContain('Content-Length: 1');
+  });
+});
