@@ -36,5 +36,8 @@ export {
   encodeMessage,
   checkFieldName,
   checkFieldValue,
+  checkTrailerName,
+  checkTrailers,
 } from './serialize.js';
-export { STATUS_TEXT, statusText } from './tables.js';
+export { STATUS_TEXT, statusText, FORBIDDEN_TRAILERS, isForbiddenTrailer } from './tables.js';
+export { isValidHost, requestTargetError, absoluteTargetAuthority } from './target.js';
