@@ -62,6 +62,7 @@ const KNOWN_CASE: Int32Array = tables.KNOWN_CASE;
 const KNOWN_WORD_OFFSET: Uint16Array = tables.KNOWN_WORD_OFFSET;
 const KNOWN_LAST_MASK: Int32Array = tables.KNOWN_LAST_MASK;
 const KNOWN_NO_TRAILER: Uint8Array = tables.KNOWN_NO_TRAILER;
+const REG_NAME: Uint8Array = tables.REG_NAME;
 const KNOWN_MASK = 1023;
 const KNOWN_MAX_LENGTH: number = tables.KNOWN_MAX_LENGTH;
 const H_CONTENT_LENGTH = 1;
@@ -251,6 +252,8 @@ export class HeadParser {
   hostCount = 0;
   /** `headers` index of the (last) Host field. */
   private hostIndex = -1;
+  /** The (last) Host value has the common shape {@link isPlainHost} vouches for. */
+  private plainHost = false;
   /**
    * Set when the request line was `PRI * HTTP/2.0` (the HTTP/2 connection preface); the parse
    * then fails with a `ParseError` and the server can answer 400 or hand over to h2c.
@@ -321,6 +324,7 @@ export class HeadParser {
     this.expectContinue = false;
     this.hostCount = 0;
     this.hostIndex = -1;
+    this.plainHost = false;
     this.h2Preface = false;
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
     this.accLen = 0;
@@ -878,6 +882,9 @@ export class HeadParser {
     this.headers.push(name, value);
     if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') {
       const role = KNOWN_ROLE[id]!;
+      // The bytes are at hand here (the string may still be deferred): most Host values pass
+      // this scan, and only the others take the full grammar when the head is complete.
+      if (role === H_HOST) this.plainHost = isPlainHost(buf, valStart, valEnd);
       // In a split head the value is still DEFERRED, and the framing fields that read it need
       // it now (so errors come in the same order as for a whole head); Host and Upgrade only count.
       this.field(role, buf === this.acc && valEnd > valStart && role !== H_HOST && role !== H_UPGRADE ? latin1(buf, valStart, valEnd) : value);
@@ -1081,20 +1088,38 @@ export class HeadParser {
     if (this.hostCount !== 1) {
       if (this.hostCount > 1) throw new ProtocolError('request has more than one Host header');
       if (this.versionMinor === 1) throw new ProtocolError('HTTP/1.1 request has no Host header');
-    } else {
+    } else if (!this.plainHost) {
       const host = this.headers._values[this.hostIndex]!;
       if (!isValidHost(host)) {
         throw new ParseError(`invalid Host header ${JSON.stringify(host.length > 60 ? `${host.slice(0, 60)}...` : host)}: expected host[:port]`);
       }
     }
     const target = this.target;
+    // Origin-form, the usual case, needs nothing more.
+    if (target.charCodeAt(0) === 0x2f && this.method !== METHOD_CONNECT) return;
     const err = requestTargetError(this.method, target);
     if (err !== null) throw new ParseError(err);
-    if (target.charCodeAt(0) !== 0x2f) {
-      const authority = absoluteTargetAuthority(target);
-      if (authority !== null) this.headers.set('Host', authority);
-    }
+    const authority = absoluteTargetAuthority(target);
+    if (authority !== null) this.headers.set('Host', authority);
   }
+}
+
+/**
+ * True when `buf[s..e)` is a non-empty reg-name without percent-encoding, optionally followed by
+ * `:` and digits: the shape of nearly every Host value, all of it valid. False says only that
+ * the full grammar (`isValidHost`) must decide.
+ */
+function isPlainHost(buf: Buffer, s: number, e: number): boolean {
+  let i = s;
+  while (i < e && REG_NAME[buf[i]!] === 1) i++;
+  if (i === s) return false;
+  if (i === e) return true;
+  if (buf[i] !== COLON) return false;
+  for (i++; i < e; i++) {
+    const c = buf[i]!;
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
 }
 
 /** Matches the common methods by bytes so no string is built for them. */
