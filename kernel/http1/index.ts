@@ -18,6 +18,8 @@ export {
   connectionFlags,
 } from './head-parser.js';
 export { ChunkedDecoder, type ChunkedDecoderOptions } from './chunked.js';
+export { FORBIDDEN_TRAILERS, isForbiddenTrailer } from './tables.js';
+export { isValidHost, requestTargetError, absoluteTargetAuthority } from './target.js';
 export { type BodyKind, requestBodyKind, responseBodyKind, statusHasNoBody } from './framing.js';
 export { ByteReader, type ByteSourceInit } from './byte-reader.js';
 export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
@@ -39,5 +41,4 @@ export {
   checkTrailerName,
   checkTrailers,
 } from './serialize.js';
-export { STATUS_TEXT, statusText, FORBIDDEN_TRAILERS, isForbiddenTrailer } from './tables.js';
-export { isValidHost, requestTargetError, absoluteTargetAuthority } from './target.js';
+export { STATUS_TEXT, statusText } from './tables.js';
