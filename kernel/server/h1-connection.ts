@@ -587,6 +587,7 @@ export class H1Connection implements StreamConnection {
       try {
         checkTrailers(res.trailers);
       } catch (err) {
+        if (res.body instanceof AbstractBody) res.body.close();
         this.handlerFailed(req, err);
         return;
       }

@@ -19,6 +19,7 @@ import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, Outgoi
 import type { Duplex } from 'node:stream';
 import {
   AbstractBody,
+  checkTrailers,
   DEFAULT_MAX_HEADER_BYTES,
   getCallOptions,
   headersFromFields,
@@ -26,8 +27,8 @@ import {
   kUnprocessed,
   nobody,
   ProtocolError,
-  PushBody,
   protocolResponse,
+  stopUpload,
   type Response,
   TimeoutError,
   TLSTransportError,
@@ -40,7 +41,7 @@ import {
 } from '../../kernel/index.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { H2StreamResetError } from './errors.js';
-import { addWireHeaders, headerListSize, headersFromObject, type H2HeaderObject } from './headers.js';
+import { addWireHeaders, headerListSize, headersFromObject, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
 import { sinkErrors } from './error-sink.js';
 import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
@@ -86,6 +87,16 @@ export function connectH2Session(socket: Duplex, info: SessionInfo, ping: H2Ping
   const o = info.ctx !== undefined ? getCallOptions(info.ctx) : {};
   const settings = HTTP2Settings.from((o as { http2Settings?: unknown }).http2Settings);
   return new H2ClientSession(socket, info, { settings, pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs });
+}
+
+/**
+ * Fails a request nothing of which was sent: its streamed body is stopped (a body that cannot be
+ * replayed is never sent again, so nothing else would release its source).
+ */
+function notSent(request: Request, err: Error): Promise<never> {
+  const b = request.body;
+  if (b instanceof AbstractBody) stopUpload(b, null);
+  return Promise.reject(err);
 }
 
 function unprocessed(err: Error): Error {
@@ -193,13 +204,21 @@ export class H2ClientSession implements ClientSession {
   }
 
   dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response> {
-    if (this.closed) return Promise.reject(unprocessed(new ProtocolError('the HTTP/2 connection is closing (GOAWAY); the request was not sent')));
+    if (this.closed) return notSent(request, unprocessed(new ProtocolError('the HTTP/2 connection is closing (GOAWAY); the request was not sent')));
     const headers = this.requestHeaders(request);
     const body = request.body;
     const streamed = body instanceof AbstractBody;
     const bytes = streamed || body === null ? null : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const hasBody = streamed || (bytes !== null && bytes.length > 0);
     const trailers = request.hasTrailers;
+    if (trailers) {
+      // Refused before anything is sent, as over HTTP/1 (RFC 9110 §6.5.1).
+      try {
+        checkTrailers(request.trailers);
+      } catch (err) {
+        return notSent(request, err as Error);
+      }
+    }
     let stream: ClientHttp2Stream;
     try {
       // No options object for the common body-less request: node:http2 copies and extends
@@ -208,7 +227,7 @@ export class H2ClientSession implements ClientSession {
       if (!hasBody && !trailers && !stream.writableEnded) stream.end();
     } catch (err) {
       // GOAWAY arrived or the session died between the pool's check and here: nothing was sent.
-      return Promise.reject(unprocessed(err instanceof Error ? err : new ProtocolError(String(err))));
+      return notSent(request, unprocessed(err instanceof Error ? err : new ProtocolError(String(err))));
     }
     this.active++;
     this.clearPing();
@@ -217,8 +236,14 @@ export class H2ClientSession implements ClientSession {
     if (streamed) ex.holdUpload(body);
     if (trailers) {
       stream.once('wantTrailers', () => {
-        const out: H2HeaderObject = {};
-        addWireHeaders(request.trailers, out);
+        // Checked again: a streamed body may add trailers while it is read.
+        let out: H2HeaderObject;
+        try {
+          out = wireTrailers(request.trailers);
+        } catch (err) {
+          ex.failWith(err);
+          return;
+        }
         stream.sendTrailers(out);
       });
     }
@@ -433,8 +458,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     const b = this.upload;
     if (b === null) return;
     this.upload = null;
-    if (err !== null && b instanceof PushBody) b.abort(err);
-    b.close();
+    stopUpload(b, err);
   }
 
   /** Sends a streamed request body with flow control; a failure resets the stream. */
@@ -544,10 +568,15 @@ class H2ClientExchange implements BodySource, CancelListener {
 
   /** @internal */
   onTrailers(trailers: IncomingHttpHeaders): void {
-    const t = headersFromObject(trailers as Record<string, string | string[] | undefined>);
+    const t = trailersFromObject(trailers as Record<string, string | string[] | undefined>);
     // A buffered response carries its trailers itself (its body is bytes).
     if (this.pending !== null) this.pending.trailers = t;
     else if (this.body !== null) this.body.trailerFields = t;
+  }
+
+  /** @internal The request could not be finished (trailers that may not be sent): fails the exchange with `err`. */
+  failWith(err: unknown): void {
+    this.fail(err);
   }
 
   /** @internal The call's context was canceled (see RequestContext.addCancelListener). */
