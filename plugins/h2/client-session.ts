@@ -26,6 +26,7 @@ import {
   hostPort,
   kUnprocessed,
   nobody,
+  ParseError,
   ProtocolError,
   protocolResponse,
   stopUpload,
@@ -380,6 +381,10 @@ class H2ClientExchange implements BodySource, CancelListener {
   private bodySkipped = false;
   /** The streamed request body until it was sent in full: closed when the exchange ends first. */
   private upload: AbstractBody | null = null;
+  /** The response's content-length (-1: none, or no body may follow), checked against the DATA received. */
+  private declared = -1;
+  /** Response body bytes received. */
+  private received = 0;
 
   constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
     this.owner = owner;
@@ -529,6 +534,8 @@ class H2ClientExchange implements BodySource, CancelListener {
     const cl = h.get('Content-Length');
     const length = cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1;
     const ended = (flags & 1) !== 0;
+    // A HEAD or 304 response's length is the one a GET would have had: no DATA follows.
+    if (!ended && length >= 0 && status !== 304 && this.req.method !== 'HEAD') this.declared = length;
     let body: Response['body'];
     if (ended) body = nobody;
     else {
@@ -556,6 +563,7 @@ class H2ClientExchange implements BodySource, CancelListener {
 
   /** @internal */
   onData(chunk: Buffer): void {
+    this.received += chunk.length;
     if (this.timer !== null && this.timerWhat === 'readIdleTimeout') this.timer.refresh();
     if (this.pending !== null) {
       if (chunk.length === 0) return;
@@ -594,6 +602,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (this.finished || !this.headDone) return;
     const code = this.stream.rstCode;
     if (code !== undefined && code !== NGHTTP2_NO_ERROR) return;
+    if (this.truncated()) return;
     this.finished = true;
     this.cleanup();
     // Our side never sent its body, or not all of it: end the stream without an error (RFC 9113 §8.1).
@@ -619,6 +628,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       err = unprocessed(new ProtocolError('the server did not process the request (HTTP/2 stream past GOAWAY)'));
     } else if (this.headDone && code === 0) {
       // Closed without an error after the head: the body ended (the 'end' event may follow 'close' on a destroyed stream).
+      if (this.truncated()) return;
       this.finished = true;
       this.cleanup();
       this.dropUpload(null);
@@ -628,6 +638,20 @@ class H2ClientExchange implements BodySource, CancelListener {
       err = this.owner.transportError() ?? new H2StreamResetError(code, this.headDone);
     }
     this.fail(err);
+  }
+
+  /**
+   * True (and the exchange failed) when the body ended short of its content-length: a server's
+   * RST_STREAM(NO_ERROR) ends the stream as END_STREAM does, and RFC 9113 §8.1.1 makes a
+   * response whose DATA does not add up to its content-length malformed. (nghttp2 checks the
+   * length itself at END_STREAM; a reset is this check's case.) The error is HTTP/1's for a
+   * response cut short.
+   */
+  private truncated(): boolean {
+    const n = this.declared;
+    if (n < 0 || this.received === n) return false;
+    this.fail(new ParseError(`the server ended the HTTP/2 stream ${n - this.received} bytes short of the response's content-length ${n} (truncated body)`));
+    return true;
   }
 
   /** @internal See {@link BodySource}. */
