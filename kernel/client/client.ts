@@ -19,7 +19,7 @@ import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { abandonSink, writeToSink } from './response-sink.js';
-import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, toMessageBody } from './request-body.js';
+import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
@@ -560,7 +560,11 @@ export class Client {
           if (trace !== null) trace(new RetrySkippedEvent(attempt, decision.reason ?? '', error, status));
         }
       }
-      if (error !== null) throw error;
+      if (error !== null) {
+        // A streamed body no session took (the connection failed, the call was canceled first) is released too.
+        if (req.body instanceof AbstractBody) stopUpload(req.body, error instanceof Error ? error : null);
+        throw error;
+      }
       return res!;
     }
   }

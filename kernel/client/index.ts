@@ -6,7 +6,7 @@ export { Client, getCallOptions, getAttempt, isHeadersValue, kUnprocessed, kBuff
 export type { SessionPool } from '../hooks.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
 export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions, VerbHeaders } from './options.js';
-export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
+export { IterableBody, isIdempotent, isReplayable, stopUpload } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
 export {
   ClientEvent,

@@ -37,6 +37,7 @@ import {
   definePlugin,
   getCallOptions,
   isReplayable,
+  isToken,
   type Response,
 } from '../../kernel/index.js';
 
@@ -81,7 +82,6 @@ const BODY_HEADERS = ['Content-Length', 'Content-Type', 'Content-Encoding', 'Con
 const BODY_HEADERS_LC = new Set(BODY_HEADERS.map((h) => h.toLowerCase()));
 /** Credentials that never cross an origin change. */
 const CREDENTIAL_HEADERS = ['Authorization', 'Cookie', 'Proxy-Authorization'];
-const METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const EMPTY = new Uint8Array(0);
 
 /** Redirects followed so far in one call; `call` is that call's options object (one per call). */
@@ -197,7 +197,7 @@ export const redirects = definePlugin({
 });
 
 function checkMethod(m: unknown): asserts m is string {
-  if (typeof m !== 'string' || !METHOD.test(m)) {
+  if (typeof m !== 'string' || !isToken(m)) {
     throw new ArgumentError(`redirectMethod must be 'same' or a method name such as 'GET', got ${JSON.stringify(m)}`);
   }
 }

@@ -390,6 +390,10 @@ describe('Date and Connection fields', () => {
     if (req.target === '/keep') return new Response(200, 'k', { headers: { Connection: 'keep-alive' } });
     if (req.target === '/close') return new Response(200, 'c', { headers: { Connection: 'close' } });
     if (req.target === '/res-close') return new Response(200, 'rc', { close: true });
+    // A token that merely contains "close" is not the close option (RFC 9110 §7.6.1).
+    if (req.target === '/x-closed') return new Response(200, 'x', { headers: { Connection: 'x-closed' } });
+    if (req.target === '/x-closed-streamed') return new Response(200, new BytesBody(Buffer.from('xs')), { headers: { Connection: 'x-closed, not-close' } });
+    if (req.target === '/token-close') return new Response(200, 't', { headers: { Connection: 'Keep-Alive , CLOSE' } });
     return new Response(200, 'plain');
   };
 
@@ -436,6 +440,21 @@ describe('Date and Connection fields', () => {
         expect(res.headers.getAll('Connection')).toEqual(['close']);
         const all = await c.untilClosed();
         expect(all.toString('latin1').split('HTTP/1.1 ').length - 1).toBe(1);
+      });
+
+      it('a Connection token that only contains "close" keeps the connection; a close token in a list closes it', async () => {
+        const { port } = await start();
+        const c = await rawClient(port);
+        await c.write(get('/x-closed'));
+        const res = await c.response();
+        expect(res.text).toBe('x');
+        expect(res.headers.getAll('Connection')).toEqual(['x-closed']);
+        await c.write(get('/x-closed-streamed'));
+        expect((await c.response()).text).toBe('xs');
+        await c.write(get('/token-close') + get('/never'));
+        expect((await c.response()).text).toBe('t');
+        const all = await c.untilClosed();
+        expect(all.toString('latin1').split('HTTP/1.1 ').length - 1).toBe(3);
       });
 
       it('Response close: true closes the connection and says so', async () => {
