@@ -34,9 +34,11 @@ const FOREIGN: Readonly<Record<string, readonly string[]>> = {
   decompression: ['decompress'],
   throwHttpErrors: ['statusException'],
   validateStatus: ['statusException'],
-  rejectUnauthorized: ['tlsConfig'],
-  ca: ['tlsConfig'],
-  insecure: ['tlsConfig'],
+  rejectUnauthorized: ['tlsConfig', 'tls'],
+  ca: ['tlsConfig', 'tls'],
+  insecure: ['tlsConfig', 'tls'],
+  tls: ['tlsConfig'],
+  tlsConfig: ['tls'],
   agent: ['transport'],
   headers: ['defaultHeaders'],
   query: ['defaultQuery'],
@@ -85,6 +87,11 @@ export function suggestOption(name: string, known: Iterable<string>): string[] {
       best = [k];
     } else if (d === bestD) best.push(k);
   }
+  if (best.length === 0 && name.length >= 4) {
+    // A name cut short (`maxIdle` for maxIdlePerHost/maxIdleTotal) is far in edits but plain to see.
+    const lower = name.toLowerCase();
+    best = all.filter((k) => k.toLowerCase().startsWith(lower));
+  }
   return best.slice(0, 2);
 }
 
@@ -96,7 +103,7 @@ function hint(suggestions: readonly string[]): string {
 }
 
 /** A header name given where options go: a dash, or a capital first letter, is a header's habit, never an option's. */
-function looksLikeHeader(name: string): boolean {
+export function looksLikeHeader(name: string): boolean {
   return name.includes('-') || /^[A-Z][a-z]/.test(name);
 }
 

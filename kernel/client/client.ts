@@ -17,7 +17,7 @@ import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
 import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
-import { checkCallOptions, checkOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import { checkCallOptions, checkCallOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { appendQuery, isIdempotent, isReplayable, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
@@ -143,7 +143,7 @@ export class Client {
     this.ownsTransport = transport === undefined;
     if (transport !== undefined) refuseConnectionOptions({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr });
     // Names first: a misspelt option is named before any of its neighbours' values is judged.
-    checkOptionNames(rest, 'new Client()', kernel, CLIENT_OPTIONS, CLIENT_HEADERS_HINT);
+    checkCallOptionNames(rest, 'new Client()', kernel, CLIENT_OPTIONS, CLIENT_HEADERS_HINT);
     this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2 });
     if (preferHttp2 !== undefined && typeof preferHttp2 !== 'boolean') throw new ArgumentError('preferHttp2 must be a boolean');
     // The client's own choice wins over the transport's default, per request (see planOf).
@@ -159,13 +159,23 @@ export class Client {
     const own: CallOptions = { connectTimeout: 30_000 };
     const policy = proxy !== undefined ? proxy : this.transport.proxy;
     if (policy !== undefined) {
-      checkOptionNames({ proxy: policy }, proxy === undefined ? 'new Client() (its transport)' : 'new Client()', kernel, CLIENT_OPTIONS);
+      checkCallOptionNames({ proxy: policy }, proxy === undefined ? 'new Client() (its transport)' : 'new Client()', kernel, CLIENT_OPTIONS);
       own.proxy = policy;
     }
     if (maxLineBytes !== undefined) own.maxLineBytes = maxLineBytes;
     if (maxHeaderBytes !== undefined) own.maxHeaderBytes = maxHeaderBytes;
     checkCallOptions({ ...own, ...rest } as CallOptions, 'new Client()', kernel, CLIENT_OPTIONS);
     this.defaults = Object.freeze({ ...own, ...rest }) as CallOptions;
+  }
+
+  /**
+   * Checks call options as a call of this client would (names, values, and the plugins its
+   * kernel has), throwing the `ArgumentError` the call would reject with; `where` starts the
+   * message; `own` are further names the helper reads itself (valid, and offered as near misses).
+   * For helpers that take call options and send later (`sseConnect`).
+   */
+  checkOptions(options: object, where: string, own: readonly string[] = []): void {
+    checkCallOptions(options as CallOptions, where, this.kernel, own.length === 0 ? KERNEL_CALL_OPTIONS : new Set([...KERNEL_CALL_OPTIONS, ...own]));
   }
 
   /** False after {@link Client.close}. */

@@ -6,6 +6,7 @@ export { Client, setDefaultClientKernel, getCallOptions, getAttempt, isHeadersVa
 export type { SessionPool } from '../hooks.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
 export type { CallOptions, RequestBody, QueryInit, TimeoutOptions, VerbHeaders, Verb } from './options.js';
+export { checkCallOptionNames } from './options.js';
 export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
 export {

@@ -133,12 +133,13 @@ function describeWhere(w: string | (() => string)): string {
 }
 
 /**
- * @internal Checks an options object's plugin-owned and unknown names: an unknown name is an
- * `ArgumentError` with the nearest valid one; a plugin's option is checked by that plugin's
- * check, and refused, naming the plugin, when `kernel` (null: none) does not have it.
- * `known` are the names the caller reads itself.
+ * Checks the names of an options object that takes plugins' call options too (a client's, a
+ * call's, `WebSockets.open`'s): a name in `known` (what the caller reads itself) passes; a
+ * plugin's call option is checked by that plugin's check, and refused, naming the plugin, when
+ * `kernel` (null: none) does not have it; any other name is an `ArgumentError` with the nearest
+ * valid one (and `headersHint` for a name that looks like a header's).
  */
-export function checkOptionNames(o: object, where: string, kernel: Kernel | null, known: ReadonlySet<string>, headersHint?: string): void {
+export function checkCallOptionNames(o: object, where: string, kernel: Kernel | null, known: ReadonlySet<string>, headersHint?: string): void {
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
     const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
@@ -170,7 +171,7 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   }
   if (!any) return;
   const where = typeof whereOf === 'string' ? whereOf : whereOf();
-  checkOptionNames(o, where, kernel, known, known === KERNEL_CALL_OPTIONS ? HEADERS_HINT : undefined);
+  checkCallOptionNames(o, where, kernel, known, known === KERNEL_CALL_OPTIONS ? HEADERS_HINT : undefined);
   for (const k of ['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout'] as const) {
     const v = o[k];
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
