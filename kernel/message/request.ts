@@ -137,7 +137,8 @@ export class Request {
    * `new Request(method, target, options?)` or `new Request(method, target, headers, body?, options?)`.
    * A plain object third argument is options when all its keys are option names, else headers.
    */
-  constructor(method: string, target: string, headersOrOptions?: HeadersInit | RequestOptions | null, body?: Body, options?: RequestOptions);
+  constructor(method: string, target: string, options?: RequestOptions);
+  constructor(method: string, target: string, headers: HeadersInit | null, body?: Body, options?: RequestOptions);
   constructor(method: string, target: string, a?: HeadersInit | RequestOptions | null, b?: Body, c?: RequestOptions) {
     if (a === WIRE) {
       // Internal fast path for the HTTP/1 server: values already parsed and validated.
