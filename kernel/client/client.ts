@@ -7,6 +7,8 @@ import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Writable } from 'node:stream';
 import { ArgumentError, StatusError } from '../errors.js';
+import { describe } from '../plugin.js';
+import { urlHint } from '../message/uri.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import { AbstractBody, bodyLength, readAll, type Body } from '../message/body.js';
@@ -491,9 +493,15 @@ export class Client {
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
-    const parts = typeof url === 'string' || !(url instanceof URL) ? parseUrl(url as string) : null;
+    // A method holding ':' or '/' is a URL in the method's place (no token has either).
+    if ((typeof url !== 'string' && !(url instanceof URL)) || method.includes(':') || method.charCodeAt(0) === 47) throw callShapeError(method, url);
+    const parts = typeof url === 'string' ? parseUrl(url) : null;
     const u = parts ?? (url as URL);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+      const hint = typeof url === 'string' ? urlHint(url, 'http') : '';
+      if (hint !== '') throw new ArgumentError(`invalid URL ${JSON.stringify(url)}: ${hint}`);
+      throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
+    }
     const d = this.defaultHeaders;
     let headers: Headers;
     if (o.headers == null && d === null) {
@@ -720,6 +728,24 @@ function verbArgs(name: string, n: number, a: unknown, b: unknown, c: unknown): 
   return { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody };
 }
 
+const VERBS = new Set(['GET', 'HEAD', 'QUERY', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * The error for a URL argument that is neither a string nor a URL: the call shape was
+ * mistaken, as in `get({ url })` or `request(url, { method })` (the method string then holds
+ * the URL).
+ */
+function callShapeError(method: string, url: unknown): ArgumentError {
+  const fields = typeof url === 'object' && url !== null ? (url as { url?: unknown; method?: unknown }) : {};
+  if (method.includes(':') || method.startsWith('/')) {
+    const m = typeof fields.method === 'string' ? fields.method : typeof url === 'string' && /^[A-Za-z]+$/.test(url) ? url.toUpperCase() : 'GET';
+    return new ArgumentError(`request(method, url, options) takes the method first: request(${JSON.stringify(m)}, ${JSON.stringify(method)}, options), or ${m.toLowerCase()}(url, options)`);
+  }
+  const call = VERBS.has(method) ? `${method.toLowerCase()}(url, options)` : `request(${JSON.stringify(method)}, url, options)`;
+  const got = typeof fields.url === 'string' ? `an object with url: pass the URL as the first argument, ${call}` : `${describe(url)}; the call shape is ${call}`;
+  return new ArgumentError(`the URL must be a string or a URL, got ${got}`);
+}
+
 /** True for values that can only be headers, never options: a Headers, an array of pairs, a Map. */
 export function isHeadersValue(a: unknown): boolean {
   return a instanceof HeadersClass || Array.isArray(a) || a instanceof Map;
@@ -759,7 +785,8 @@ function parseUrl(url: string): UrlParts {
     try {
       u = new URL(url);
     } catch {
-      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}`);
+      const hint = typeof url === 'string' ? urlHint(url, 'http') : '';
+      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}${hint !== '' ? `: ${hint}` : ''}`);
     }
     p = { protocol: u.protocol, host: u.host, username: u.username, password: u.password, pathname: u.pathname, search: u.search, target: null, href: null, origin: null };
     if (parsedUrls.size >= 256) parsedUrls.clear();

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import { ArgumentError, checkCallOptionNames, Headers, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
+import { ArgumentError, checkCallOptionNames, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
 import { WebSocketHandshakeError } from './errors.js';
 import { acceptKey, hasToken } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
@@ -29,9 +29,14 @@ function target(to: string | URL | Duplex, o: WebSocketOpenOptions): { shown: st
   try {
     u = to instanceof URL ? new URL(to.href) : new URL(to);
   } catch {
-    throw new ArgumentError(`WebSockets.open: invalid URL ${JSON.stringify(String(to))}`);
+    const hint = typeof to === 'string' ? urlHint(to, 'ws') : '';
+    throw new ArgumentError(`WebSockets.open: invalid URL ${JSON.stringify(String(to))}${hint !== '' ? `: ${hint}` : ''}`);
   }
-  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') throw new ArgumentError(`WebSockets.open takes ws:// or wss:// URLs, got ${u.protocol}//…`);
+  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') {
+    const hint = typeof to === 'string' ? urlHint(to, 'ws') : '';
+    if (hint !== '') throw new ArgumentError(`WebSockets.open: invalid URL ${JSON.stringify(to)}: ${hint}`);
+    throw new ArgumentError(`WebSockets.open takes ws:// or wss:// URLs, got ${u.protocol}//…`);
+  }
   if (u.hash !== '') throw new ArgumentError('WebSockets.open: a WebSocket URL has no fragment (#…)');
   const shown = u.href;
   u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
