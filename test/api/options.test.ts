@@ -191,3 +191,29 @@ describe('unknown option names', () => {
     await expect(boot).rejects.toThrow('register(redirects, …): unknown option "redirectLimt" (did you mean redirectLimit?)');
   });
 });
+
+describe('errors that name the right call', () => {
+  it('a URL without a scheme suggests http:// (ws:// for WebSockets); a path alone asks for an absolute URL', async () => {
+    expect(await rejected(HTTP.get('localhost:8080/api'))).toBe('invalid URL "localhost:8080/api": no scheme: did you mean http://localhost:8080/api?');
+    expect(await rejected(HTTP.get('example.com/api?x=1'))).toBe('invalid URL "example.com/api?x=1": no scheme: did you mean http://example.com/api?x=1?');
+    expect(await rejected(HTTP.get('127.0.0.1:8080'))).toBe('invalid URL "127.0.0.1:8080": no scheme: did you mean http://127.0.0.1:8080?');
+    expect(await rejected(HTTP.get('/api'))).toBe('invalid URL "/api": a path alone; a request needs an absolute URL such as http://host/api');
+    expect(await rejected(HTTP.WebSockets.open('localhost:8080/ws', () => undefined))).toBe(
+      'WebSockets.open: invalid URL "localhost:8080/ws": no scheme: did you mean ws://localhost:8080/ws?',
+    );
+  });
+
+  it('get({ url }), request(url, { method }) and post(url, string) name the call shape', async () => {
+    expect(await rejected(HTTP.get({ url: 'http://x/' } as never))).toBe(
+      'the URL must be a string or a URL, got an object with url: pass the URL as the first argument, get(url, options)',
+    );
+    expect(await rejected(HTTP.request('http://x/', { method: 'POST' } as never))).toBe(
+      'request(method, url, options) takes the method first: request("POST", "http://x/", options), or post(url, options)',
+    );
+    expect(await rejected(HTTP.post(URL_, 'a string' as never))).toBe(
+      'post(url, "a string"): the second argument is the options object; send a body as post(url, { body }) or post(url, headers, body)',
+    );
+    const c = client({ kernel: HTTP.createKernel() });
+    expect(await rejected(c.put(URL_, 42 as never))).toMatch(/^put\(url, number\): the second argument is the options object/);
+  });
+});
