@@ -24,7 +24,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
-import { CHUNK_ROOM, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { notAResponse } from './handler-result.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -48,6 +48,8 @@ export interface ConnectionHost {
   /** True once `close()` was called: finish the exchange in flight, then close. */
   readonly closing: boolean;
   removeConnection(conn: H1Connection): void;
+  /** The connection handed its socket over (`Upgrade`): the server keeps counting the socket until it closes. */
+  adoptUpgraded(socket: Duplex): void;
   reportError(err: unknown, request: Request | null): void;
   /** The server as protocol plugins see it (handed on with an upgraded socket: `Upgrade: h2c`). */
   readonly protocolHost: ProtocolHost;
@@ -177,6 +179,17 @@ export class H1Connection implements StreamConnection {
     this.socket.destroy();
   }
 
+  /**
+   * The server's close grace period is over with this connection still open: a response body
+   * being streamed (SSE) ends where it is, so the response finishes cleanly and the connection
+   * closes after it; anything else (a handler still running, a request still arriving) is dropped.
+   */
+  endForClose(): void {
+    const out = this.outBody;
+    if (out !== null) out.close();
+    else this.destroy();
+  }
+
   // ---- reading ---------------------------------------------------------------------------
 
   private readonly onData = (chunk: Buffer): void => {
@@ -255,12 +268,6 @@ export class H1Connection implements StreamConnection {
     const req = requestFromWire(p.method, p.target, p.headers, null, kind === B_LENGTH ? length : kind === B_NONE ? 0 : -1, p.versionMinor);
     this.req = req;
 
-    if (p.versionMinor === 1 && p.hostCount === 0) {
-      // RFC 9112 §3.2: a server must answer an HTTP/1.1 request without Host with 400.
-      this.keepAlive = false;
-      this.errorResponse(400, 'missing Host header', true);
-      return;
-    }
     if (!p.expectContinue && p.headers.has('Expect')) {
       // RFC 9110 §10.1.1: an expectation the server cannot meet gets 417.
       this.errorResponse(417, 'unsupported Expect', true);
@@ -574,6 +581,16 @@ export class H1Connection implements StreamConnection {
         return;
       }
       headers = res.headers;
+    }
+    if (res.hasTrailers) {
+      // Refused whatever the framing (a Content-Length response drops trailers): a handler that
+      // sets a field that may not trail is wrong for every body, and is told before any byte.
+      try {
+        checkTrailers(res.trailers);
+      } catch (err) {
+        this.handlerFailed(req, err);
+        return;
+      }
     }
     const body = res.body;
     if (body instanceof AbstractBody) {
@@ -1007,6 +1024,7 @@ export class H1Connection implements StreamConnection {
     s.removeListener('drain', this.onDrain);
     s.removeListener('error', onSocketError);
     if (this.timer !== null) this.disarm();
+    this.host.adoptUpgraded(s);
     this.host.removeConnection(this);
   }
 
@@ -1134,6 +1152,8 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
     if (eqIgnoreCase(k, 'content-length') || eqIgnoreCase(k, 'transfer-encoding')) continue;
     stream.appendHeader(k, v);
   }
+  // Before any byte: trailers that may not be sent are refused while a 500 can still go out.
+  if (res.hasTrailers) stream.addTrailer(res.trailers);
   const body = res.body;
   if (body instanceof AbstractBody) {
     const known = res.contentLength >= 0 ? res.contentLength : body.length;
@@ -1151,6 +1171,5 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
   } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
     stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
   }
-  if (res.hasTrailers) stream.addTrailer(res.trailers);
   await stream.closeWrite();
 }

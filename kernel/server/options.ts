@@ -41,6 +41,13 @@ export interface ServerOptions {
   writeTimeout?: number;
   /** Limit for waiting for the next request on a kept-alive connection, ms; 0 falls back to `readTimeout`. Closes quietly. */
   idleTimeout?: number;
+  /**
+   * How long a graceful `close()` lets requests in flight and long-lived connections
+   * (WebSockets, server-sent events) finish on their own, ms. Then it ends them: a streamed
+   * response body (SSE) ends cleanly, a WebSocket gets a close frame 1001 (going away),
+   * anything else is dropped. Default 10 000; 0 waits as long as they last.
+   */
+  closeGracePeriod?: number;
   /** Serve cleartext HTTP/2 (h2c) on a plain listener when the h2c plugin is loaded. Default true; false answers the preface with 400. A TLS listener ignores it. */
   allowH2c?: boolean;
   /** HTTP/2 settings (read by the h2 plugin). */
@@ -64,6 +71,7 @@ export interface ResolvedServerOptions {
   readonly readTimeout: number;
   readonly writeTimeout: number;
   readonly idleTimeout: number;
+  readonly closeGracePeriod: number;
   readonly allowH2c: boolean;
   /** True when any timeout is set: connections then arm timers, otherwise they never do. */
   readonly timeouts: boolean;
@@ -73,7 +81,7 @@ export interface ResolvedServerOptions {
 
 const KNOWN = new Set([
   'network', 'address', 'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
-  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
+  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'closeGracePeriod', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
   // Server constructor and entry points
   'handler', 'stream', 'kernel',
 ]);
@@ -136,6 +144,13 @@ function splitAddress(v: unknown, o: Record<string, unknown>): { host: string; p
   return { host: (m[1] ?? m[2])!, port };
 }
 
+/**
+ * `closeGracePeriod`'s default: long enough for requests in flight to finish, short enough that
+ * with the polite ends after it a stop stays well inside an orchestrator's usual 30 s before
+ * it kills the process.
+ */
+const DEFAULT_CLOSE_GRACE_MS = 10_000;
+
 /** @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`. */
 export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean): ResolvedServerOptions {
   if (options === undefined) options = {};
@@ -181,6 +196,7 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
     readTimeout,
     writeTimeout,
     idleTimeout,
+    closeGracePeriod: o.closeGracePeriod === undefined ? DEFAULT_CLOSE_GRACE_MS : ms(o, 'closeGracePeriod'),
     allowH2c: bool(o, 'allowH2c', true),
     timeouts: readTimeout > 0 || readHeaderTimeout > 0 || idleTimeout > 0 || writeTimeout > 0,
     raw: o,

@@ -70,7 +70,7 @@ export interface ExchangeWire extends ResponseWire {
 export interface ProtocolConnection {
   /** Graceful close: take no new exchanges (HTTP/2: GOAWAY), let those in flight finish, then close. */
   shutdown(): void;
-  /** Forced close: drop the connection and every exchange on it now. */
+  /** Forced close: drop the connection and every exchange on it now (`forceClose()`, or `close()` past its grace period). */
   destroy(): void;
 }
 
@@ -93,6 +93,15 @@ export interface ProtocolHost {
   /** The connection is closed: the server stops counting it (a graceful `close()` resolves once none is left). */
   removeConnection(conn: ProtocolConnection): void;
   /**
+   * How to end an upgraded `socket` politely when the server closes (a WebSocket: a close
+   * frame 1001, going away). The server counts every upgraded socket until it closes: a
+   * graceful `close()` waits for it up to `closeGracePeriod`, then runs `step` (the socket
+   * must close within a short bound, else it is dropped; without a step it is dropped at once),
+   * and `forceClose()` drops it without running `step`. Call it from the `server.onUpgrade`
+   * tap that takes the socket, or after `stream.upgrade()`.
+   */
+  onGoingAway(socket: Duplex, step: () => void): void;
+  /**
    * Runs one exchange through the server's pipeline. `request.body` is `nobody` when the
    * request has no body (HTTP/2: END_STREAM on its HEADERS), else null (read from `wire`).
    * Resolves when the exchange is over; never rejects (failures are reported and answered).
@@ -112,6 +121,7 @@ export interface PipelineServer {
   readonly closing: boolean;
   addProtocolConnection(conn: ProtocolConnection): boolean;
   removeProtocolConnection(conn: ProtocolConnection): void;
+  onGoingAway(socket: Duplex, step: () => void): void;
   reportError(err: unknown, request: Request | null): void;
 }
 
@@ -134,8 +144,9 @@ export function protocolRequest(method: string, target: string, headers: Headers
 const upgradeHosts = new WeakMap<Duplex, ProtocolHost>();
 
 /**
- * The server a socket handed to a `server.onUpgrade` tap belongs to (how the h2c plugin serves
- * `Upgrade: h2c`), or undefined for any other socket.
+ * The server a socket handed to a `server.onUpgrade` tap, or taken by `stream.upgrade()`,
+ * belongs to (how the h2c plugin serves `Upgrade: h2c`, and how a WebSocket learns the server
+ * is going away), or undefined for any other socket.
  */
 export function getProtocolHost(socket: Duplex): ProtocolHost | undefined {
   return upgradeHosts.get(socket);
@@ -150,6 +161,8 @@ export function setUpgradeHost(socket: Duplex, host: ProtocolHost): void {
 export class PipelineHost implements ProtocolHost {
   readonly limits: ServerLimits;
   private readonly server: PipelineServer;
+  /** Response bodies being streamed (SSE, a file), for {@link PipelineHost.endStreamedBodies}. */
+  private readonly streaming = new Set<AbstractBody>();
 
   constructor(server: PipelineServer) {
     this.server = server;
@@ -178,6 +191,18 @@ export class PipelineHost implements ProtocolHost {
 
   removeConnection(conn: ProtocolConnection): void {
     this.server.removeProtocolConnection(conn);
+  }
+
+  onGoingAway(socket: Duplex, step: () => void): void {
+    this.server.onGoingAway(socket, step);
+  }
+
+  /**
+   * @internal The server's close grace period is over: every response body being streamed
+   * ends where it is (its exchange then ends cleanly, END_STREAM after what was queued).
+   */
+  endStreamedBodies(): void {
+    for (const b of this.streaming) b.close();
   }
 
   reportError(error: unknown, request: Request | null): void {
@@ -365,6 +390,7 @@ export class PipelineHost implements ProtocolHost {
         return;
       }
       wire.head(status, headers, known, false, trailers !== null);
+      this.streaming.add(body);
       let sent = 0;
       const buf = Buffer.allocUnsafe(65536);
       for (;;) {
@@ -382,6 +408,7 @@ export class PipelineHost implements ProtocolHost {
       this.server.reportError(err, req);
       wire.abort(err);
     } finally {
+      this.streaming.delete(body);
       body.close();
     }
   }

@@ -5,10 +5,19 @@
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
  * once) → stopped; `forceClose()` drops every connection at once.
+ *
+ * The server knows every connection it accepted until it closes, upgraded ones included (a
+ * WebSocket, or any socket a handler or an `onUpgrade` tap took over), so `forceClose()` needs
+ * no plugin's help. A graceful `close()` waits at most `closeGracePeriod`; then it ends what is
+ * left: politely where it knows how (a streamed response body such as SSE ends where it is; an
+ * upgraded socket whose owner registered a going-away step, such as a WebSocket's 1001 close,
+ * runs it), by dropping it otherwise, and drops what the polite ends leave open after
+ * {@link GOING_AWAY_MS}.
  */
 import process from 'node:process';
 import { Buffer } from 'node:buffer';
 import net, { type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
 import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
@@ -19,7 +28,7 @@ import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
-import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
+import { PipelineHost, setUpgradeHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -34,6 +43,12 @@ export interface ServerInit extends ServerOptions {
 }
 
 type State = 'configured' | 'listening' | 'closing' | 'closed';
+
+/**
+ * How long what `close()` ended politely once its grace period ran out (a WebSocket's closing
+ * handshake, the end of an SSE response) may take before it is dropped.
+ */
+export const GOING_AWAY_MS = 2000;
 
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
 export class Server implements ConnectionHost, PipelineServer {
@@ -56,9 +71,17 @@ export class Server implements ConnectionHost, PipelineServer {
   /** Connections protocol plugins took over (HTTP/2). */
   private readonly protocolConns = new Set<ProtocolConnection>();
   /** @internal The server as protocol plugins see it (`ProtocolInfo.host`). */
-  readonly protocolHost: ProtocolHost;
+  readonly protocolHost: PipelineHost;
   /** Sockets accepted but not yet handed to HTTP/1 (protocol detection, TLS handshake). */
   private readonly pending = new Set<Socket>();
+  /** Upgraded sockets, until they close. */
+  private readonly upgraded = new Set<Duplex>();
+  /** The going-away step an upgraded socket's owner registered (a tap may do so before the handover completes). */
+  private readonly goingAway = new WeakMap<Duplex, () => void>();
+  /** `close()`'s grace period, then the bound on what it ended politely. */
+  private closeTimer: NodeJS.Timeout | null = null;
+  /** `close()`'s grace period is over: what is still open is being ended. */
+  private goneAway = false;
   private boundPort = 0;
   private boundHost = '';
   private closed: Promise<void>;
@@ -109,7 +132,7 @@ export class Server implements ConnectionHost, PipelineServer {
 
   /** Number of open connections, HTTP/1 and those protocol plugins serve (for tests and metrics). */
   get connectionCount(): number {
-    return this.connections.size + this.pending.size + this.protocolConns.size;
+    return this.connections.size + this.pending.size + this.protocolConns.size + this.upgraded.size;
   }
 
   /** Starts listening; resolves to this server once bound. Binding an address in use throws `AddressInUseError`. */
@@ -176,8 +199,11 @@ export class Server implements ConnectionHost, PipelineServer {
   }
 
   /**
-   * Stops accepting and resolves once the requests in flight have finished; idle keep-alive
-   * connections close at once, busy ones after their current response.
+   * Stops accepting and resolves once the requests in flight and the upgraded connections
+   * (WebSockets) have finished; idle keep-alive connections close at once, busy ones after
+   * their current response. What is still open after `closeGracePeriod` is ended: a streamed
+   * response body (SSE) ends cleanly, a WebSocket is closed with 1001 (going away), anything
+   * else is dropped (see the module notes).
    */
   close(): Promise<void> {
     if (this.state === 'configured') {
@@ -192,9 +218,45 @@ export class Server implements ConnectionHost, PipelineServer {
       for (const c of this.connections) c.closeIfIdle();
       for (const c of this.protocolConns) c.shutdown();
       this.maybeClosed();
+      const grace = this.opts.closeGracePeriod;
+      if (this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
     }
     return this.closed;
   }
+
+  /** The grace period is over: end what is left, politely where the kernel or the socket's owner knows how. */
+  private readonly goAway = (): void => {
+    this.goneAway = true;
+    for (const s of this.pending) s.destroy();
+    for (const c of this.connections) c.endForClose();
+    // HTTP/2: streamed bodies end cleanly; the sessions, sent GOAWAY at close(), then close once
+    // their streams are done, or go with the rest below.
+    this.protocolHost.endStreamedBodies();
+    for (const socket of this.upgraded) this.endUpgraded(socket);
+    if (this.state === 'closing') this.closeTimer = setTimeout(this.dropAll, GOING_AWAY_MS);
+  };
+
+  private endUpgraded(socket: Duplex): void {
+    const step = this.goingAway.get(socket);
+    if (step === undefined) {
+      socket.destroy();
+      return;
+    }
+    try {
+      step();
+    } catch (err) {
+      this.reportError(err, null);
+      socket.destroy();
+    }
+  }
+
+  private readonly dropAll = (): void => {
+    this.closeTimer = null;
+    for (const s of this.pending) s.destroy();
+    for (const c of this.connections) c.destroy();
+    for (const c of this.protocolConns) c.destroy();
+    for (const s of this.upgraded) s.destroy();
+  };
 
   /** Stops accepting and closes every connection at once, including requests in progress. */
   forceClose(): Promise<void> {
@@ -205,9 +267,8 @@ export class Server implements ConnectionHost, PipelineServer {
     }
     this.state = 'closing';
     this.stopAccepting();
-    for (const s of this.pending) s.destroy();
-    for (const c of this.connections) c.destroy();
-    for (const c of this.protocolConns) c.destroy();
+    if (this.closeTimer !== null) clearTimeout(this.closeTimer);
+    this.dropAll();
     this.maybeClosed();
     return this.closed;
   }
@@ -228,8 +289,10 @@ export class Server implements ConnectionHost, PipelineServer {
 
   private maybeClosed(): void {
     if (this.state !== 'closing') return;
-    if (this.connections.size > 0 || this.pending.size > 0 || this.protocolConns.size > 0) return;
+    if (this.connections.size > 0 || this.pending.size > 0 || this.protocolConns.size > 0 || this.upgraded.size > 0) return;
     if (this.listener !== null && this.listener.listening) return;
+    if (this.closeTimer !== null) clearTimeout(this.closeTimer);
+    this.closeTimer = null;
     this.state = 'closed';
     this.resolveClosed();
   }
@@ -237,6 +300,28 @@ export class Server implements ConnectionHost, PipelineServer {
   /** @internal */
   removeConnection(conn: H1Connection): void {
     if (this.connections.delete(conn)) this.maybeClosed();
+  }
+
+  /**
+   * @internal An HTTP/1 connection handed its socket over (`Upgrade`): the server keeps it in
+   * its books until it closes (`close()` waits for it, `forceClose()` drops it), and
+   * `getProtocolHost(socket)` finds the server.
+   */
+  adoptUpgraded(socket: Duplex): void {
+    setUpgradeHost(socket, this.protocolHost);
+    if (socket.destroyed) return;
+    this.upgraded.add(socket);
+    socket.once('close', () => {
+      if (this.upgraded.delete(socket)) this.maybeClosed();
+    });
+    // Upgraded after the grace period: nothing is left to wait for.
+    if (this.goneAway) this.endUpgraded(socket);
+  }
+
+  /** @internal See {@link ProtocolHost.onGoingAway}. */
+  onGoingAway(socket: Duplex, step: () => void): void {
+    this.goingAway.set(socket, step);
+    if (this.goneAway && this.upgraded.has(socket)) this.endUpgraded(socket);
   }
 
   /** @internal A protocol plugin's connection joins the lifecycle; false when the server is closing. */

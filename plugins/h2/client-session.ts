@@ -26,6 +26,7 @@ import {
   kUnprocessed,
   nobody,
   ProtocolError,
+  PushBody,
   protocolResponse,
   type Response,
   TimeoutError,
@@ -38,6 +39,7 @@ import {
   type SessionInfo,
 } from '../../kernel/index.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
+import { H2StreamResetError } from './errors.js';
 import { addWireHeaders, headerListSize, headersFromObject, type H2HeaderObject } from './headers.js';
 import { sinkErrors } from './error-sink.js';
 import { loadHttp2 } from './server-connection.js';
@@ -212,6 +214,7 @@ export class H2ClientSession implements ClientSession {
     this.clearPing();
     const t = options ?? NO_TIMEOUTS;
     const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true, hasBody || trailers);
+    if (streamed) ex.holdUpload(body);
     if (trailers) {
       stream.once('wantTrailers', () => {
         const out: H2HeaderObject = {};
@@ -350,6 +353,8 @@ class H2ClientExchange implements BodySource, CancelListener {
   private continueGo: (() => void) | null = null;
   /** A final response came before 100: the request body is never sent (the stream is closed with NO_ERROR at the end). */
   private bodySkipped = false;
+  /** The streamed request body until it was sent in full: closed when the exchange ends first. */
+  private upload: AbstractBody | null = null;
 
   constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
     this.owner = owner;
@@ -413,6 +418,25 @@ class H2ClientExchange implements BodySource, CancelListener {
     this.continueGo = null;
   }
 
+  /**
+   * Takes charge of the streamed request body: whatever ends the exchange before the body was
+   * sent in full (a reset, a timeout, cancellation, the response first) closes it, so its
+   * source is released and a read waiting on it ends.
+   */
+  holdUpload(body: AbstractBody): void {
+    if (this.finished) body.close();
+    else this.upload = body;
+  }
+
+  /** Closes the request body if it is still being sent; `err` is why the exchange failed (a writer waiting in `open()` gets it). */
+  private dropUpload(err: Error | null): void {
+    const b = this.upload;
+    if (b === null) return;
+    this.upload = null;
+    if (err !== null && b instanceof PushBody) b.abort(err);
+    b.close();
+  }
+
   /** Sends a streamed request body with flow control; a failure resets the stream. */
   writeStreamed(body: AbstractBody): void {
     this.pump(body).catch((err: unknown) => this.fail(err));
@@ -431,6 +455,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       }
       if (!this.finished && !s.destroyed) s.end();
     } finally {
+      if (this.upload === body) this.upload = null;
       body.close();
     }
   }
@@ -530,13 +555,22 @@ class H2ClientExchange implements BodySource, CancelListener {
     this.fail(err);
   }
 
-  /** @internal */
+  /**
+   * @internal The readable side ended. node:http2 also ends it when the stream is reset (before
+   * 'close', the code already set): that is no response, and 'close' reports it. (A reset that
+   * arrives in the same read as the response's end is taken as the reset: an error, never a
+   * truncated body taken as whole.)
+   */
   onEnd(): void {
-    if (this.finished) return;
+    if (this.finished || !this.headDone) return;
+    const code = this.stream.rstCode;
+    if (code !== undefined && code !== NGHTTP2_NO_ERROR) return;
     this.finished = true;
     this.cleanup();
-    // Our side never sent its body: end the stream without an error (RFC 9113 §8.1).
-    if (this.bodySkipped && !this.stream.destroyed) this.stream.close(NGHTTP2_NO_ERROR);
+    // Our side never sent its body, or not all of it: end the stream without an error (RFC 9113 §8.1).
+    const unsent = this.bodySkipped || this.upload !== null;
+    this.dropUpload(null);
+    if (unsent && !this.stream.destroyed) this.stream.close(NGHTTP2_NO_ERROR);
     this.bodyEnded();
   }
 
@@ -545,20 +579,24 @@ class H2ClientExchange implements BodySource, CancelListener {
     this.owner.streamClosed();
     if (this.finished) {
       this.cleanup();
+      this.dropUpload(null);
       return;
     }
     const code = this.stream.rstCode ?? 0;
     let err: Error;
-    if (!this.headDone && (code === NGHTTP2_REFUSED_STREAM || this.owner.wasRefused(this.stream.id))) {
-      err = unprocessed(new ProtocolError(`the server did not process the request (HTTP/2 stream ${code === NGHTTP2_REFUSED_STREAM ? 'refused' : 'past GOAWAY'})`));
+    if (!this.headDone && code === NGHTTP2_REFUSED_STREAM) {
+      err = unprocessed(new H2StreamResetError(code, false));
+    } else if (!this.headDone && this.owner.wasRefused(this.stream.id)) {
+      err = unprocessed(new ProtocolError('the server did not process the request (HTTP/2 stream past GOAWAY)'));
     } else if (this.headDone && code === 0) {
       // Closed without an error after the head: the body ended (the 'end' event may follow 'close' on a destroyed stream).
       this.finished = true;
       this.cleanup();
+      this.dropUpload(null);
       this.bodyEnded();
       return;
     } else {
-      err = this.owner.transportError() ?? new ProtocolError(`the HTTP/2 stream was reset by the server (code ${code})${this.headDone ? ' before the response body ended' : ''}`);
+      err = this.owner.transportError() ?? new H2StreamResetError(code, this.headDone);
     }
     this.fail(err);
   }
@@ -586,6 +624,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     this.finished = true;
     this.cleanup();
     const e = err instanceof Error ? err : new ProtocolError(String(err));
+    this.dropUpload(e);
     if (!this.headDone || this.pending !== null) {
       this.pending = null;
       this.gathered = null;

@@ -3,7 +3,7 @@
  * lowercase on the wire, connection-specific fields (RFC 9113 §8.2.2) are dropped, pseudo-headers
  * never become ordinary headers, and names read from the wire are stored in canonical form.
  */
-import { headersFromFields, type Headers } from '../../kernel/index.js';
+import { eqIgnoreCase, headersFromFields, type Headers } from '../../kernel/index.js';
 
 /** An outgoing header block for node:http2: lowercase names, repeated names as arrays. */
 export type H2HeaderObject = Record<string, string | string[] | number>;
@@ -65,4 +65,44 @@ export function headerListSize(raw: readonly string[]): number {
   let n = 0;
   for (let i = 0; i < raw.length; i++) n += raw[i]!.length;
   return n + (raw.length >> 1) * 32;
+}
+
+/**
+ * A request field list with its `cookie` fields joined into one, with `"; "`, where the first
+ * one was (RFC 9113 §8.2.3: a client may send each cookie as a field of its own, and a reader
+ * of the HTTP/1-style `Cookie` header expects one). With `dropHost`, `host` fields are left
+ * out. Returns a new list; the caller only asks when there is something to change.
+ */
+export function normalizeRequestFields(list: readonly string[], dropHost: boolean): string[] {
+  const out: string[] = [];
+  let cookieAt = -1;
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    const name = list[i]!;
+    const value = list[i + 1]!;
+    if (name === 'cookie') {
+      if (cookieAt >= 0) {
+        out[cookieAt] += `; ${value}`;
+        continue;
+      }
+      cookieAt = out.length + 1;
+    } else if (dropHost && name === 'host') continue;
+    out.push(name, value);
+  }
+  return out;
+}
+
+/**
+ * True when a request's `host` field names the same authority as its `:authority` (RFC 9113
+ * §8.3.1, compared as RFC 3986 §6.2.2–6.2.3 normalizes: host case-insensitive, the scheme's
+ * default port the same as none).
+ */
+export function sameAuthority(authority: string, host: string, scheme: string | undefined): boolean {
+  if (authority === host) return true;
+  const a = withoutDefaultPort(authority, scheme);
+  return eqIgnoreCase(a, withoutDefaultPort(host, scheme));
+}
+
+function withoutDefaultPort(authority: string, scheme: string | undefined): string {
+  const port = scheme === 'https' ? ':443' : scheme === 'http' ? ':80' : null;
+  return port !== null && authority.endsWith(port) ? authority.slice(0, -port.length) : authority;
 }

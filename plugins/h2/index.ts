@@ -6,11 +6,16 @@
  * its `tls` options list no `ALPNProtocols` of their own (a list given is respected as is: `h2`
  * only when it is there, as the reference says); `server.protocol` takes each connection whose
  * ALPN result is `h2` and serves it through the server's pipeline (request and stream handlers,
- * `onRequest`, `onResponseHead`, limits, timeouts, `close()`/`forceClose()`).
+ * `onRequest`, `onResponseHead`, limits, timeouts, `close()`/`forceClose()`). A handler sees one
+ * authority: a `host` field naming another than `:authority`, or two of them, is answered 400
+ * first (RFC 9113 §8.3.1), and Host is `request.host`; `cookie` fields a client sent apart reach
+ * it as one Cookie header (RFC 9113 §8.2.3).
  *
  * Client: `client.alpnProtocols` offers `h2` first on https (unless `preferHttp2: false` or
  * `httpVersion: 'h1'`); `client.session` returns an HTTP/2 session when the server agreed, and
- * the kernel's pool multiplexes requests over it.
+ * the kernel's pool multiplexes requests over it. A stream the server resets fails its call with
+ * {@link H2StreamResetError} (a `ProtocolError` with the HTTP/2 error code); a REFUSED_STREAM is
+ * first sent again on another attempt when its body can be.
  *
  * Options: `http2Settings` (an {@link HTTP2Settings}) on `serve`/`listen` and on `Client` or a
  * call; `maxConcurrentStreams` (default 100, 0 = no limit) on `serve`/`listen`. On a client the
@@ -25,6 +30,7 @@ export { HTTP2Settings, type HTTP2SettingsInit, MAX_WINDOW, DEFAULT_WINDOW, DEFA
 export { serveH2, loadHttp2, H2ServerConnection } from './server-connection.js';
 export { connectH2Session, H2ClientSession, DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, type H2SessionOptions, type H2PingOptions } from './client-session.js';
 export { H2ResponseBody } from './client-body.js';
+export { H2StreamResetError, h2ErrorName } from './errors.js';
 
 /** Options of the h2 plugin (per call, as `Client` defaults, or on `serve`/`listen`). */
 export interface H2Options {

@@ -16,7 +16,7 @@ import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2S
 import type { Duplex } from 'node:stream';
 import { nobody, PeerAddr, protocolRequest, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
 import { sinkErrors } from './error-sink.js';
-import { headerListSize } from './headers.js';
+import { headerListSize, normalizeRequestFields, sameAuthority } from './headers.js';
 import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
 import { serverConfig, type H2ServerConfig } from './settings.js';
 
@@ -198,19 +198,24 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
   }
 
   private readonly onStream = (stream: ServerHttp2Stream, _headers: IncomingHttpHeaders, flags: number, raw?: string[]): void => {
-    const list = raw ?? flatten(_headers);
+    // The header block is complete, whatever is answered (see the class comment).
+    const id = stream.id ?? 0;
+    if (id > this.lastStreamId) this.lastStreamId = id;
+    let list = raw ?? flatten(_headers);
     if (headerListSize(list) > this.maxHeaderBytes) {
       // node:http2 advertises SETTINGS_MAX_HEADER_LIST_SIZE but accepts larger blocks: enforce it.
-      sinkErrors(stream);
-      stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' }, { endStream: false });
-      stream.end(`request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})\n`);
+      refuse(stream, 431, `request header block exceeds maxHeaderBytes (${this.maxHeaderBytes})`);
       return;
     }
-    // The pseudo-headers and Content-Length; the rest stays a field list until it is read.
+    // The pseudo-headers, Content-Length, and what needs a look before the handler (host,
+    // cookie); the rest stays a field list until it is read.
     let method: string | undefined;
     let path: string | undefined;
     let authority: string | undefined;
     let cl: string | undefined;
+    let host: string | undefined;
+    let hosts = 0;
+    let cookies = 0;
     for (let i = 0; i + 1 < list.length; i += 2) {
       const name = list[i]!;
       const value = list[i + 1]!;
@@ -218,8 +223,30 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
         if (name === ':method') method = value;
         else if (name === ':path') path = value;
         else if (name === ':authority') authority = value;
-      } else if (cl === undefined && name === 'content-length') cl = value;
+      } else if (name === 'content-length') cl ??= value;
+      else if (name === 'host') {
+        host = value;
+        hosts++;
+      } else if (name === 'cookie') cookies++;
     }
+    if (hosts > 0) {
+      // One authority reaches the handler, as `request.host` and as Host (RFC 9113 §8.3.1): a
+      // `host` field naming another than `:authority` makes the request malformed, and so do
+      // two of them (nghttp2 resets such a stream itself first; this holds without it).
+      if (hosts > 1) {
+        refuse(stream, 400, 'request has more than one host field');
+        return;
+      }
+      if (authority === undefined) authority = host;
+      else if (!sameAuthority(authority, host!, schemeOf(list))) {
+        refuse(stream, 400, 'request host field names another authority than :authority');
+        return;
+      }
+    }
+    // With :authority, Host is made from it (the host field it agrees with is left out);
+    // split cookie fields are joined for readers of one Cookie header (RFC 9113 §8.2.3).
+    const dropHost = hosts > 0 && authority !== host;
+    if (cookies > 1 || dropHost) list = normalizeRequestFields(list, dropHost);
     method ??= 'GET';
     const target = method === 'CONNECT' ? (authority ?? '') : (path ?? '/');
     const ended = (flags & 1) !== 0; // END_STREAM on HEADERS: no body
@@ -231,8 +258,6 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
     const req = protocolRequest(method, target, list, ended ? nobody : null, length, authority ?? null, 2);
     if (!ended) stream.once('trailers', (t: Record<string, string | string[] | undefined>) => (req.trailers = trailersOf(t)));
     const wire = new H2ServerStream(stream, this, req, ended);
-    const id = stream.id ?? 0;
-    if (id > this.lastStreamId) this.lastStreamId = id;
     // The idle timer stays armed; it looks at this when it fires (no clear and re-arm per stream).
     if (this.idleTimeout > 0) this.lastActivity = performance.now();
     void this.host.runExchange(req, wire);
@@ -342,6 +367,22 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
 }
 
 function noop(): void {}
+
+/**
+ * Answers a stream the pipeline never sees: a request the connection refuses before any handler
+ * (a malformed one, RFC 9113 §8.1.1, or one past a limit), with `status` and `message` as text.
+ */
+function refuse(stream: ServerHttp2Stream, status: number, message: string): void {
+  sinkErrors(stream);
+  stream.respond({ ':status': status, 'content-type': 'text/plain; charset=utf-8' }, { endStream: false });
+  stream.end(`${message}\n`);
+}
+
+/** The `:scheme` of a request's field list (read only on the rare path that compares authorities). */
+function schemeOf(list: readonly string[]): string | undefined {
+  for (let i = 0; i + 1 < list.length; i += 2) if (list[i] === ':scheme') return list[i + 1];
+  return undefined;
+}
 
 function resumeSocket(socket: Duplex): void {
   if (!socket.destroyed) socket.resume();

@@ -148,8 +148,14 @@ export class H2ServerStream implements ExchangeWire {
     this.body!.onData(chunk);
   }
 
-  /** @internal */
+  /**
+   * @internal The readable side ended. node:http2 also ends it when the client resets the stream
+   * (closed first, with the code): that is no end of the body, and 'close' fails a read still
+   * waiting. A stream closes without a reset only once the response ended too.
+   */
   onEnd(): void {
+    const s = this.stream;
+    if (s.closed && (s.rstCode !== NGHTTP2_NO_ERROR || !this.finished)) return;
     this.body!.onEnd();
   }
 

@@ -16,7 +16,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { eqIgnoreCase, getProtocolHost, H2_PREFACE, headerContains, type Request } from '../../kernel/index.js';
+import { eqIgnoreCase, getProtocolHost, H2_PREFACE, headerContains, URI, type Request } from '../../kernel/index.js';
 import { serveH2 } from '../h2/index.js';
 import { hpackLiteral } from './hpack.js';
 
@@ -105,8 +105,16 @@ function prefaceLength(buf: Buffer): number {
 /** The upgraded request as an HTTP/2 header block (HPACK literals, no dynamic table). */
 function requestBlock(req: Request): Buffer {
   const parts: Buffer[] = [];
-  const authority = req.headers.get('Host') ?? req.host ?? '';
-  parts.push(hpackLiteral(':method', req.method), hpackLiteral(':scheme', 'http'), hpackLiteral(':path', req.target), hpackLiteral(':authority', authority));
+  let authority = req.headers.get('Host') ?? req.host ?? '';
+  let path = req.target;
+  const abs = absoluteForm(path);
+  if (abs !== null) {
+    // RFC 9112 §3.2.2: the target's authority, not Host, names the resource; HTTP/2 carries it
+    // as :authority and only the path as :path, so the handler sees one authority.
+    authority = abs.authority;
+    path = abs.path;
+  }
+  parts.push(hpackLiteral(':method', req.method), hpackLiteral(':scheme', 'http'), hpackLiteral(':path', path), hpackLiteral(':authority', authority));
   const names = req.headers._names;
   const values = req.headers._values;
   for (let i = 0; i < names.length; i++) {
@@ -116,6 +124,20 @@ function requestBlock(req: Request): Buffer {
     parts.push(hpackLiteral(n, values[i]!));
   }
   return Buffer.concat(parts);
+}
+
+/** The authority and the path of an absolute-form request target (`http://host/p?q`), or null for another form. */
+function absoluteForm(target: string): { authority: string; path: string } | null {
+  if (target.charCodeAt(0) === 0x2f || target === '*') return null;
+  let u: URI;
+  try {
+    u = new URI(target);
+  } catch {
+    return null;
+  }
+  if (u.scheme === '') return null;
+  const host = u.host.includes(':') ? `[${u.host}]` : u.host;
+  return { authority: u.port === '' ? host : `${host}:${u.port}`, path: u.target };
 }
 
 /** HEADERS for stream 1 with END_STREAM, split into CONTINUATION frames past the frame size. */

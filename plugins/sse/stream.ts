@@ -33,7 +33,8 @@ interface Waiter {
  * closing), `stream.ctx` is canceled and later writes reject with `CanceledError`: a producer
  * loop stops on its next write, or watches `stream.ctx.signal`. A stream made by `sseStream`
  * for a Response with `request` follows that request's context, so a client disconnect
- * cancels it at once.
+ * cancels it at once. A server closing gracefully ends the stream (as `close()` does) once its
+ * `closeGracePeriod` is over; `forceClose()` cuts it off at once.
  */
 export class SSEStream extends AbstractBody {
   /** Largest event in bytes. */

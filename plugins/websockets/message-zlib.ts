@@ -25,6 +25,15 @@ import zlib from 'node:zlib';
 import type { MessageDeflate } from './frame-connection.js';
 
 const TRAILER = Buffer.from([0x00, 0x00, 0xff, 0xff]);
+/**
+ * An empty message, compressed (RFC 7692 §7.2.3.6): an empty stored block, which is this byte
+ * once the trailer is taken off. zlib writes nothing for a sync flush without input right
+ * after another one, so a message sent empty after a compressed one would otherwise go out
+ * with no payload, which the peer (putting the trailer back) reads as the start of a stored
+ * block and inflates the next message into.
+ */
+const EMPTY_BLOCK = Buffer.from([0x00]);
+const EMPTY = Buffer.alloc(0);
 /** Above this, a compressed frame is written apart from the trailer rather than copied onto it. */
 const COPY_TAIL_MAX = 65536;
 /**
@@ -76,6 +85,8 @@ export class MessageZlib implements MessageDeflate {
   private outBytes = 0;
   private inParts: Buffer[] = [];
   private inBytes = 0;
+  /** Compressed bytes of the message being inflated, so far. */
+  private inCompressed = 0;
   /** Why the inflation in flight failed (a RangeError past maxPayload, or zlib's error). */
   private inError: Error | null = null;
   /** The callback of the compression in flight (cleanup() and zlib errors fail it). */
@@ -135,7 +146,7 @@ export class MessageZlib implements MessageDeflate {
       this.outParts = [];
       this.outBytes = 0;
       if (fin) {
-        out = out.subarray(0, out.length - 4);
+        out = out.length >= 4 ? out.subarray(0, out.length - 4) : EMPTY_BLOCK;
         if (this.params[`${side}_no_context_takeover`] === true) d.reset();
       }
       // The slot goes to the next job only now: it may be this connection's next message.
@@ -154,6 +165,15 @@ export class MessageZlib implements MessageDeflate {
       jobDone();
       return;
     }
+    if (fin && this.inCompressed + data.length === 0) {
+      // A compressed message of no bytes at all, as peers with zlib's sync-flush quirk (see
+      // EMPTY_BLOCK) send an empty one: empty. The trailer alone would open a stored block
+      // that swallows the next message; leaving zlib untouched keeps it in step with the peer's.
+      jobDone();
+      cb(null, EMPTY);
+      return;
+    }
+    this.inCompressed = fin ? 0 : this.inCompressed + data.length;
     const side = this.isServer ? 'client' : 'server';
     let inf = this.inflater;
     if (inf === null) inf = this.inflater = this.newInflater(side);
@@ -216,6 +236,7 @@ export class MessageZlib implements MessageDeflate {
     this.inflater = null;
     this.inParts = [];
     this.inBytes = 0;
+    this.inCompressed = 0;
     inf?.close();
   }
 

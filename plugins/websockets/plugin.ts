@@ -11,7 +11,7 @@
 import type { Duplex } from 'node:stream';
 import { createKernel, definePlugin, Stage, type Kernel, type Request } from '../../kernel/index.js';
 import { isUpgrade, negotiate } from './handshake.js';
-import { entryFor, trackSocket } from './registry.js';
+import { entryFor } from './registry.js';
 import { serveSession, writeRefusal } from './session.js';
 import { loadWs } from './ws-lib.js';
 
@@ -27,7 +27,6 @@ async function claim(request: Request, socket: Duplex, head: Uint8Array): Promis
     writeRefusal(socket, n.status, n.message, n.headers);
     return true;
   }
-  trackSocket(socket);
   void serveSession(socket, head, request, n, e.options, e.handler, e.report);
   return true;
 }

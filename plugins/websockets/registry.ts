@@ -1,10 +1,10 @@
 /**
- * Which WebSocket servers are listening, and which upgraded sockets are live.
+ * Which WebSocket servers are listening.
  *
  * `server.onUpgrade` taps get `(request, socket, head)`, not the server, so a socket is tied
  * to its `WebSockets.listen` server by its local address (port, and address unless the
- * server listens on a wildcard). Upgraded sockets leave the kernel's books (the server no
- * longer counts them), so they are kept here for `WebSockets.forceClose(server)`.
+ * server listens on a wildcard). Upgraded sockets stay in the kernel's books, which is what
+ * `close()` and `forceClose()` reach them by.
  */
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -21,7 +21,6 @@ export interface ListenEntry {
 }
 
 const byPort = new Map<number, Set<ListenEntry>>();
-const live = new Set<Duplex>();
 
 /** Records a listening server. */
 export function addEntry(e: ListenEntry): void {
@@ -59,15 +58,4 @@ export function entryFor(socket: Duplex): ListenEntry | null {
   if (set === undefined) return null;
   for (const e of set) if (servedBy(socket, e.server)) return e;
   return null;
-}
-
-/** Tracks an upgraded socket until it closes. */
-export function trackSocket(socket: Duplex): void {
-  live.add(socket);
-  socket.once('close', () => live.delete(socket));
-}
-
-/** Destroys every live upgraded socket that `server` accepted. */
-export function destroySockets(server: Server): void {
-  for (const s of live) if (servedBy(s, server)) s.destroy();
 }

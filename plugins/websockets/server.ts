@@ -12,7 +12,7 @@ import { ArgumentError, PeerAddr, Server, Stream } from '../../kernel/index.js';
 import { negotiate } from './handshake.js';
 import { resolveServerOptions, SERVER_WS_KEYS, type ResolvedServerOptions, type WebSocketListenOptions, type WebSocketServerOptions } from './options.js';
 import { defaultKernel } from './plugin.js';
-import { addEntry, destroySockets, removeEntry, trackSocket, type ListenEntry } from './registry.js';
+import { addEntry, removeEntry, type ListenEntry } from './registry.js';
 import { serveSession, type WebSocketHandler } from './session.js';
 import { loadWs } from './ws-lib.js';
 
@@ -50,7 +50,6 @@ export async function upgrade(stream: Stream, handler: WebSocketHandler, options
     return;
   }
   const { socket, head } = stream.upgrade();
-  trackSocket(socket);
   // The handler's own error rejects this call (a peer that broke the protocol or dropped the
   // connection is not the handler's fault: serveSession drops that).
   await serveSession(socket, head, request, n, o, handler, rethrow);
@@ -70,7 +69,8 @@ function defaultReport(err: unknown): void {
  * once it listens. Options: the WebSocket ones (`compress`, `subprotocols`, `checkOrigin`,
  * `maxFrameSize`, `maxFragmentation`) and the server's (`host`, `port`, `listenAny`, `tls`,
  * timeouts, `kernel`, `onError`, which gets handler errors). Requests that are not WebSocket
- * handshakes get 426. Stop it with `server.close()` (live WebSockets go on) or
+ * handshakes get 426. Stop it with `server.close()`, which lets live WebSockets go on for the
+ * server's `closeGracePeriod` and then closes them with 1001 (going away), or
  * {@link forceClose}.
  */
 export async function listen(handler: WebSocketHandler, options: WebSocketListenOptions = {}): Promise<Server> {
@@ -108,11 +108,10 @@ export function serverAddr(server: Server): PeerAddr {
 
 /**
  * Stops the server at once: no more connections, and every open connection closed, the
- * WebSockets it upgraded included (their peers see 1006). Resolves once stopped.
+ * WebSockets it upgraded included (their peers see 1006). Resolves once stopped. The same as
+ * `server.forceClose()`, which knows every connection, upgraded ones too.
  */
 export async function forceClose(server: Server): Promise<void> {
   if (!(server instanceof Server)) throw new ArgumentError('forceClose(server) takes a Server');
-  const done = server.forceClose();
-  destroySockets(server);
-  await done;
+  await server.forceClose();
 }

@@ -5,7 +5,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { PeerAddr, Response, serializeResponseHead, type Headers, type Request } from '../../kernel/index.js';
+import { getProtocolHost, PeerAddr, Response, serializeResponseHead, type Headers, type Request } from '../../kernel/index.js';
 import { WebSocketError } from './errors.js';
 import type { Negotiation } from './handshake.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -66,6 +66,8 @@ export async function serveSession(
   socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
   const raw = attachSocket(socket, head, { isServer: true, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
   const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
+  // A server closing gracefully ends the session with 1001 once its grace period is over.
+  getProtocolHost(socket)?.onGoingAway(socket, () => void ws.close(1001, 'server going away'));
   try {
     await runHandler(ws, handler);
   } catch (err) {

@@ -5,7 +5,8 @@
  * bounded). After each, the server still serves other connections.
  */
 import { describe, expect, it } from 'vitest';
-import { Response } from '../../../kernel/index.js';
+import http2 from 'node:http2';
+import { ParseError, Response } from '../../../kernel/index.js';
 import { block, frame, FrameReader, get, PREFACE, rst, settings, T } from './frames.js';
 import { nodeRequest, nodeSession, rawSocket, startServer, startStreamServer, waitFor } from './helpers.js';
 
@@ -102,6 +103,48 @@ describe('streams reset with an error code', () => {
     expect(reader.closed).toBe(false);
     sock.destroy();
     await waitFor(() => server.connectionCount === 0, 5000, 'the connection to close');
+  });
+});
+
+describe('a request body cut by the client resetting its stream', () => {
+  // node:http2 ends a reset stream's readable side as if the body had ended. The client asks
+  // for trailers it never sends, so close() sends no END_STREAM of its own before RST_STREAM.
+  it('never reaches a request handler as a complete body (CANCEL or NO_ERROR)', async () => {
+    const seen: string[] = [];
+    const { port } = await startServer((req) => {
+      seen.push(`${req.target} ${Buffer.from(req.body as Uint8Array).toString()}`);
+      return new Response(200, 'ok');
+    });
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    for (const code of [http2.constants.NGHTTP2_CANCEL, http2.constants.NGHTTP2_NO_ERROR]) {
+      const st = s.request({ ':method': 'POST', ':path': `/cut-${code}` }, { endStream: false, waitForTrailers: true });
+      st.on('error', () => undefined);
+      st.write('partial', () => st.close(code));
+      await new Promise((r) => st.once('close', r));
+    }
+    // The server settled the reset streams before it could answer a later one on the connection.
+    expect((await nodeRequest(s, { ':path': '/after' })).status).toBe(200);
+    expect(seen).toEqual(['/after ']);
+  });
+
+  it('makes the read of a stream handler fail instead of ending', async () => {
+    const outcome: unknown[] = [];
+    const { port } = await startStreamServer(async (stream) => {
+      const parts: string[] = [];
+      try {
+        for await (const c of stream) parts.push(Buffer.from(c).toString());
+        outcome.push(`ended after ${parts.join('')}`);
+      } catch (err) {
+        outcome.push(err);
+      }
+    });
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    const st = s.request({ ':method': 'POST', ':path': '/' }, { endStream: false, waitForTrailers: true });
+    st.on('error', () => undefined);
+    st.write('partial', () => st.close(http2.constants.NGHTTP2_CANCEL));
+    await waitFor(() => outcome.length === 1, 5000, 'the handler to finish reading');
+    expect(outcome[0]).toBeInstanceOf(ParseError);
+    expect(String(outcome[0])).toMatch(/reset the stream before the request body ended/);
   });
 });
 

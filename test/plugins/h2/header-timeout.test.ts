@@ -53,6 +53,17 @@ describe('readHeaderTimeout over HTTP/2', () => {
     expect(reader.closed).toBe(false);
   });
 
+  it('counts a head answered before any handler (431 past maxHeaderBytes, 400 malformed) as complete: the idle connection is left alone', async () => {
+    const { port } = await startServer(() => new Response(200, 'ok'), { readHeaderTimeout: RHT, maxHeaderBytes: 2048 });
+    const sock = await rawSocket(port);
+    const reader = new FrameReader(sock);
+    sock.write(Buffer.concat([PREFACE, settings(), get(1, '/a'), get(3, '/other', [['host', 'elsewhere.example']]), get(5, '/big', [['x-big', 'a'.repeat(3000)]])]));
+    await waitFor(() => [1, 3, 5].every((id) => reader.of(T.HEADERS).some((f) => f.stream === id)), 3000, 'the three answers');
+    await quiet(RHT * 4);
+    expect(reader.of(T.GOAWAY)).toHaveLength(0);
+    expect(reader.closed).toBe(false);
+  });
+
   it('closes with GOAWAY a connection whose HEADERS never gets its CONTINUATION', async () => {
     const port = await server();
     const sock = await rawSocket(port);

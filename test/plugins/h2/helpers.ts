@@ -83,6 +83,23 @@ export function nodeSession(url: string, options: http2.SecureClientSessionOptio
   return s;
 }
 
+/** A bare node:http2 server (h2c), closed after the test. */
+export async function nodeServer(onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void, settings: http2.Settings = {}): Promise<{ port: number; sessions: http2.ServerHttp2Session[] }> {
+  const server = http2.createServer({ settings });
+  const sessions: http2.ServerHttp2Session[] = [];
+  server.on('session', (s) => sessions.push(s));
+  server.on('stream', onStream);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  onCleanup(
+    () =>
+      new Promise<void>((r) => {
+        for (const s of sessions) s.destroy();
+        server.close(() => r());
+      }),
+  );
+  return { port: (server.address() as { port: number }).port, sessions };
+}
+
 /** One request on a node:http2 session: status, headers and body. */
 export function nodeRequest(
   s: http2.ClientHttp2Session,

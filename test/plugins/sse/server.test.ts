@@ -4,9 +4,13 @@
  * producers that fail, HEAD, and backpressure.
  */
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import http2 from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, CanceledError, Response, streamHandler, type Request } from '../../../kernel/index.js';
+import { ArgumentError, CanceledError, Response, serve, streamHandler, type Request } from '../../../kernel/index.js';
 import { SSEEvent, SSEEventTooLargeError, SSEStream, sseStream, type SSEResponse } from '../../../plugins/sse/index.js';
+import { destroyAfter, forceCloseAfter } from '../../cleanup.js';
+import { h2Kernel } from '../h2/helpers.js';
 import { gate, onCleanup, readSSE, startServer, startStreamServer, waitFor, within } from './helpers.js';
 
 describe('sseStream on the server', () => {
@@ -345,5 +349,93 @@ describe('SSEStream as a body', () => {
     await expect(waiting).rejects.toThrow(/gone/);
     expect(await s.read(new Uint8Array(16))).toBe(0);
     expect(s.ctx.reason).toBe('gone');
+  });
+});
+
+describe('sseStream and the server closing', () => {
+  it('server.forceClose() cuts an open event stream at once: the client sees the end, the producer is canceled', async () => {
+    const first = gate();
+    let stream: SSEStream | null = null;
+    const { server, port } = await startServer((req) =>
+      sseStream(async (s) => {
+        stream = s;
+        await s.write(new SSEEvent('first'));
+        first.open();
+        await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+      }, 200, { request: req }),
+    );
+    const r = await readSSE(port);
+    await first.promise;
+    expect(await within(r.next(), 3000, 'the first event')).toMatchObject({ data: 'first' });
+    await within(server.forceClose(), 3000, 'forceClose');
+    await expect(within(r.ended, 3000, 'the client to see the end')).rejects.toThrow();
+    expect(stream!.ctx.canceled).toBe(true);
+  });
+
+  for (const follows of [true, false]) {
+    it(`server.close() ends an open event stream cleanly once closeGracePeriod is over (request given: ${follows})`, async () => {
+      const GRACE = 250;
+      const first = gate();
+      let stream: SSEStream | null = null;
+      const { server, port } = await startServer(
+        (req) =>
+          sseStream(async (s) => {
+            stream = s;
+            await s.write(new SSEEvent('first'));
+            first.open();
+            await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+            // Later writes are refused: the producer stops.
+            await s.write(new SSEEvent('too late')).catch(() => undefined);
+          }, 200, follows ? { request: req } : {}),
+        { closeGracePeriod: GRACE },
+      );
+      const r = await readSSE(port);
+      await first.promise;
+      expect(await within(r.next(), 3000, 'the first event')).toMatchObject({ data: 'first' });
+      const started = performance.now();
+      const closing = server.close();
+      await within(r.ended, 3000, 'the stream to end cleanly');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE - 1);
+      expect(r.raw()).toBe('data: first\n\n');
+      expect(stream!.ctx.canceled).toBe(true);
+      await within(closing, 3000, 'close()');
+      expect(server.connectionCount).toBe(0);
+    });
+  }
+
+  it('server.close() ends an event stream over HTTP/2 cleanly (END_STREAM, not a reset) once closeGracePeriod is over', async () => {
+    const GRACE = 250;
+    const first = gate();
+    const server = await serve(
+      (req) =>
+        sseStream(async (s) => {
+          await s.write(new SSEEvent('first'));
+          first.open();
+          await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+        }, 200, { request: req }),
+      { host: '127.0.0.1', port: 0, kernel: await h2Kernel(), closeGracePeriod: GRACE },
+    );
+    forceCloseAfter(server);
+    // node:http2 as the client, over h2c with prior knowledge.
+    const session = destroyAfter(http2.connect(`http://127.0.0.1:${server.port}`));
+    session.on('error', () => {});
+    const req = session.request({ ':path': '/' });
+    req.setEncoding('utf8');
+    let body = '';
+    req.on('data', (c: string) => (body += c));
+    const ended = new Promise<void>((resolve, reject) => {
+      req.on('end', resolve);
+      req.on('error', reject);
+    });
+    await first.promise;
+    while (!body.includes('\n\n')) await within(once(req, 'data'), 3000, 'the first event');
+    const started = performance.now();
+    const closing = server.close();
+    await within(ended, 3000, 'the stream to end');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE - 1);
+    expect(body).toBe('data: first\n\n');
+    expect(req.rstCode).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    session.close();
+    await within(closing, 3000, 'close()');
   });
 });

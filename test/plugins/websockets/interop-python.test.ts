@@ -1,7 +1,8 @@
 /**
  * Interop with Python's `websockets` (Debian python3-websockets, run by /usr/bin/python3, not
  * the pyenv python first on PATH): Python as the client of our server and as the server of our
- * client, with and without permessage-deflate, text and binary, 1 byte to 8 MiB.
+ * client, with and without permessage-deflate, text and binary, 1 byte to 8 MiB; and empty
+ * messages and empty fragments under compression, with and without context takeover each way.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -99,6 +100,58 @@ describe('WebSockets interop: Python websockets as the server', () => {
         await ws.receive();
       }).catch((e: unknown) => e);
       expect(err).toMatchObject({ closeCode: 4002, reason: 'asked' });
+    });
+  }
+});
+
+/**
+ * Empty messages under permessage-deflate (RFC 7692 §7.2.3.6: compressed, one 0x00 byte), each
+ * side with and without context takeover, whole and in fragments that are empty: a message
+ * after them must still inflate on both ends.
+ */
+describe('WebSockets interop: empty messages, compressed, with Python websockets', () => {
+  const MODES = ['takeover', 'client_nct', 'server_nct', 'both_nct'];
+  for (const mode of MODES) {
+    it(`Python client sends empties and empty fragments, our server echoes them (${mode})`, async () => {
+      const { url } = await startWs(echo, { compress: true });
+      const py = python('py_empty_client.py', [`${url}/empty`, mode]);
+      const [code] = (await within(once(py.child, 'exit'), 15_000, 'the python client')) as [number];
+      expect(code, py.stderr() + py.stdout()).toBe(0);
+      expect(JSON.parse(py.stdout().trim().split('\n').pop()!)).toMatchObject({ echoed: 16 });
+    });
+
+    it(`our client sends empties to a Python echo server and takes its empty fragments (${mode})`, async () => {
+      const py = python('py_empty_server.py', [mode]);
+      await within(
+        (async () => {
+          while (!py.stdout().includes('\n')) await once(py.child.stdout!, 'data');
+        })(),
+        10_000,
+        `the python server to start (${py.stderr()})`,
+      );
+      const url = `ws://127.0.0.1:${Number(py.stdout().split('\n')[0])}/`;
+      await WebSockets.open(
+        url,
+        async (ws) => {
+          expect(ws.compressed).toBe(true);
+          const sent: (string | Uint8Array)[] = ['abc', '', new Uint8Array(0), 'after the empty ones', '', 'x'.repeat(3000), new Uint8Array(0), '', 'last'];
+          for (const m of sent) {
+            await ws.send(m);
+            const got = await ws.receive();
+            if (typeof m === 'string') expect(got).toBe(m);
+            else expect(Buffer.from(got as Uint8Array).equals(Buffer.from(m))).toBe(true);
+          }
+          await ws.send('frags');
+          const got: unknown[] = [];
+          for (;;) {
+            const m = await ws.receive();
+            if (m === 'frags done') break;
+            got.push(typeof m === 'string' ? m : [...(m as Uint8Array)]);
+          }
+          expect(got).toEqual(['fragment', [], '', 'y', [2]]);
+        },
+        { compress: true },
+      );
     });
   }
 });

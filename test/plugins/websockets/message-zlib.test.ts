@@ -109,6 +109,60 @@ describe('MessageZlib', () => {
     z.cleanup();
   });
 
+  it('compresses an empty message after another to the single byte 0x00, and the peer inflates what follows', async () => {
+    // RFC 7692 §7.2.3.6. zlib writes nothing for a second sync flush without input: sent as no
+    // bytes, the trailer put back opens a stored block on the peer that eats the next message.
+    const z = new MessageZlib({}, true, 0);
+    const inflater = zlib.createInflateRaw({ windowBits: 15 });
+    const got: Buffer[] = [];
+    inflater.on('data', (c: Buffer) => got.push(c));
+    for (const text of ['abc', '', '', 'after two empty ones', '']) {
+      const c = await compress(z, Buffer.from(text));
+      if (text === '') expect([...c]).toEqual([0]);
+      await new Promise<void>((r) => inflater.write(Buffer.concat([c, TAIL]), () => inflater.flush(() => r())));
+      expect(Buffer.concat(got).toString()).toBe(text);
+      got.length = 0;
+    }
+    z.cleanup();
+    inflater.close();
+  });
+
+  it('inflates empty messages and empty fragments, and a compressed message of no bytes as empty, in step with the peer', async () => {
+    const z = new MessageZlib({}, false, 0);
+    // A peer keeping its context, sending each message with a sync flush (the tail taken off).
+    const peer = zlib.createDeflateRaw({ flush: zlib.constants.Z_SYNC_FLUSH });
+    const parts: Buffer[] = [];
+    peer.on('data', (c: Buffer) => parts.push(c));
+    const deflate = (text: string): Promise<Buffer> =>
+      new Promise((r) =>
+        peer.write(Buffer.from(text), () => {
+          const out = Buffer.concat(parts);
+          parts.length = 0;
+          r(out.length >= 4 ? out.subarray(0, -4) : out);
+        }),
+      );
+    expect((await decompress(z, await deflate('abc'))).toString()).toBe('abc');
+    // zlib's quirk: an empty message right after a flush is no bytes at all.
+    const none = await deflate('');
+    expect(none.length).toBe(0);
+    expect((await decompress(z, none)).length).toBe(0);
+    expect((await decompress(z, await deflate('next'))).toString()).toBe('next');
+    // The single 0x00 byte.
+    expect((await decompress(z, Buffer.from([0]))).length).toBe(0);
+    // Fragments: empty ones in the middle and at the end, the tail put back once, after the last.
+    const whole = await deflate('fragmented');
+    const pieces = [whole.subarray(0, 3), Buffer.alloc(0), whole.subarray(3), Buffer.alloc(0)];
+    const out: Buffer[] = [];
+    for (let i = 0; i < pieces.length; i++) out.push(await decompress(z, pieces[i]!, i === pieces.length - 1));
+    expect(Buffer.concat(out).toString()).toBe('fragmented');
+    // A message of empty fragments only.
+    expect((await decompress(z, Buffer.alloc(0), false)).length).toBe(0);
+    expect((await decompress(z, Buffer.alloc(0), true)).length).toBe(0);
+    expect((await decompress(z, await deflate('still in step'))).toString()).toBe('still in step');
+    z.cleanup();
+    peer.close();
+  });
+
   it('cleanup() fails a compression in flight and later ones', async () => {
     const z = new MessageZlib({}, false, 0);
     const p = compress(z, Buffer.alloc(1 << 20, 1));

@@ -4,9 +4,14 @@
  * close codes, ping/pong, force-close, and the kernel hooks the handshake runs.
  */
 import net from 'node:net';
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel, definePlugin, listen, selfSignedCertificate, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
+import { GOING_AWAY_MS } from '../../../kernel/server/server.js';
+import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
+import { FrameConnection } from '../../../plugins/websockets/frame-connection.js';
+import { MessageZlib } from '../../../plugins/websockets/message-zlib.js';
 import { echo, onCleanup, rawWs, startWs, trackServer, waitFor, within } from './helpers.js';
 
 function bytes(n: number, seed = 7): Uint8Array {
@@ -139,6 +144,86 @@ describe('WebSockets: wss://', () => {
     const url = `wss://localhost:${port}/secure`;
     expect(await WebSockets.open(url, async (ws) => (await ws.send('tls'), [await ws.receive(), ws.compressed]), { tls: { ca: cert.cert }, compress: true })).toEqual(['tls', true]);
     await expect(WebSockets.open(url, () => 1)).rejects.toMatchObject({ name: 'TLSHandshakeError' });
+  });
+});
+
+describe('WebSockets: empty messages under compression', () => {
+  const SEQUENCE: (string | Uint8Array)[] = ['abc', '', new Uint8Array(0), 'after the empty ones', '', 'x'.repeat(3000), new Uint8Array(0), '', 'last'];
+
+  it('an empty message after a compressed one leaves the next intact, client to server and back', async () => {
+    const { url } = await startWs(echo, { compress: true });
+    await WebSockets.open(
+      url,
+      async (ws) => {
+        expect(ws.compressed).toBe(true);
+        for (const m of SEQUENCE) {
+          await ws.send(m);
+          const got = await ws.receive();
+          if (typeof m === 'string') expect(got).toBe(m);
+          else expect([...(got as Uint8Array)]).toEqual([...m]);
+        }
+      },
+      { compress: true },
+    );
+  });
+
+  // The agreed parameters cannot be chosen through the API (ws negotiates what the client
+  // offers): two codecs on a loopback connection, each side with or without its context.
+  for (const params of [{}, { server_no_context_takeover: true }, { client_no_context_takeover: true }, { server_no_context_takeover: true, client_no_context_takeover: true }]) {
+    it(`both codecs, each way, with ${JSON.stringify(params)}`, async () => {
+      const listener = closeNetServerAfter(net.createServer());
+      await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+      const accepted = new Promise<net.Socket>((r) => listener.once('connection', r));
+      const cs = destroyAfter(net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1'));
+      const ss = destroyAfter(await accepted);
+      const codec = (socket: net.Socket, isServer: boolean): FrameConnection =>
+        new FrameConnection(socket, new Uint8Array(0), { isServer, maxPayload: 0, maxFragments: 0, closeTimeout: 5000, deflate: new MessageZlib(params, isServer, 0) });
+      const server = codec(ss, true);
+      const client = codec(cs, false);
+      for (const [from, to] of [[client, server], [server, client]] as const) {
+        const got: (string | number[])[] = [];
+        const all = new Promise<void>((resolve, reject) => {
+          // A message that does not inflate fails the connection (1007): no waiting for the rest.
+          to.on('error', reject);
+          to.on('message', (data, isBinary) => {
+            got.push(isBinary ? [...data] : data.toString('utf8'));
+            if (got.length === SEQUENCE.length) resolve();
+          });
+        });
+        for (const m of SEQUENCE) from.send(m);
+        await within(all, 5000, 'every message');
+        expect(got).toEqual(SEQUENCE.map((m) => (typeof m === 'string' ? m : [...m])));
+        to.removeAllListeners('message');
+        to.removeAllListeners('error');
+      }
+    });
+  }
+});
+
+describe('WebSockets: a compressed message and the close right behind it', () => {
+  // The peer sends a compressed message, its close frame and its FIN in one write: the socket
+  // ends while the message is still in zlib. The message and the close code both arrive.
+  it('delivers the message being inflated and the close frame read after it, not 1006', async () => {
+    const listener = closeNetServerAfter(net.createServer());
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    const accepted = new Promise<net.Socket>((r) => listener.once('connection', r));
+    const cs = destroyAfter(net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1'));
+    const ss = destroyAfter(await accepted);
+    const client = new FrameConnection(cs, new Uint8Array(0), { isServer: false, maxPayload: 0, maxFragments: 0, closeTimeout: 5000, deflate: new MessageZlib({}, false, 0) });
+    const text = Array.from({ length: 20_000 }, (_, i) => `line ${i} of the message\n`).join('');
+    const deflated = zlib.deflateRawSync(Buffer.from(text), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    const payload = deflated.subarray(0, deflated.length - 4); // the 00 00 ff ff tail goes (RFC 7692 §7.2.1)
+    const head = Buffer.alloc(10);
+    head[0] = 0xc1; // FIN, RSV1 (compressed), text
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(payload.length), 2);
+    const close = Buffer.from([0x88, 0x02, 0x03, 0xe8]); // close 1000
+    const got: string[] = [];
+    client.on('message', (data) => got.push(data.toString('utf8')));
+    const closed = new Promise<number>((r) => client.once('close', (code: number) => r(code)));
+    ss.end(Buffer.concat([head, payload, close]));
+    expect(await within(closed, 5000, 'close')).toBe(1000);
+    expect(got).toEqual([text]);
   });
 });
 
@@ -366,6 +451,83 @@ describe('WebSockets: server control and upgrades', () => {
     await waitFor(() => opened === 2, 3000, 'two sessions');
     await within(WebSockets.forceClose(server), 3000, 'forceClose');
     for (const e of await Promise.all(sessions)) expect(e).toMatchObject({ closeCode: 1006 });
+  });
+
+  it('server.forceClose() drops live WebSockets at once, the upgraded sockets being in its books: the client sees 1006', async () => {
+    let opened = 0;
+    const { server, url } = await startWs(async (ws) => {
+      opened++;
+      await ws.receive().catch(() => undefined);
+    });
+    const session = WebSockets.open(url, (ws) => ws.receive()).catch((e: unknown) => e);
+    await waitFor(() => opened === 1, 3000, 'the session');
+    expect(server.connectionCount).toBe(1);
+    await within(server.forceClose(), 3000, 'forceClose');
+    expect(await within(session, 3000, "the client's receive() to end")).toMatchObject({ closeCode: 1006 });
+  });
+
+  for (const how of ['listen', 'upgrade'] as const) {
+    it(`server.close() lets live WebSockets go on for closeGracePeriod, then closes them with 1001 (${how})`, async () => {
+      const GRACE = 300;
+      let serverCode: number | null = null;
+      const onSession = async (ws: WebSocket): Promise<void> => {
+        try {
+          for await (const m of ws) await ws.send(m);
+        } finally {
+          serverCode = ws.closeCode;
+        }
+      };
+      let server;
+      if (how === 'listen') server = (await startWs(onSession, { closeGracePeriod: GRACE })).server;
+      else {
+        // No plugin: the stream handler upgrades (the socket goes through stream.upgrade()).
+        server = await listen((stream) => WebSockets.upgrade(stream, onSession), { port: 0, closeGracePeriod: GRACE });
+        trackServer(server);
+      }
+      const url = `ws://127.0.0.1:${server.port}/`;
+      let closing: Promise<void> | null = null;
+      let started = 0;
+      const clientSaw = await WebSockets.open(url, async (ws) => {
+        await ws.send('before');
+        expect(await ws.receive()).toBe('before');
+        started = performance.now();
+        closing = server.close();
+        // The session goes on during the grace period.
+        await ws.send('during');
+        expect(await ws.receive()).toBe('during');
+        return ws.receive().catch((e: unknown) => e);
+      });
+      expect(clientSaw).toMatchObject({ closeCode: 1001, reason: 'server going away' });
+      await within(closing!, 3000, 'close()');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE - 1);
+      expect(serverCode).toBe(1001);
+      expect(server.connectionCount).toBe(0);
+    });
+  }
+
+  it('server.close(): a peer that never answers the 1001 is dropped GOING_AWAY_MS after the grace period', async () => {
+    const GRACE = 100;
+    const { server, port } = await startWs(echo, { closeGracePeriod: GRACE });
+    const raw = await rawWs(port);
+    const started = performance.now();
+    const closing = server.close();
+    expect(await raw.closeFrame()).toEqual({ code: 1001, reason: 'server going away' });
+    // The raw client never answers: the server's books hold the socket until the bound.
+    await within(closing, GRACE + GOING_AWAY_MS + 2000, 'close()');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE + GOING_AWAY_MS - 1);
+    await raw.client.untilClosed(1000);
+  });
+
+  it('server.close() waits for a WebSocket that ends within the grace period, and no longer', async () => {
+    const { server, url } = await startWs(echo, { closeGracePeriod: 60_000 });
+    let closing: Promise<void> | null = null;
+    await WebSockets.open(url, async (ws) => {
+      await ws.send('x');
+      await ws.receive();
+      closing = server.close();
+    });
+    // The client closed (1000): close() resolves then, not after the minute.
+    await within(closing!, 3000, 'close() after the session ended');
   });
 
   it('runs over a socket the caller connected, and never ends or destroys it', async () => {
