@@ -195,5 +195,9 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
     if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw new ArgumentError(`${where}: ${k} must be an integer >= 1, got ${String(v)}`);
   }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
+  // HTTP/2 is the plugins' (h2 by ALPN or demanded over TLS, h2c on plain http://): without them
+  // the call would quietly speak HTTP/1.1. First-party names, as the kernel has no other way to know them.
+  if (o.http2PriorKnowledge === true && (kernel === null || !kernel.isRegistered('h2c'))) throw needsPlugin(where, 'http2PriorKnowledge', 'h2c', kernel);
+  if (o.httpVersion === 'h2' && (kernel === null || !kernel.isRegistered('h2'))) throw needsPlugin(where, "httpVersion: 'h2'", 'h2', kernel);
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
 }

@@ -217,3 +217,14 @@ describe('errors that name the right call', () => {
     expect(await rejected(c.put(URL_, 42 as never))).toMatch(/^put\(url, number\): the second argument is the options object/);
   });
 });
+
+describe('HTTP/2 asked for on a kernel without its plugin', () => {
+  it("httpVersion: 'h2' needs h2 and http2PriorKnowledge needs h2c, instead of a quiet HTTP/1.1", async () => {
+    const bare = HTTP.createKernel();
+    expect(thrown(() => new HTTP.Client({ kernel: bare, http2PriorKnowledge: true }))).toMatch(/^new Client\(\): http2PriorKnowledge needs the h2c plugin/);
+    const c = client({ kernel: bare });
+    expect(await rejected(c.get(URL_, { httpVersion: 'h2' }))).toMatch(/^request\("GET", …\): httpVersion: 'h2' needs the h2 plugin/);
+    // HTTP/1.1 and 'auto' need nothing.
+    expect(() => client({ kernel: bare, httpVersion: 'h1', http2PriorKnowledge: false })).not.toThrow();
+  });
+});
