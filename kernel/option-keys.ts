@@ -95,6 +95,11 @@ export function suggestOption(name: string, known: Iterable<string>): string[] {
   return best.slice(0, 2);
 }
 
+/** ` (did you mean x?)` for an unknown option `name` among `known`, or '' when nothing is near. */
+export function optionHint(name: string, known: Iterable<string>): string {
+  return hint(suggestOption(name, known));
+}
+
 /** ` (did you mean x?)`, ` (did you mean x (or y/z)?)`, or '' when there is no suggestion. */
 function hint(suggestions: readonly string[]): string {
   if (suggestions.length === 0) return '';

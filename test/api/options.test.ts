@@ -161,6 +161,15 @@ describe('unknown option names', () => {
     );
   });
 
+  it('serve() and WebSockets.listen', async () => {
+    const ok = (): HTTP.Response => new HTTP.Response(200);
+    // (serve checks its options before it returns its promise: the wrapper takes either way.)
+    expect(await rejected(Promise.resolve().then(() => HTTP.serve(ok, { port: 0, readTimout: 5 } as never)))).toBe('unknown server option "readTimout" (did you mean readTimeout?)');
+    expect(await rejected(HTTP.WebSockets.listen(() => undefined, { port: 0, timeout: 5 } as never))).toBe(
+      'unknown server option "timeout" (did you mean readTimeout (or idleTimeout)?)',
+    );
+  });
+
   it('WebSockets.open, like WebSockets.listen', async () => {
     expect(await rejected(HTTP.WebSockets.open('ws://127.0.0.1:9/', () => undefined, { timeout: 5 } as never))).toBe(
       'WebSockets.open: unknown option "timeout" (did you mean requestTimeout (or connectTimeout/readIdleTimeout)?)',
