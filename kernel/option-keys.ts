@@ -76,7 +76,7 @@ function distance(a: string, b: string): number {
  */
 export function suggestOption(name: string, known: Iterable<string>): string[] {
   const all = [...known];
-  const foreign = FOREIGN[name]?.filter((n) => all.includes(n));
+  const foreign = Object.hasOwn(FOREIGN, name) ? FOREIGN[name]!.filter((n) => all.includes(n)) : undefined;
   if (foreign !== undefined && foreign.length > 0) return foreign;
   let best: string[] = [];
   let bestD = tolerance(name.length) + 1;
@@ -85,7 +85,7 @@ export function suggestOption(name: string, known: Iterable<string>): string[] {
     if (d < bestD) {
       bestD = d;
       best = [k];
-    } else if (d === bestD) best.push(k);
+    } else if (d === bestD && best.length > 0) best.push(k);
   }
   if (best.length === 0 && name.length >= 4) {
     // A name cut short (`maxIdle` for maxIdlePerHost/maxIdleTotal) is far in edits but plain to see.

@@ -131,6 +131,9 @@ describe('unknown option names', () => {
       [{ maxRedirects: 3 }, 'unknown option "maxRedirects" (did you mean redirectLimit?)'],
       [{ redirectLimt: 3 }, 'unknown option "redirectLimt" (did you mean redirectLimit?)'],
       [{ 'X-Extra': '1' }, 'unknown option "X-Extra"; request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)'],
+      [{ 'X-Header': 'v' }, 'unknown option "X-Header"; request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)'],
+      // A name that is also an Object.prototype member is just an unknown name.
+      [{ constructor: 1, toString: 2 }, 'unknown option "constructor"'],
     ];
     for (const [options, message] of cases) {
       expect(await rejected(HTTP.get(URL_, options as HTTP.CallOptions))).toBe(`request("GET", …): ${message}`);
