@@ -114,13 +114,13 @@ export function looksLikeHeader(name: string): boolean {
 
 /**
  * The error for an unknown option `key` of the options object described by `where` (such as
- * `get()` or `new Client()`), with the nearest of `known`. `headersHint`, when given, is added
- * for a key that looks like a header name (say where headers go instead).
+ * `get()` or `new Client()`), with the nearest of `known`; `advice`, when given, is added when
+ * nothing is near (say where such a value goes instead).
  */
-export function unknownOptionError(where: string, key: string, known: Iterable<string>, headersHint?: string): ArgumentError {
+export function unknownOptionError(where: string, key: string, known: Iterable<string>, advice?: string): ArgumentError {
   const s = suggestOption(key, known);
   let text = `${where}: unknown option ${JSON.stringify(key)}${hint(s)}`;
-  if (s.length === 0 && headersHint !== undefined && looksLikeHeader(key)) text += `; ${headersHint}`;
+  if (s.length === 0 && advice !== undefined) text += `; ${advice}`;
   return new ArgumentError(text);
 }
 
@@ -131,7 +131,7 @@ export function unknownOptionError(where: string, key: string, known: Iterable<s
 export function checkOptionKeys(options: object, known: ReadonlySet<string>, where: string | (() => string), headersHint?: string): void {
   for (const key in options) {
     if (!known.has(key) && Object.prototype.hasOwnProperty.call(options, key)) {
-      throw unknownOptionError(typeof where === 'string' ? where : where(), key, known, headersHint);
+      throw unknownOptionError(typeof where === 'string' ? where : where(), key, known, headersHint !== undefined && looksLikeHeader(key) ? headersHint : undefined);
     }
   }
 }

@@ -6,7 +6,7 @@ import type { Writable } from 'node:stream';
 import { ArgumentError } from '../errors.js';
 import type { Kernel } from '../kernel.js';
 import type { Body } from '../message/body.js';
-import { unknownOptionError } from '../option-keys.js';
+import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
 import { callOptionOwner, describe, pluginCallOptionNames, setKernelCallOptions } from '../plugin.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
@@ -125,6 +125,9 @@ setKernelCallOptions(KERNEL_CALL_OPTIONS);
  */
 const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
 
+/** What to say for an object of other names given where call options go. */
+const BODY_HINT = 'a request body goes in { body: … } (an object there is sent form-encoded)';
+
 /** What to say for a header name given where call options go. */
 const HEADERS_HINT = 'request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)';
 
@@ -143,13 +146,22 @@ export function checkCallOptionNames(o: object, where: string, kernel: Kernel | 
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
     const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
-    if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], headersHint);
+    if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
     const v = (o as Record<string, unknown>)[key];
     if (v === undefined) continue;
     if (kernel === null || !kernel.isRegistered(owner.plugin)) throw needsPlugin(where, key, owner.plugin, kernel);
     const expected = owner.check(v);
     if (expected !== null) throw new ArgumentError(`${where}: ${key} must be ${expected}, got ${describe(v)}`);
   }
+}
+
+/** What to add for an unknown call option `key` that nothing is near: where a header, or a body, goes. */
+function adviceFor(o: object, key: string, known: ReadonlySet<string>, headersHint: string | undefined): string | undefined {
+  if (headersHint === undefined) return undefined;
+  if (looksLikeHeader(key)) return headersHint;
+  // Not one name of the object is an option: it was most likely meant as the body.
+  if (!Object.keys(o).some((k) => known.has(k) || callOptionOwner(k) !== undefined)) return BODY_HINT;
+  return undefined;
 }
 
 /** The error for a plugin's option given to a client whose kernel lacks that plugin. */

@@ -133,11 +133,15 @@ describe('unknown option names', () => {
       [{ 'X-Extra': '1' }, 'unknown option "X-Extra"; request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)'],
       [{ 'X-Header': 'v' }, 'unknown option "X-Header"; request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)'],
       // A name that is also an Object.prototype member is just an unknown name.
-      [{ constructor: 1, toString: 2 }, 'unknown option "constructor"'],
+      [{ constructor: 1, toString: 2, requestTimeout: 5 }, 'unknown option "constructor"'],
     ];
     for (const [options, message] of cases) {
       expect(await rejected(HTTP.get(URL_, options as HTTP.CallOptions))).toBe(`request("GET", …): ${message}`);
     }
+    // An object of no option's names was meant as the body.
+    expect(await rejected(HTTP.post(URL_, { name: 'a', count: 1 } as HTTP.CallOptions))).toBe(
+      'request("POST", …): unknown option "name"; a request body goes in { body: … } (an object there is sent form-encoded)',
+    );
     // A misspelt name with nothing near is still refused.
     expect(await rejected(HTTP.post(URL_, { jsn: { a: 1 } } as HTTP.CallOptions))).toMatch(/^request\("POST", …\): unknown option "jsn"/);
   });
