@@ -25,6 +25,7 @@ import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { CONN_CLOSE, CONN_UPGRADE, connectionFlags, HeadParser } from '../http1/head-parser.js';
 import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { notAResponse } from './handler-result.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
@@ -559,7 +560,7 @@ export class H1Connection implements StreamConnection {
   /** Writes a request handler's response. */
   private respond(req: Request, res0: unknown): void {
     if (!(res0 instanceof Response)) {
-      this.handlerFailed(req, new TypeError(`request handler returned ${res0 === null ? 'null' : typeof res0}, not a Response`));
+      this.handlerFailed(req, notAResponse(res0));
       return;
     }
     let res: Response = res0;

@@ -20,6 +20,7 @@ import { requestFromWire, type Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { checkTrailers } from '../http1/serialize.js';
+import { notAResponse } from './handler-result.js';
 import type { RequestHandler, StreamHandler } from './h1-connection.js';
 import { writeResponseToStream } from './h1-connection.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -250,7 +251,7 @@ export class PipelineHost implements ProtocolHost {
   /** Writes what a handler resolved to, when it is a Response; 500 otherwise. */
   private checked(req: Request, wire: ExchangeWire, res: unknown, ex: WireExchange | null): Promise<void> | undefined {
     if (!(res instanceof Response)) {
-      this.server.reportError(new TypeError(`request handler returned ${res === null ? 'null' : typeof res}, not a Response`), req);
+      this.server.reportError(notAResponse(res), req);
       return this.errorResponse(req, wire, 500, '', ex === null ? null : ex.extra);
     }
     return this.respond(req, wire, res, ex);

@@ -6,7 +6,7 @@
  * its argument, and calls its routes' handlers with the same argument. The match is left on
  * the request's context for `getRoute`, `getParams` and `getParam`.
  */
-import { ArgumentError, isToken, Request, type RequestHandler, type Response, type Stream, type StreamHandler } from '../../kernel/index.js';
+import { ArgumentError, checkOptionKeys, isToken, Request, type RequestHandler, type Response, type Stream, type StreamHandler } from '../../kernel/index.js';
 import { emptyStreamResponse, methodNotAllowedResponse, notFoundResponse, withAllow } from './defaults.js';
 import { targetPath } from './path.js';
 import { setRouteData } from './route-data.js';
@@ -214,8 +214,11 @@ export class Router<H extends RouteHandler = RequestHandler> {
 Object.setPrototypeOf(Router.prototype, Function.prototype);
 Object.defineProperty(Router.prototype, DUAL, { value: true });
 
+const ROUTER_OPTIONS: ReadonlySet<string> = new Set(['notFound', 'methodNotAllowed', 'middleware', 'ignoreTrailingSlash'] satisfies (keyof RouterOptions)[]);
+
 function checkOptions<H extends RouteHandler>(a: unknown): RouterOptions<H> {
   if (a === undefined) return {};
   if (typeof a !== 'object' || a === null) throw new ArgumentError(`Router takes an options object or handler functions, got ${typeof a}`);
+  checkOptionKeys(a, ROUTER_OPTIONS, 'new Router()');
   return a as RouterOptions<H>;
 }

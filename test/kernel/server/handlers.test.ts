@@ -201,6 +201,27 @@ describe('request handlers: errors', () => {
     expect(errors).toHaveLength(2);
     for (const e of errors) expect(e.error).toBeInstanceOf(TypeError);
     expect(errors.map((e) => (e.request as Request).target)).toEqual(['/not-a-response', '/null']);
+    // The report says what came back and what to return instead.
+    expect(errors.map((e) => (e.error as Error).message)).toEqual([
+      "request handler returned a plain object, not a Response: to send JSON, return new Response(200, JSON.stringify(value), { headers: { 'Content-Type': 'application/json' } })",
+      'request handler returned null, not a Response: return new Response(status, body, { headers })',
+    ]);
+  });
+
+  it('a handler that returns nothing, a string or a fetch Response is told what to return', async () => {
+    const { port, errors } = await startServer(async (req) => {
+      if (req.target === '/undefined') return undefined as unknown as Response;
+      if (req.target === '/string') return 'hello' as unknown as Response;
+      return new globalThis.Response('fetch') as unknown as Response;
+    });
+    const c = await rawClient(port);
+    await c.write(get('/undefined') + get('/string') + get('/fetch'));
+    expect((await c.responses(3)).map((r) => r.status)).toEqual([500, 500, 500]);
+    expect(errors.map((e) => (e.error as Error).message)).toEqual([
+      'request handler returned undefined, not a Response: return new Response(status, body) from every path of the handler (a missing return gives undefined)',
+      'request handler returned a string ("hello"), not a Response: return new Response(200, body) instead',
+      "request handler returned the fetch API's Response, not a Response: return this library's Response (new Response(status, body, { headers }))",
+    ]);
   });
 });
 

@@ -554,8 +554,9 @@ describe('WebSockets: kernel hooks on the client', () => {
   it('runs the client.connect taps (a proxy would) and the client.onUpgrade taps; a throwing onUpgrade tap refuses', async () => {
     const seen: string[] = [];
     let refuse = false;
+    // Named 'proxy': it stands in for the proxy plugin, which owns the proxy option (a kernel without one refuses it).
     const probe = definePlugin({
-      name: 'probe',
+      name: 'proxy',
       register(kernel) {
         kernel.hooks.client.connect.tap({ name: 'probe', stage: Stage.PROXY }, (o) => {
           seen.push(`connect ${o.host}:${o.port} ${o.alpnProtocols.join()} ${String(o.proxy)}`);
