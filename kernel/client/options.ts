@@ -145,7 +145,7 @@ setKernelCallOptions(KERNEL_CALL_OPTIONS);
 const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
 
 /** What to say for an object of other names given where call options go. */
-const BODY_HINT = 'a request body goes in { body: … } (an object there is sent form-encoded)';
+const BODY_HINT = 'a request body goes in { body: … } (an object there is sent form-encoded), or in { json: … } to send it as JSON';
 
 /** What to say for a header name given where call options go. */
 const HEADERS_HINT = 'request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)';

@@ -14,6 +14,9 @@ export async function slips(url: string, c: HTTP.Client, name: string, count: nu
   await HTTP.get(url, [['X-Header', 'v']]);
   await HTTP.get(url, { 'X-Header': 'v' }, undefined);
   await c.post(url, { body: { name, count } });
+  await HTTP.post(url, { json: { name, count } });
+  const made: HTTP.Response = HTTP.Response.json({ name }, { status: 201 });
+  void made;
 
   // @ts-expect-error timeout is not an option (requestTimeout, connectTimeout, readIdleTimeout)
   await HTTP.get(url, { timeout: 1000 });
@@ -25,6 +28,8 @@ export async function slips(url: string, c: HTTP.Client, name: string, count: nu
   await HTTP.get(url, { requestTimeot: 1000 });
   // @ts-expect-error misspelt
   await HTTP.post(url, { jsn: { a: 1 } });
+  // @ts-expect-error json is per call, not a Client default
+  new HTTP.Client({ json: { a: 1 } });
   // @ts-expect-error data is body
   await HTTP.post(url, { data: 'x' });
   // @ts-expect-error params is query

@@ -125,7 +125,7 @@ describe('unknown option names', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ timeout: 1000 }, 'unknown option "timeout" (did you mean requestTimeout (or connectTimeout/readIdleTimeout)?)'],
       [{ requestTimeot: 1000 }, 'unknown option "requestTimeot" (did you mean requestTimeout?)'],
-      [{ data: 'x' }, 'unknown option "data" (did you mean body?)'],
+      [{ data: 'x' }, 'unknown option "data" (did you mean body (or json)?)'],
       [{ params: { a: 1 } }, 'unknown option "params" (did you mean query?)'],
       [{ followRedirects: true }, 'unknown option "followRedirects" (did you mean redirect?)'],
       [{ maxRedirects: 3 }, 'unknown option "maxRedirects" (did you mean redirectLimit?)'],
@@ -140,10 +140,10 @@ describe('unknown option names', () => {
     }
     // An object of no option's names was meant as the body.
     expect(await rejected(HTTP.post(URL_, { name: 'a', count: 1 } as HTTP.CallOptions))).toBe(
-      'request("POST", …): unknown option "name"; a request body goes in { body: … } (an object there is sent form-encoded)',
+      'request("POST", …): unknown option "name"; a request body goes in { body: … } (an object there is sent form-encoded), or in { json: … } to send it as JSON',
     );
-    // A misspelt name with nothing near is still refused.
-    expect(await rejected(HTTP.post(URL_, { jsn: { a: 1 } } as HTTP.CallOptions))).toMatch(/^request\("POST", …\): unknown option "jsn"/);
+    expect(await rejected(HTTP.post(URL_, { jsn: { a: 1 } } as HTTP.CallOptions))).toBe('request("POST", …): unknown option "jsn" (did you mean json?)');
+    expect(await rejected(HTTP.post(URL_, { JSON: { a: 1 } } as HTTP.CallOptions))).toBe('request("POST", …): unknown option "JSON" (did you mean json?)');
   });
 
   it('a wrong type says what the option takes', async () => {
