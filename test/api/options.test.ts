@@ -5,31 +5,18 @@
  * options object refuses unknown names, with the nearest valid one or the name this library
  * uses for what another library calls it.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
 import { cookies, redirects, retries } from '../../plugins/index.js';
-
-const servers = new Set<HTTP.Server>();
-const clients = new Set<HTTP.Client>();
-
-afterEach(async () => {
-  for (const c of clients) c.close();
-  clients.clear();
-  const all = [...servers];
-  servers.clear();
-  await Promise.all(all.map((s) => s.forceClose()));
-});
+import { closeAfter, forceCloseAfter } from '../cleanup.js';
 
 async function serveHere(handler: HTTP.RequestHandler): Promise<string> {
-  const server = await HTTP.serve(handler, { host: '127.0.0.1', port: 0 });
-  servers.add(server);
+  const server = forceCloseAfter(await HTTP.serve(handler, { host: '127.0.0.1', port: 0 }));
   return `http://127.0.0.1:${server.port}`;
 }
 
 function client(options: HTTP.ClientOptions = {}): HTTP.Client {
-  const c = new HTTP.Client(options);
-  clients.add(c);
-  return c;
+  return closeAfter(new HTTP.Client(options));
 }
 
 /** The message of the ArgumentError `fn` throws (fails the test when it throws none or another kind). */
@@ -78,7 +65,6 @@ describe('new Client() without a kernel', () => {
   it('given a Transport with a proxy, the proxy plugin of the default kernel uses it', async () => {
     const proxy = await serveHere((req) => new HTTP.Response(200, req.target));
     const c = client({ transport: new HTTP.Transport({ proxy }) });
-    clients.add(c);
     expect((await c.get('http://app.example/t')).text()).toBe('http://app.example/t');
     c.transport.close();
   });

@@ -11,7 +11,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
-import { closeAfter, closeNetServerAfter, destroyAfter, forceCloseAfter, killAfter, untrack } from '../../cleanup.js';
+import { closeAfter, closeKernelAfter, closeNetServerAfter, destroyAfter, forceCloseAfter, killAfter, untrack } from '../../cleanup.js';
+import { proxy } from '../../../plugins/proxy/index.js';
 import { within } from '../server/helpers.js';
 import {
   Client,
@@ -19,6 +20,7 @@ import {
   listen,
   serve,
   type ClientOptions,
+  type Kernel,
   type Request,
   type RequestHandler,
   type Response,
@@ -34,6 +36,11 @@ export { onCleanup } from '../../cleanup.js';
 /** A `Client` closed after the test; on a kernel without plugins unless `options.kernel` (these tests are the kernel's own). */
 export function newClient(options: ClientOptions = {}): Client {
   return closeAfter(new Client({ kernel: createKernel(), ...options }));
+}
+
+/** A booted kernel with only the proxy plugin (a client test that goes through a proxy), closed after the test. */
+export async function proxyKernel(): Promise<Kernel> {
+  return closeKernelAfter(await createKernel().register(proxy).ready());
 }
 
 /** Tracks a child process: killed after the test. */

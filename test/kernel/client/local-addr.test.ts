@@ -7,10 +7,9 @@
  * TLS (h2 plugin), and the kernel's upgrade handshake (WebSockets).
  */
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, createKernel, Headers, Request, Response, Transport, upgradeRequest, type Kernel, type Stream } from '../../../kernel/index.js';
-import { proxy } from '../../../plugins/proxy/index.js';
+import { ArgumentError, Client, Headers, Request, Response, Transport, upgradeRequest, type Stream } from '../../../kernel/index.js';
 import { cert, h2Kernel, startStreamServer as startH2StreamServer } from '../../plugins/h2/helpers.js';
-import { newClient, okResponse, rawServer, readRequests, rejection, since, startServer, text } from './helpers.js';
+import { newClient, okResponse, proxyKernel, rawServer, readRequests, rejection, since, startServer, text } from './helpers.js';
 
 /** Not on any interface of this machine: binding it fails (EADDRNOTAVAIL). */
 const FOREIGN = '192.0.2.1';
@@ -75,19 +74,10 @@ describe('localAddr', () => {
 });
 
 describe('localAddr through the plugins that open connections', () => {
-  let proxyKernel: Kernel | null = null;
-  async function withProxy(): Promise<Kernel> {
-    if (proxyKernel === null) {
-      proxyKernel = createKernel().register(proxy);
-      await proxyKernel.ready();
-    }
-    return proxyKernel;
-  }
-
   it('a forward proxy sees the bound source 127.0.0.2; an unbindable one is the same ArgumentError', async () => {
     // The proxy answers for the origin itself (.test never resolves: only the proxy can answer).
     const p = await recording();
-    const kernel = await withProxy();
+    const kernel = await proxyKernel();
     const c = newClient({ kernel, proxy: `http://127.0.0.1:${p.port}`, localAddr: '127.0.0.2' });
     expect(text(await c.get('http://origin.test/'))).toBe('bound');
     expect(p.sources).toEqual(['127.0.0.2']);

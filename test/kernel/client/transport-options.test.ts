@@ -7,10 +7,9 @@
  * `maxIdleTotal`, `tlsConfig`, `localAddr`) are an `ArgumentError` next to a transport.
  */
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, createKernel, DNSError, Response, Transport, type ClientOptions, type Kernel } from '../../../kernel/index.js';
-import { proxy } from '../../../plugins/proxy/index.js';
+import { ArgumentError, Client, DNSError, Response, Transport, type ClientOptions } from '../../../kernel/index.js';
 import { cert, h2Kernel, startServer } from '../../plugins/h2/helpers.js';
-import { newClient, okResponse, rawServer, readRequests, rejection, text } from './helpers.js';
+import { newClient, okResponse, proxyKernel, rawServer, readRequests, rejection, text } from './helpers.js';
 
 /** The project's HTTPS server with the h2 plugin (ALPN offers h2 and http/1.1); answers with the protocol it served. */
 async function alpnServer(): Promise<string> {
@@ -83,21 +82,12 @@ describe('preferHttp2 on a Client with a transport', () => {
 });
 
 describe('the other options a Client and a Transport share', () => {
-  let proxyKernel: Kernel | null = null;
-  async function withProxy(): Promise<Kernel> {
-    if (proxyKernel === null) {
-      proxyKernel = createKernel().register(proxy);
-      await proxyKernel.ready();
-    }
-    return proxyKernel;
-  }
-
   it('proxy: null (direct) on the Client wins over the proxy of its transport', async () => {
     // A forward proxy that answers every request itself; the origin's name resolves nowhere
     // (.test is reserved), so only the proxy can answer for it.
     const p = await rawServer((sock) => readRequests(sock, () => sock.write(okResponse('via proxy'))));
     const t = new Transport({ proxy: `http://127.0.0.1:${p.port}` });
-    const kernel = await withProxy();
+    const kernel = await proxyKernel();
     const through = newClient({ kernel, transport: t });
     expect(text(await through.get('http://origin.test/'))).toBe('via proxy');
     const direct = newClient({ kernel, transport: t, proxy: null, connectTimeout: 3000 });
