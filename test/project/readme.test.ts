@@ -2,14 +2,18 @@
  * The code in the documentation runs as written. Every ```ts block of README.md and of
  * docs/*.md is written to its own file under `.scratch/doc-blocks/` (inside the repository)
  * and run as a process with `node --import tsx`; it must exit 0 on its own (so it closed what it
- * opened) with nothing on stderr. A line `console.log(…); // → text` also requires `text` as a
- * line of its output, so the outputs the docs promise are checked too.
+ * opened) with nothing on stderr. A line `console.log(…); // → text` (or `// → text` alone, for
+ * a value printed on several lines) also requires `text` as a line of its output, so the
+ * outputs the docs promise are checked too.
  *
  * The blocks import the package by its name (`switchyard`, `switchyard/kernel`,
  * `switchyard/plugins`), as a user would. In a checkout that name does not resolve to the
  * sources (the package's exports point at `dist/`, which `npm run build` makes), so this test
  * rewrites those three specifiers to the repository's `index.ts`, `kernel/index.ts` and
  * `plugins/index.ts` before running a block. Nothing else in a block is changed.
+ *
+ * The blocks are also type-checked together, with the repository's compiler options (a
+ * block that runs but would not compile in a user's TypeScript project fails here).
  *
  * A block that is deliberately not a whole program (a fragment, a type declaration) is fenced
  * as ```ts no-run and only counted: there are few, and each says why in its prose.
@@ -60,9 +64,9 @@ function resolvePackage(code: string): string {
     .replace(/(['"])switchyard\1/g, `'${to('index.js')}'`);
 }
 
-/** The output lines a block promises: `console.log(…); // → text`. */
+/** The output lines a block promises: `console.log(…); // → text`, or `// → text` alone on a line. */
 function promised(code: string): string[] {
-  return [...code.matchAll(/console\.log\(.*\);?\s*\/\/ → (.*)$/gm)].map((m) => m[1]!.trimEnd());
+  return [...code.matchAll(/^(?:.*console\.log\(.*\);?)?\s*\/\/ → (.*)$/gm)].map((m) => m[1]!.trimEnd());
 }
 
 interface Run {
@@ -71,17 +75,19 @@ interface Run {
   stderr: string;
 }
 
-function runFile(file: string): Promise<Run> {
+/** Runs `node ...args` in the scratch folder; kills it (and fails) past `boundMs`. */
+function runNode(args: string[], boundMs = BOUND_MS): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
+    const file = args.at(-1)!;
+    const child = spawn(process.execPath, args, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${file} did not exit within ${BOUND_MS} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, BOUND_MS);
+      reject(new Error(`${file} did not exit within ${boundMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, boundMs);
     child.once('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -100,6 +106,7 @@ const runnable = blocks.filter((b) => b.run).map((b) => {
   writeFileSync(file, resolvePackage(b.code));
   return [b.where, file, promised(b.code)] as const;
 });
+writeFileSync(path.join(scratch, 'tsconfig.json'), JSON.stringify({ extends: '../../tsconfig.json', include: ['*.ts'] }));
 
 describe('documentation code blocks', () => {
   it('README.md and docs/ have code to run, and few blocks are exempt', () => {
@@ -107,9 +114,15 @@ describe('documentation code blocks', () => {
     expect(blocks.filter((b) => !b.run).length).toBeLessThanOrEqual(4);
   });
 
+  it('they type-check', async () => {
+    const run = await runNode([path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', scratch], BOUND_MS * 3);
+    expect(run.stdout + run.stderr).toBe('');
+    expect(run.code).toBe(0);
+  }, BOUND_MS * 3 + 5_000);
+
   describe.concurrent('each runs as written', () => {
     it.each(runnable)('%s', async (_where, file, lines) => {
-      const run = await runFile(file);
+      const run = await runNode(['--import', 'tsx', file]);
       const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
       expect(run.code, output).toBe(0);
       expect(run.stderr, output).toBe('');
