@@ -94,7 +94,9 @@ export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[],
         const letter = arg[j]!;
         const spec = byShort.get(letter);
         if (spec === undefined) {
-          throw new UsageError(`unknown option -${letter}${arg.length > 2 ? ` (in ${JSON.stringify(arg)})` : ''}`, command);
+          // `-max-time` is a long option with one dash missing more often than a group of letters.
+          const long = arg.length > 2 ? suggest(arg.slice(1).split('=')[0]!, specs) : '';
+          throw new UsageError(`unknown option -${letter}${arg.length > 2 ? ` (in ${JSON.stringify(arg)})` : ''}${long}`, command);
         }
         if (!takesValue(spec)) {
           set(spec, `-${letter}`, undefined);
@@ -115,10 +117,14 @@ export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[],
   return { options, positionals };
 }
 
-/** ` (did you mean --x?)` for a close long name, else ''. */
+/**
+ * ` (did you mean --x?)` for a close long name, else '': the nearest within two edits (one for
+ * names of up to four letters, where two edits reach almost anything), or the one option the
+ * name is a prefix of (`--verb`).
+ */
 function suggest(name: string, specs: readonly OptionSpec[]): string {
   let best = '';
-  let bestD = 3;
+  let bestD = name.length <= 4 ? 2 : 3;
   for (const s of specs) {
     const d = distance(name, s.name);
     if (d < bestD) {
@@ -126,22 +132,29 @@ function suggest(name: string, specs: readonly OptionSpec[]): string {
       best = s.name;
     }
   }
+  if (best === '' && name.length >= 3) {
+    const starts = specs.filter((s) => s.name.startsWith(name));
+    if (starts.length === 1) best = starts[0]!.name;
+  }
   return best === '' ? '' : ` (did you mean --${best}?)`;
 }
 
-/** Levenshtein distance, for short option names only. */
+/** Edit distance counting a swap of two neighbours as one edit (typos swap letters: `--prot`), for short option names only. */
 function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, k) => k);
+  // d[i][j]: the distance between a's first i letters and b's first j, row by row.
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, k) => k);
   for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
+    const row = [i];
     for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
+      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      row.push(d);
     }
+    before = prev;
+    prev = row;
   }
-  return row[b.length]!;
+  return prev[b.length]!;
 }
 
 /** A non-negative integer option value, or a usage error naming the option. */

@@ -17,6 +17,8 @@ export interface BodySinkEvents {
 export class BodySink extends Writable {
   /** Bytes forwarded. */
   bytes = 0;
+  /** Take the body's bytes without forwarding them (`-I`, `-f` on a 4xx/5xx); set before the body comes. */
+  drop = false;
   private started = false;
 
   constructor(
@@ -39,6 +41,7 @@ export class BodySink extends Writable {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.drop) return cb();
     this.start();
     this.bytes += chunk.length;
     const ok = this.target.write(chunk);
@@ -48,7 +51,7 @@ export class BodySink extends Writable {
   }
 
   override _final(cb: (err?: Error | null) => void): void {
-    this.start();
+    if (!this.drop) this.start();
     if (!this.endTarget) return cb();
     this.target.once('error', cb);
     this.target.end(() => cb());

@@ -12,6 +12,8 @@ export const ExitCode = Object.freeze({
   USAGE: 2,
   /** The server answered with a 4xx or 5xx status. */
   HTTP_ERROR: 4,
+  /** Stopped by Ctrl-C (SIGINT) before it finished, as a shell reports a command killed by it. */
+  INTERRUPTED: 130,
 });
 
 /** A command line the tool cannot run; its message says what was wrong. Exit code 2. */

@@ -32,19 +32,23 @@ HTTP from the command line, on the switchyard library (HTTP/1.1 and HTTP/2 clien
 
 Requests:
   switchyard get|head|post|put|patch|delete|query|options URL [options]
-      Send one request; print the body (with -v also the status and headers).
+      Send one request; print the body (-i: the head too; -I: the head only).
+      Most of curl's options, as curl has them: -X METHOD, -H, -d, -F, -o, -O, -i, -I, -f, -s, -S, -A,
+      -u, -k, -m/--max-time SECONDS, --compressed. A 4xx/5xx status line goes to stderr.
 
 Server:
   switchyard serve [DIR] [options]
-      Serve a directory: ETags, ranges, HTTP/2, an access log.
+      Serve a directory: ETags, ranges, HTTP/2, directory listings, an access log.
 
 WebSocket:
   switchyard ws URL [options]
-      An interactive WebSocket client: lines from stdin out, messages in to stdout.
+      A WebSocket client: lines from stdin out, messages in to stdout; when stdin ends,
+      the answers still coming are printed, then the connection is closed with a handshake.
 
 Run 'switchyard <command> --help' for a command's options and examples.
   -h, --help      this text
       --version   the version
 
-Exit codes: 0 success (2xx), 1 network or other failure, 2 usage error, 4 a 4xx or 5xx response.
+Exit codes: 0 success (2xx), 1 network or other failure, 2 usage error, 4 a 4xx or 5xx response,
+130 stopped by Ctrl-C.
 `;

@@ -36,6 +36,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     if (cmd === 'serve') return await runServe(rest, io);
     if (cmd === 'ws') return await runWs(rest, io);
     if (cmd.startsWith('-')) throw new UsageError(`${cmd} before a command: options follow the command (switchyard get URL ${cmd} …)`);
+    // A URL where the command goes: curl takes the URL first, this tool the method.
+    if (/^(https?|wss?):\/\//i.test(cmd)) {
+      throw new UsageError(`${JSON.stringify(cmd)} is a URL, not a command: put the method first (switchyard ${/^ws/i.test(cmd) ? 'ws' : 'get'} ${cmd} …)`);
+    }
     throw new UsageError(`unknown command ${JSON.stringify(cmd)}: expected ${[...Object.keys(REQUEST_COMMANDS), 'serve', 'ws'].join(', ')}`);
   } catch (err) {
     return report(err, cmd ?? '', io);

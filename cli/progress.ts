@@ -30,27 +30,38 @@ export function formatBytes(n: number): string {
   return u === 0 ? `${v} B` : `${v.toFixed(1)} ${UNITS[u]}`;
 }
 
-/** `7s`, `2m05s`, `1h02m`. */
+/** `7s`, `2m05s`, `1h02m`; `>99h` past that, to keep the field's width. */
 export function formatDuration(seconds: number): string {
   const s = Math.max(0, Math.round(seconds));
+  if (s >= 100 * 3600) return '>99h';
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** The progress line (without `\r`), fitted to `columns`. */
+// Field widths: the widest each field gets (`1023.9 KiB`, `1023.9 KiB/s`, `ETA 59m59s`), so
+// the line keeps one length from frame to frame and the bar does not jump.
+const BYTES_W = 10;
+const RATE_W = 12;
+const ETA_W = 10;
+
+/**
+ * The progress line (without `\r`), fitted to `columns`. Every field is padded to a fixed width,
+ * so for one terminal width every frame of a download has the same length.
+ */
 export function renderProgress(p: ProgressState): string {
   const rate = p.elapsedMs > 0 ? (p.received * 1000) / p.elapsedMs : 0;
-  const rateText = `${formatBytes(Math.round(rate))}/s`;
-  if (p.total < 0) return `${formatBytes(p.received)}  ${rateText}`.slice(0, Math.max(0, p.columns - 1));
+  const rateText = `${formatBytes(Math.round(rate))}/s`.padStart(RATE_W);
+  const received = formatBytes(p.received).padStart(BYTES_W);
+  if (p.total < 0) return `${received}  ${rateText}`.slice(0, Math.max(0, p.columns - 1));
   const frac = p.total === 0 ? 1 : Math.min(1, p.received / p.total);
   const pct = `${Math.floor(frac * 100)}%`.padStart(4);
   const done = p.received >= p.total;
-  const eta = done ? `in ${formatDuration(p.elapsedMs / 1000)}` : rate > 0 ? `ETA ${formatDuration((p.total - p.received) / rate)}` : 'ETA --';
-  const tail = ` ${pct}  ${formatBytes(p.received)} / ${formatBytes(p.total)}  ${rateText}  ${eta}`;
+  const eta = (done ? `in ${formatDuration(p.elapsedMs / 1000)}` : rate > 0 ? `ETA ${formatDuration((p.total - p.received) / rate)}` : 'ETA --').padEnd(ETA_W);
+  const tail = ` ${pct}  ${received} / ${formatBytes(p.total).padStart(BYTES_W)}  ${rateText}  ${eta}`;
   // The bar takes what the numbers leave, between 10 and 40 cells; none on a very narrow terminal.
   const room = p.columns - 1 - tail.length - 2;
-  if (room < 10) return tail.trimStart().slice(0, Math.max(0, p.columns - 1));
+  if (room < 10) return tail.slice(1).slice(0, Math.max(0, p.columns - 1));
   const cells = Math.min(40, room);
   const full = Math.floor(frac * cells);
   return `[${'#'.repeat(full)}${'-'.repeat(cells - full)}]${tail}`;

@@ -8,13 +8,18 @@ import { UsageError } from './errors.js';
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
+/** True for an RFC 9110 token (a method, a header name). */
+export function isToken(s: string): boolean {
+  return TOKEN.test(s);
+}
+
 /** `-H 'Name: value'` values as pairs; a malformed one is a usage error. */
 export function parseHeaders(list: readonly string[], command: string): [string, string][] {
   const out: [string, string][] = [];
   for (const h of list) {
     const i = h.indexOf(':');
     const name = i < 0 ? '' : h.slice(0, i).trim();
-    if (i <= 0 || !TOKEN.test(name)) throw new UsageError(`-H ${JSON.stringify(h)}: expected 'Name: value'`, command);
+    if (i <= 0 || !isToken(name)) throw new UsageError(`-H ${JSON.stringify(h)}: expected 'Name: value'`, command);
     const value = h.slice(i + 1).trim();
     if (/[\r\n\0]/.test(value)) throw new UsageError(`-H ${JSON.stringify(h)}: a header value cannot contain CR, LF or NUL`, command);
     out.push([name, value]);

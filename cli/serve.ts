@@ -1,8 +1,9 @@
 /**
  * `switchyard serve [DIR]`: a static file server on the default preset, through `fileServer`
  * (weak ETags from size and mtime, conditional and range requests, canonical-path
- * redirects, `index.html` for directories), wrapped in `loggingMiddleware` writing one access
- * line per request to stdout.
+ * redirects, `index.html` for directories), a listing for directories without one (unless
+ * `--no-list`; dir-listing.ts), wrapped in `loggingMiddleware` writing one access line per
+ * request to stdout.
  *
  * HTTP/2: with `--tls-self-signed` the listener is HTTPS with a certificate made at start
  * (nothing written unless `--cert-out FILE`), and ALPN offers h2 when the h2 plugin is in the
@@ -16,6 +17,7 @@ import { Response, selfSignedCertificate, serve, type Request, type RequestHandl
 import { fileServer } from '../plugins/fileserver/index.js';
 import { loggingMiddleware, type Logger } from '../plugins/middleware/index.js';
 import { intOption, parseArgs, type OptionSpec } from './args.js';
+import { withDirectoryListing } from './dir-listing.js';
 import { ExitCode, UsageError } from './errors.js';
 import { formatHelp } from './help.js';
 import { writeOut, type Io, type Output } from './io.js';
@@ -32,6 +34,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'tls-self-signed', kind: 'flag', help: 'serve HTTPS (and HTTP/2) with a certificate made at start' },
   { name: 'cert-out', kind: 'value', metavar: 'FILE', help: 'with --tls-self-signed: save the certificate (PEM) so clients can trust it' },
   { name: 'spa', kind: 'value', metavar: 'FILE', help: 'answer missing extension-less paths with FILE (a single-page app, e.g. index.html)' },
+  { name: 'no-list', kind: 'flag', help: 'do not list directories that have no index.html (listed by default; dotfiles never)' },
   { name: 'cors', kind: 'flag', help: 'allow cross-origin requests (Access-Control-Allow-Origin: *, preflights answered)' },
   { name: 'quiet', short: 'q', kind: 'flag', help: 'no access log' },
   { name: 'help', short: 'h', kind: 'flag', help: 'this help' },
@@ -44,11 +47,14 @@ export function serveHelp(): string {
     description:
       'Serves the files under DIR (default: the current directory) with ETags, conditional and range requests,\n' +
       'HTTP/2 (h2c on the plain port; h2 over TLS with --tls-self-signed) and an access log on stdout.\n' +
+      'A directory without index.html gets a listing of its entries (not of dotfiles) unless --no-list or --spa.\n' +
       'Ctrl-C stops it gracefully.',
     options: SERVE_OPTIONS,
     examples: [
-      '# the current directory on http://127.0.0.1:8080/',
+      '# the current directory on http://127.0.0.1:8080/ (directories without index.html are listed)',
       'switchyard serve',
+      '# files only: no listings',
+      'switchyard serve public --no-list',
       '# a built single-page app, on every interface, callable from other origins',
       'switchyard serve dist --host 0.0.0.0 --port 3000 --spa index.html --cors',
       '# HTTPS and HTTP/2; trust the certificate in a client',
@@ -79,6 +85,7 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
   const spa = o.spa as string | undefined;
 
   let handler: RequestHandler = fileServer(root, { etag: 'weak_stat', ...(spa !== undefined ? { spaFallback: spa } : {}) });
+  if (o['no-list'] !== true) handler = withDirectoryListing(handler, root);
   if (o.cors === true) handler = withCors(handler);
   if (o.quiet !== true) handler = loggingMiddleware(handler, { logger: accessLogger(io.stdout) });
 

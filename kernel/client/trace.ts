@@ -145,7 +145,7 @@ export function verbosePrinter(level: 1 | 2, out: (line: string) => void = (l) =
         if (level === 2) for (const [k, v] of e.response.headers) out(`switchyard <   ${k}: ${v}`);
         break;
       case 'RetryEvent':
-        out(`switchyard ~ retry after attempt ${e.attempt} in ${e.delayMs} ms: ${e.reason}`);
+        out(`switchyard ~ retry after attempt ${e.attempt} in ${e.delayMs.toFixed(1)} ms: ${e.reason}`);
         break;
       case 'RetrySkippedEvent':
         out(`switchyard ~ no retry after attempt ${e.attempt}: ${e.reason}`);

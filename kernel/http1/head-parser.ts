@@ -27,14 +27,19 @@
  * Strictness (each is a `ParseError`): obs-fold, bare CR, bare LF (lines must end in CRLF), NUL
  * and other CTLs (HTAB excepted) in the head, whitespace between a field name and its colon,
  * invalid token bytes in a method or field name, empty field names, malformed request or status
- * lines, and versions other than HTTP/1.0 and HTTP/1.1. Framing conflicts found in the fields
+ * lines, versions other than HTTP/1.0 and HTTP/1.1, a request target in a form its method may
+ * not use and an invalid Host value (see `target.ts`). Framing conflicts found in the fields
  * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
- * Transfer-Encoding whose final coding is not chunked, repeated Host) are `ProtocolError`s.
+ * Transfer-Encoding whose final coding is not chunked) and a missing (HTTP/1.1) or repeated Host
+ * are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
+ * as its Host value (RFC 9112 §3.2.2). A trailer section drops the fields that may not trail
+ * (`FORBIDDEN_TRAILERS` in `tables.ts`).
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import * as tables from './tables.js';
+import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
 
 // Module-local copies of the tables and constants. Reading an imported binding can compile to a
 // getter call under some loaders (tsx, vite-node); locals keep the hot loops free of that.
@@ -56,6 +61,8 @@ const KNOWN_WORDS: Int32Array = tables.KNOWN_WORDS;
 const KNOWN_CASE: Int32Array = tables.KNOWN_CASE;
 const KNOWN_WORD_OFFSET: Uint16Array = tables.KNOWN_WORD_OFFSET;
 const KNOWN_LAST_MASK: Int32Array = tables.KNOWN_LAST_MASK;
+const KNOWN_NO_TRAILER: Uint8Array = tables.KNOWN_NO_TRAILER;
+const REG_NAME: Uint8Array = tables.REG_NAME;
 const KNOWN_MASK = 1023;
 const KNOWN_MAX_LENGTH: number = tables.KNOWN_MAX_LENGTH;
 const H_CONTENT_LENGTH = 1;
@@ -243,6 +250,10 @@ export class HeadParser {
   expectContinue = false;
   /** Number of Host headers seen. */
   hostCount = 0;
+  /** `headers` index of the (last) Host field. */
+  private hostIndex = -1;
+  /** The (last) Host value has the common shape {@link isPlainHost} vouches for. */
+  private plainHost = false;
   /**
    * Set when the request line was `PRI * HTTP/2.0` (the HTTP/2 connection preface); the parse
    * then fails with a `ParseError` and the server can answer 400 or hand over to h2c.
@@ -312,6 +323,8 @@ export class HeadParser {
     this.upgrade = false;
     this.expectContinue = false;
     this.hostCount = 0;
+    this.hostIndex = -1;
+    this.plainHost = false;
     this.h2Preface = false;
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
     this.accLen = 0;
@@ -862,11 +875,16 @@ export class HeadParser {
     // Trailing OWS is rare; trim it here instead of tracking it in the scan loop above.
     while (valEnd > valStart && ((b = buf[valEnd - 1]!) === SP || b === HTAB)) valEnd--;
 
+    // Before any string is built or deferred: a dropped trailer leaves no trace.
+    if (id >= 0 && KNOWN_NO_TRAILER[id] !== 0 && this.kind === 'trailers') return p + 2;
     const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
     const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
     this.headers.push(name, value);
     if (id >= 0 && KNOWN_ROLE[id] !== 0 && this.kind !== 'trailers') {
       const role = KNOWN_ROLE[id]!;
+      // The bytes are at hand here (the string may still be deferred): most Host values pass
+      // this scan, and only the others take the full grammar when the head is complete.
+      if (role === H_HOST) this.plainHost = isPlainHost(buf, valStart, valEnd);
       // In a split head the value is still DEFERRED, and the framing fields that read it need
       // it now (so errors come in the same order as for a whole head); Host and Upgrade only count.
       this.field(role, buf === this.acc && valEnd > valStart && role !== H_HOST && role !== H_UPGRADE ? latin1(buf, valStart, valEnd) : value);
@@ -1004,6 +1022,7 @@ export class HeadParser {
         this.connection |= connectionFlags(value);
         break;
       case H_HOST:
+        this.hostIndex = this.headers.size - 1;
         this.hostCount++;
         break;
       case H_UPGRADE:
@@ -1058,8 +1077,49 @@ export class HeadParser {
         }
       }
     }
-    if (this.hostCount > 1 && this.kind === 'request') throw new ProtocolError('request has more than one Host header');
+    if (this.kind === 'request') this.checkTargetAndHost();
   }
+
+  /**
+   * RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host and a valid one, every request a
+   * target in a form its method may use; an absolute-form target replaces the Host value.
+   */
+  private checkTargetAndHost(): void {
+    if (this.hostCount !== 1) {
+      if (this.hostCount > 1) throw new ProtocolError('request has more than one Host header');
+      if (this.versionMinor === 1) throw new ProtocolError('HTTP/1.1 request has no Host header');
+    } else if (!this.plainHost) {
+      const host = this.headers._values[this.hostIndex]!;
+      if (!isValidHost(host)) {
+        throw new ParseError(`invalid Host header ${JSON.stringify(host.length > 60 ? `${host.slice(0, 60)}...` : host)}: expected host[:port]`);
+      }
+    }
+    const target = this.target;
+    // Origin-form, the usual case, needs nothing more.
+    if (target.charCodeAt(0) === 0x2f && this.method !== METHOD_CONNECT) return;
+    const err = requestTargetError(this.method, target);
+    if (err !== null) throw new ParseError(err);
+    const authority = absoluteTargetAuthority(target);
+    if (authority !== null) this.headers.set('Host', authority);
+  }
+}
+
+/**
+ * True when `buf[s..e)` is a non-empty reg-name without percent-encoding, optionally followed by
+ * `:` and digits: the shape of nearly every Host value, all of it valid. False says only that
+ * the full grammar (`isValidHost`) must decide.
+ */
+function isPlainHost(buf: Buffer, s: number, e: number): boolean {
+  let i = s;
+  while (i < e && REG_NAME[buf[i]!] === 1) i++;
+  if (i === s) return false;
+  if (i === e) return true;
+  if (buf[i] !== COLON) return false;
+  for (i++; i < e; i++) {
+    const c = buf[i]!;
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
 }
 
 /** Matches the common methods by bytes so no string is built for them. */

@@ -18,6 +18,8 @@ export {
   connectionFlags,
 } from './head-parser.js';
 export { ChunkedDecoder, type ChunkedDecoderOptions } from './chunked.js';
+export { FORBIDDEN_TRAILERS, isForbiddenTrailer } from './tables.js';
+export { isValidHost, requestTargetError, absoluteTargetAuthority } from './target.js';
 export { type BodyKind, requestBodyKind, responseBodyKind, statusHasNoBody } from './framing.js';
 export { ByteReader, type ByteSourceInit } from './byte-reader.js';
 export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
@@ -36,5 +38,7 @@ export {
   encodeMessage,
   checkFieldName,
   checkFieldValue,
+  checkTrailerName,
+  checkTrailers,
 } from './serialize.js';
 export { STATUS_TEXT, statusText, isToken } from './tables.js';

@@ -64,7 +64,8 @@ function makeBody(reader: ByteReader, kind: BodyKind, parser: HeadParser): Body 
  * no body, -1 for chunked. `host` is the Host header or null; `close` is true when the
  * connection must close after this request (`Connection: close`, or HTTP/1.0 without
  * keep-alive). Headers keep arrival order with canonical names. After reading a chunked body
- * to the end, `trailers(request.body)` returns its trailers.
+ * to the end, `trailers(request.body)` returns its trailers (without the fields that may not
+ * trail, which are dropped).
  *
  * For pipelining and keep-alive, read the body to its end before reading the next request from
  * the same source. A stream or async iterable source keeps its reader between calls (see
@@ -72,7 +73,9 @@ function makeBody(reader: ByteReader, kind: BodyKind, parser: HeadParser): Body 
  * `ByteReader` over it to read several messages.
  *
  * Throws `ParseError` for bytes that do not parse (including a stream that ends before or
- * inside the head) and `ProtocolError` for framing conflicts and exceeded limits.
+ * inside the head, a request target its method may not use and an invalid Host value) and
+ * `ProtocolError` for framing conflicts, a missing (HTTP/1.1) or repeated Host, and exceeded
+ * limits. An absolute-form target's authority replaces the Host value (RFC 9112 §3.2.2).
  */
 export async function readRequest(source: ByteSourceInit, options: ReadRequestOptions = {}): Promise<Request> {
   const reader = ByteReader.from(source);
@@ -80,7 +83,8 @@ export async function readRequest(source: ByteSourceInit, options: ReadRequestOp
   await readHead(reader, parser, 'request');
   const kind = requestBodyKind(parser);
   const body = makeBody(reader, kind, parser);
-  const host = parser.hostCount > 0 ? parser.headers.get('Host') ?? null : null;
+  // An absolute-form target has put its authority there (RFC 9112 §3.2.2).
+  const host = parser.headers.get('Host') ?? null;
   return new Request(parser.method, parser.target, {
     headers: parser.headers,
     copyHeaders: false,

@@ -13,8 +13,9 @@ import { eqIgnoreCase, Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { parseContentLength } from './head-parser.js';
-import { STATUS_TEXT } from './tables.js';
+import { isForbiddenTrailer, STATUS_TEXT } from './tables.js';
 import * as tables from './tables.js';
+import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
 
 const TOKEN: Uint8Array = tables.TOKEN;
 
@@ -172,16 +173,26 @@ export function serializeResponseHead(status: number, reason: string, headers: H
   return `${s}\r\n`;
 }
 
+function checkHost(value: string): void {
+  if (!isValidHost(value)) fail(`invalid Host ${show(value)}: expected host[:port] (RFC 9110 §7.2), with no path, userinfo or spaces`);
+}
+
 /**
  * Serializes a request head: `METHOD target HTTP/1.1`, then the Host field first (the Host
- * header when `headers` has one, else `host` when given), the other fields in stored spelling,
- * the framing field for `framing`, `Connection: close` when `close` is set and no Connection
- * field is present, and the empty line. Returns a latin1 string. Framing ownership and errors
- * as for {@link serializeResponseHead}; more than one Host header is an `ArgumentError`.
+ * header when `headers` has one, else `host` when given, else the authority of the target: its
+ * host:port for absolute-form and CONNECT, empty for the other forms, as RFC 9110 §7.2 has a
+ * client send), the other fields in stored spelling, the framing field for `framing`,
+ * `Connection: close` when `close` is set and no Connection field is present, and the empty line.
+ * Returns a latin1 string. Framing ownership and errors as for {@link serializeResponseHead};
+ * an `ArgumentError` also for more than one Host header, a Host that is not `host[:port]`, and a
+ * target in a form the method may not use (RFC 9112 §3.2: origin-form `/path`, absolute-form for
+ * proxies, `host:port` only and always for CONNECT, `*` only for OPTIONS).
  */
 export function serializeRequestHead(method: string, target: string, headers: Headers | null, host: string | null, framing: OutgoingFraming, close = false): string {
   checkMethod(method);
   checkTarget(target);
+  const targetError = requestTargetError(method, target);
+  if (targetError !== null) fail(targetError);
   let s = `${method} ${target} HTTP/1.1\r\n`;
   let hostIndex = -1;
   if (headers !== null) {
@@ -191,12 +202,15 @@ export function serializeRequestHead(method: string, target: string, headers: He
       const name = headers._names[hostIndex]!;
       const value = headers._values[hostIndex]!;
       checkFieldValue(name, value);
+      checkHost(value);
       s += `${name}: ${value}\r\n`;
     }
   }
-  if (hostIndex < 0 && host !== null && host !== '') {
-    checkFieldValue('Host', host);
-    s += `Host: ${host}\r\n`;
+  if (hostIndex < 0) {
+    let value = host ?? '';
+    if (value === '') value = method === 'CONNECT' ? target : absoluteTargetAuthority(target) ?? '';
+    else checkHost(value);
+    s += `Host: ${value}\r\n`;
   }
   if (headers !== null) s += serializeFields(headers, hostIndex, false);
   s += framingField(framing);
@@ -205,11 +219,39 @@ export function serializeRequestHead(method: string, target: string, headers: He
 }
 
 /**
+ * Throws `ArgumentError` when `name` may not be sent as a trailer: the fields of
+ * `FORBIDDEN_TRAILERS` (framing, routing, authentication, content format, controls) must be
+ * known before the content, so RFC 9110 §6.5.1 keeps them out of trailer sections.
+ */
+export function checkTrailerName(name: string): void {
+  if (isForbiddenTrailer(name)) {
+    fail(`${show(name)} cannot be sent as a trailer (RFC 9110 §6.5.1: framing, routing, authentication, content-format and control fields must come before the content); send it as a header`);
+  }
+}
+
+/**
+ * Throws `ArgumentError` unless every field of `trailers` may be sent as a trailer: a valid name
+ * and value ({@link checkFieldName}, {@link checkFieldValue}) and not a forbidden one
+ * ({@link checkTrailerName}). Lets a writer refuse trailers before the head goes out.
+ */
+export function checkTrailers(trailers: Headers): void {
+  const names = trailers._names;
+  const values = trailers._values;
+  for (let i = 0; i < names.length; i++) {
+    checkFieldName(names[i]!);
+    checkTrailerName(names[i]!);
+    checkFieldValue(names[i]!, values[i]!);
+  }
+}
+
+/**
  * Serializes the end of a chunked body: the last chunk `0\r\n`, the trailer fields in stored
- * spelling, and the empty line. Throws `ArgumentError` for invalid trailer names or values.
+ * spelling, and the empty line. Throws `ArgumentError` for invalid trailer names or values and
+ * for fields that may not trail ({@link checkTrailerName}).
  */
 export function serializeLastChunk(trailers: Headers | null): string {
   if (trailers === null || trailers.size === 0) return '0\r\n\r\n';
+  checkTrailers(trailers);
   return `0\r\n${serializeFields(trailers, -1, false)}\r\n`;
 }
 
@@ -494,9 +536,9 @@ async function writeBody(sink: ByteSink, head: string, body: Body, p: Plan, tail
   const w = put(sink, Buffer.from(head, 'latin1'));
   if (w !== undefined) await w;
   if (p.mode === 'chunked') {
-    // Re-validate trailers at the end: a body may fill them in while it streams.
-    const end = trailers.size > 0 ? serializeLastChunk(trailers) : tail!;
     await streamChunked(sink, body);
+    // Serialized (and validated) again at the end: a body may fill trailers in while it streams.
+    const end = trailers.size > 0 ? serializeLastChunk(trailers) : tail!;
     const e = put(sink, Buffer.from(end, 'latin1'));
     if (e !== undefined) await e;
   } else {

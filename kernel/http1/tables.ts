@@ -65,6 +65,19 @@ export const TARGET: Uint8Array = (() => {
   return t;
 })();
 
+/**
+ * Bytes of a `reg-name` (RFC 3986 §3.2.2) other than `%`: unreserved (`ALPHA DIGIT - . _ ~`)
+ * and sub-delims (`! $ & ' ( ) * + , ; =`). An IPv4 address is a reg-name too.
+ */
+export const REG_NAME: Uint8Array = (() => {
+  const t = new Uint8Array(256);
+  for (const c of "-._~!$&'()*+,;=") t[c.charCodeAt(0)] = 1;
+  for (let c = 0x30; c <= 0x39; c++) t[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) t[c] = 1;
+  for (let c = 0x61; c <= 0x7a; c++) t[c] = 1;
+  return t;
+})();
+
 /** Hex digit values; -1 for bytes that are not hex digits. */
 export const HEX: Int8Array = (() => {
   const t = new Int8Array(256).fill(-1);
@@ -200,6 +213,49 @@ export const KNOWN_LAST_MASK = new Int32Array(KNOWN_LIST.length);
     while (KNOWN_SLOTS[slot] !== 0) slot = (slot + 1) & KNOWN_MASK;
     KNOWN_SLOTS[slot] = i + 1;
   }
+})();
+
+// ---------------------------------------------------------------------------------------------
+// Trailers.
+
+/**
+ * Field names (lowercase) that never go in a trailer section, written or read. RFC 9110 §6.5.1:
+ * fields needed before the content can be processed (framing, routing, authentication, request
+ * modifiers, response controls, content format) cannot be trailers, and §6.5.2 forbids merging
+ * a trailer into the header section unless its definition allows it. The list is Go net/http's
+ * (`badTrailer`, less the unregistered Realm) plus Upgrade and the cookie fields; fields that
+ * RFC 9110 lets trail (Authentication-Info, Server-Timing, ...) are not in it.
+ */
+export const FORBIDDEN_TRAILERS: ReadonlySet<string> = new Set([
+  // message framing and transfer codings
+  'content-length', 'transfer-encoding', 'trailer', 'te',
+  // connection management
+  'connection', 'keep-alive', 'proxy-connection', 'upgrade',
+  // routing and request modifiers
+  'host', 'expect', 'max-forwards', 'range',
+  // authentication and state
+  'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate', 'cookie', 'set-cookie',
+  // content format
+  'content-encoding', 'content-type', 'content-range',
+  // response controls (caching)
+  'cache-control', 'expires', 'pragma',
+]);
+
+/** True when `name` (any letter case) is in {@link FORBIDDEN_TRAILERS}. */
+export function isForbiddenTrailer(name: string): boolean {
+  return FORBIDDEN_TRAILERS.has(name.toLowerCase());
+}
+
+/** 1 for the known names that are in {@link FORBIDDEN_TRAILERS} (all of them are known names). */
+export const KNOWN_NO_TRAILER: Uint8Array = (() => {
+  const t = new Uint8Array(KNOWN_LIST.length);
+  for (const name of FORBIDDEN_TRAILERS) {
+    const i = KNOWN_LIST.indexOf(name);
+    // The parser finds forbidden trailers by their known-name index, so each must have one.
+    if (i < 0) throw new Error(`forbidden trailer ${name} is not a known header name`);
+    t[i] = 1;
+  }
+  return t;
 })();
 
 // ---------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
-import { CHUNK_ROOM, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
@@ -267,12 +267,6 @@ export class H1Connection implements StreamConnection {
     const req = requestFromWire(p.method, p.target, p.headers, null, kind === B_LENGTH ? length : kind === B_NONE ? 0 : -1, p.versionMinor);
     this.req = req;
 
-    if (p.versionMinor === 1 && p.hostCount === 0) {
-      // RFC 9112 §3.2: a server must answer an HTTP/1.1 request without Host with 400.
-      this.keepAlive = false;
-      this.errorResponse(400, 'missing Host header', true);
-      return;
-    }
     if (!p.expectContinue && p.headers.has('Expect')) {
       // RFC 9110 §10.1.1: an expectation the server cannot meet gets 417.
       this.errorResponse(417, 'unsupported Expect', true);
@@ -586,6 +580,16 @@ export class H1Connection implements StreamConnection {
         return;
       }
       headers = res.headers;
+    }
+    if (res.hasTrailers) {
+      // Refused whatever the framing (a Content-Length response drops trailers): a handler that
+      // sets a field that may not trail is wrong for every body, and is told before any byte.
+      try {
+        checkTrailers(res.trailers);
+      } catch (err) {
+        this.handlerFailed(req, err);
+        return;
+      }
     }
     const body = res.body;
     if (body instanceof AbstractBody) {
@@ -1147,6 +1151,8 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
     if (eqIgnoreCase(k, 'content-length') || eqIgnoreCase(k, 'transfer-encoding')) continue;
     stream.appendHeader(k, v);
   }
+  // Before any byte: trailers that may not be sent are refused while a 500 can still go out.
+  if (res.hasTrailers) stream.addTrailer(res.trailers);
   const body = res.body;
   if (body instanceof AbstractBody) {
     const known = res.contentLength >= 0 ? res.contentLength : body.length;
@@ -1164,6 +1170,5 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
   } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
     stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
   }
-  if (res.hasTrailers) stream.addTrailer(res.trailers);
   await stream.closeWrite();
 }

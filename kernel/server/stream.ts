@@ -18,7 +18,7 @@ import { Headers, type HeaderPair, type HeadersInit } from '../message/headers.j
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import type { PeerAddress, ServerExchange, ServerInfo } from '../hooks.js';
-import { encodeChunk, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { checkTrailerName, encodeChunk, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { parseContentLength } from '../http1/head-parser.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
@@ -274,17 +274,26 @@ export class Stream implements ServerExchange {
     this.headers.append(name, value);
   }
 
-  /** Adds trailers, sent after a chunked body (dropped for a response with Content-Length). */
+  /**
+   * Adds trailers, sent after a chunked body (dropped for a response with Content-Length).
+   * Throws `ArgumentError` for a field that may not trail (Content-Length, Transfer-Encoding,
+   * Host, Content-Type, Authorization, ...: `FORBIDDEN_TRAILERS`, RFC 9110 §6.5.1); when given
+   * several fields, none is added then.
+   */
   addTrailer(nameOrHeaders: string | HeaderPair | HeadersInit, value?: string): void {
     if (this.writeClosed) throw new ArgumentError('addTrailer after closeWrite');
-    const t = (this.trailerFields ??= new Headers());
     if (typeof nameOrHeaders === 'string') {
       if (typeof value !== 'string') throw new ArgumentError(`addTrailer(${JSON.stringify(nameOrHeaders)}, value) needs a string value`);
-      t.append(nameOrHeaders, value);
+      checkTrailerName(nameOrHeaders);
+      (this.trailerFields ??= new Headers()).append(nameOrHeaders, value);
     } else if (Array.isArray(nameOrHeaders) && nameOrHeaders.length === 2 && typeof nameOrHeaders[0] === 'string') {
-      t.append(nameOrHeaders[0], String(nameOrHeaders[1]));
+      checkTrailerName(nameOrHeaders[0]);
+      (this.trailerFields ??= new Headers()).append(nameOrHeaders[0], String(nameOrHeaders[1]));
     } else {
-      for (const [k, v] of new Headers(nameOrHeaders as HeadersInit)) t.push(k, v);
+      const add = new Headers(nameOrHeaders as HeadersInit);
+      for (const name of add._names) checkTrailerName(name);
+      const t = (this.trailerFields ??= new Headers());
+      for (const [k, v] of add) t.push(k, v);
     }
   }
 

@@ -141,6 +141,8 @@ export class FrameConnection extends EventEmitter {
   private queuedBytes = 0;
   /** A compressed frame is being inflated: parsing waits for it. */
   private inflating = false;
+  /** The socket closed while a frame was being inflated: 'close' waits for what was read before it. */
+  private closeDeferred = false;
   /** The message in progress is compressed; its inflated size so far. */
   private messageCompressed = false;
   private inflatedBytes = 0;
@@ -383,13 +385,24 @@ export class FrameConnection extends EventEmitter {
   };
 
   private readonly onClose = (): void => {
+    // A message still in zlib, and the frames read after it (its close frame, most often),
+    // come first: the peer sent them before its FIN.
+    if (this.inflating) {
+      this.closeDeferred = true;
+      return;
+    }
+    this.finishClose();
+  };
+
+  private finishClose(): void {
+    this.closeDeferred = false;
     if (this.closeTimer !== null) clearTimeout(this.closeTimer);
     this.closeTimer = null;
     this.deflate?.cleanup();
     this.socket.removeListener('data', this.onData);
     this.readyState = CLOSED;
     this.emit('close', this.closeCode, this.closeReason);
-  };
+  }
 
   // ---- receiving ---------------------------------------------------------------------------
 
@@ -579,30 +592,36 @@ export class FrameConnection extends EventEmitter {
     this.inflating = true;
     this.deflate!.decompress(payload, fin, (err, out) => {
       this.inflating = false;
-      if (this.failed || this.readyState === CLOSED) return;
-      if (err) {
-        this.fail(err instanceof RangeError ? 1009 : 1007, `a compressed message ${err instanceof RangeError ? 'inflates past maxFrameSize' : 'does not inflate'}: ${err.message}`);
-        return;
-      }
-      // The inflater bounds the whole message by maxPayload (a RangeError above).
-      if (out !== undefined && out.length > 0) {
-        this.inflatedBytes += out.length;
-        this.fragments!.push(out);
-      }
-      if (fin) {
-        const parts = this.fragments!;
-        const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.inflatedBytes);
-        const type = this.fragmentOpcode;
-        this.endMessage();
-        if (!this.deliver(data, type)) return;
-      }
-      this.pump();
-      if (this.ownPaused && !this.inflating) {
-        this.ownPaused = false;
-        if (!this.userPaused) this.socket.resume();
-      }
+      this.inflated(err, out, fin);
+      if (this.closeDeferred && !this.inflating) this.finishClose();
     });
     return false;
+  }
+
+  /** A frame of a compressed message came out of zlib: deliver the message at its end, parse on. */
+  private inflated(err: Error | null | undefined, out: Buffer | undefined, fin: boolean): void {
+    if (this.failed || this.readyState === CLOSED) return;
+    if (err) {
+      this.fail(err instanceof RangeError ? 1009 : 1007, `a compressed message ${err instanceof RangeError ? 'inflates past maxFrameSize' : 'does not inflate'}: ${err.message}`);
+      return;
+    }
+    // The inflater bounds the whole message by maxPayload (a RangeError above).
+    if (out !== undefined && out.length > 0) {
+      this.inflatedBytes += out.length;
+      this.fragments!.push(out);
+    }
+    if (fin) {
+      const parts = this.fragments!;
+      const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.inflatedBytes);
+      const type = this.fragmentOpcode;
+      this.endMessage();
+      if (!this.deliver(data, type)) return;
+    }
+    this.pump();
+    if (this.ownPaused && !this.inflating) {
+      this.ownPaused = false;
+      if (!this.userPaused) this.socket.resume();
+    }
   }
 
   private control(opcode: number, payload: Buffer): boolean {

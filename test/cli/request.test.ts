@@ -6,15 +6,18 @@
  * progress bar on a (pretend) terminal.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
-import { createKernel, Response, selfSignedCertificate, type Kernel, type Request, type Server } from '../../kernel/index.js';
+import { CallbackBody, createKernel, Response, selfSignedCertificate, type Kernel, type Request, type Server } from '../../kernel/index.js';
 import { presets } from '../../plugins/index.js';
 import { parseMultipartForm } from '../../plugins/multipart/index.js';
 import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening } from '../interop/helpers.js';
+import { main } from '../../cli/main.js';
 import { BIN, runCli, runCommand, runMain, tempDir } from './helpers.js';
 
 const BIG = randomBytes(20 * 1024 * 1024);
@@ -66,6 +69,25 @@ async function handler(req: Request): Promise<Response> {
   }
   if (p === '/big') return new Response(200, [['Content-Type', 'application/octet-stream']], BIG);
   if (p === '/redirect') return new Response(302, [['Location', '/hello']], 'moved\n');
+  if (p === '/empty404') return new Response(404, null);
+  if (p === '/stall') {
+    // 64 KiB of a declared 1 MiB, then nothing until afterAll.
+    let sent = false;
+    const body = new CallbackBody((dst) => {
+      if (sent) return new Promise<number>((resolve) => parked.push(() => resolve(0)));
+      sent = true;
+      const n = Math.min(dst.length, 64 * 1024);
+      dst.fill(120, 0, n);
+      return n;
+    });
+    return new Response(200, [['Content-Length', String(1024 * 1024)]], body);
+  }
+  if (p === '/gone-redirect') return new Response(302, [['Location', '/status/410']], 'moved\n');
+  if (p === '/method') return new Response(200, [['Content-Type', 'text/plain'], ['X-Method', req.method]], `${req.method} ${req.headers.get('User-Agent') ?? '-'}\n`);
+  if (p === '/gzip') {
+    const gz = /\bgzip\b/.test(req.headers.get('Accept-Encoding') ?? '');
+    return new Response(200, [['Content-Type', 'text/plain'], ...(gz ? [['Content-Encoding', 'gzip'] as [string, string]] : [])], gz ? gzipSync('squeezed\n') : 'squeezed\n');
+  }
   if (p === '/hang') return new Promise<Response>((resolve) => parked.push(() => resolve(new Response(200, null, 'late'))));
   return new Response(404, [['Content-Type', 'text/plain']], 'not found\n');
 }
@@ -211,7 +233,7 @@ describe('the progress bar on a real terminal', () => {
     // script runs the command on a new pty and copies what the terminal shows to its stdout.
     const r = await runCommand(script, ['-qec', cmd, '/dev/null']);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/\r\[#{30,40}\] 100% {2}20\.0 MiB \/ 20\.0 MiB {2}[\d.]+ [KMG]i?B\/s {2}in \d+s\x1b\[K\r?\n/);
+    expect(r.out).toMatch(/\r\[#{20,40}\] 100% +20\.0 MiB \/ +20\.0 MiB +[\d.]+ [KMG]i?B\/s {2}in \d+s *\x1b\[K\r?\n/);
     expect(sha(await readFile(out))).toBe(sha(BIG));
   });
 });
@@ -356,7 +378,9 @@ describe('in-process: -o and TLS options', () => {
     expect(r.code).toBe(0);
     const frames = r.stderr.split('\r').filter((f) => f !== '');
     const last = frames[frames.length - 1]!;
-    expect(last).toMatch(/^\[#{40}\] 100% {2}20\.0 MiB \/ 20\.0 MiB {2}[\d.]+ [KMG]iB\/s {2}in \d+s\x1b\[K\n$/);
+    expect(last).toMatch(/^\[#{40}\] 100% +20\.0 MiB \/ +20\.0 MiB +[\d.]+ [KMG]iB\/s {2}in \d+s *\x1b\[K\n$/);
+    // Every frame has the same length: the bar does not jitter as the numbers change.
+    expect(new Set(frames.map((f) => f.replace(/\x1b\[K\n?$/, '').length)).size).toBe(1);
     const s = await runMain(['get', `${base}/big`, '-o', join(dir, 'big2.bin'), '-s'], { ttyColumns: 100 });
     expect(s.stderr).toBe('');
   });
@@ -367,5 +391,139 @@ describe('in-process: -o and TLS options', () => {
     const b = await runMain(['get', `${tlsBase}/hello`, '--cacert', '/nonexistent.pem']);
     expect(b.code).toBe(2);
     expect(b.stderr).toMatch(/--cacert \/nonexistent\.pem: cannot read the file \(ENOENT\)/);
+  });
+});
+
+describe('curl habits', () => {
+  it('-X sends any method token, with any request command; -A sets the User-Agent', async () => {
+    const [a, b] = await Promise.all([
+      runCli(['get', `${base}/method`, '-X', 'PURGE', '-A', 'probe/1.0']),
+      runMain(['post', `${base}/method`, '--request', 'PROPFIND']),
+    ]);
+    expect(a.stderr).toBe('');
+    expect(a.out).toBe('PURGE probe/1.0\n');
+    expect(a.code).toBe(0);
+    expect(b.out).toMatch(/^PROPFIND switchyard/);
+  });
+
+  it('-i prints the status line and headers, a blank line, then the body, all on stdout', async () => {
+    const r = await runCli(['get', '-i', `${base}/hello`]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.out).toMatch(/^HTTP\/1\.1 200 OK\n(.+\n)*X-Test: yes\n(.+\n)*\nhello world\n$/);
+  });
+
+  it('-I sends HEAD and prints the head only; with -o the head goes to the file', async () => {
+    const dir = await tempDir();
+    const [a, b] = await Promise.all([runCli(['get', '-I', `${base}/method`]), runMain(['get', '-I', `${base}/hello`, '-o', join(dir, 'head.txt')])]);
+    expect(a.code).toBe(0);
+    expect(a.out).toMatch(/^HTTP\/1\.1 200 OK\n(.+\n)*X-Method: HEAD\n(.+\n)*\n$/);
+    expect(b.out).toBe('');
+    expect(await readFile(join(dir, 'head.txt'), 'utf8')).toMatch(/^HTTP\/1\.1 200 OK\n(.+\n)*Content-Length: 12\n(.+\n)*\n$/);
+  });
+
+  it('a 4xx/5xx answer puts its status line on stderr, also when the body is empty', async () => {
+    const [a, b] = await Promise.all([runCli(['get', `${base}/empty404`]), runMain(['get', `${base}/status/503`])]);
+    expect(a.code).toBe(4);
+    expect(a.out).toBe('');
+    expect(a.stderr).toBe(`switchyard: HTTP/1.1 404 Not Found (GET ${base}/empty404)\n`);
+    expect(b.code).toBe(4);
+    expect(b.out).toBe('status 503\n');
+    expect(b.stderr).toBe(`switchyard: HTTP/1.1 503 Service Unavailable (GET ${base}/status/503)\n`);
+  });
+
+  it('-f: a 4xx/5xx answer prints no body (the status line on stderr, the final URL after redirects) and exits 4; a 2xx prints as usual', async () => {
+    const [a, b, c] = await Promise.all([
+      runCli(['get', '-f', `${base}/nope`]),
+      runMain(['get', '--fail', '-v', `${base}/gone-redirect`]),
+      runMain(['get', '-f', `${base}/hello`]),
+    ]);
+    expect(a.code).toBe(4);
+    expect(a.out).toBe('');
+    expect(a.stderr).toBe(`switchyard: HTTP/1.1 404 Not Found (GET ${base}/nope)\n`);
+    expect(b.code).toBe(4);
+    expect(b.out).toBe('');
+    expect(b.stderr).toMatch(new RegExp(`switchyard: HTTP/1\\.1 410 Gone \\(GET ${base}/status/410\\)\\n$`));
+    expect(c.out).toBe('hello world\n');
+  });
+
+  it('-f with -o: a 4xx/5xx answer leaves an existing file as it was and creates none; -o without -f writes it', async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, 'kept.txt'), 'old content\n');
+    const [a, b] = await Promise.all([
+      runMain(['get', '-f', `${base}/status/500`, '-o', join(dir, 'kept.txt')]),
+      runMain(['get', '-f', `${base}/status/500`, '-o', join(dir, 'new.txt')]),
+    ]);
+    expect(a.code).toBe(4);
+    expect(b.code).toBe(4);
+    expect(await readFile(join(dir, 'kept.txt'), 'utf8')).toBe('old content\n');
+    await expect(access(join(dir, 'new.txt'))).rejects.toThrow(/ENOENT/);
+    const c = await runMain(['get', `${base}/hello`, '-o', join(dir, 'kept.txt')]);
+    expect(c.code).toBe(0);
+    expect(await readFile(join(dir, 'kept.txt'), 'utf8')).toBe('hello world\n');
+  });
+
+  it('-s: no error message and no status line (the exit code tells); -sS prints them', async () => {
+    const s = await HTTP.serve(() => new Response(200), { port: 0 });
+    const port = s.port;
+    await s.forceClose();
+    const [a, b, c, d] = await Promise.all([
+      runCli(['get', '-s', `http://127.0.0.1:${port}/`]),
+      runMain(['get', '-sS', `http://127.0.0.1:${port}/`]),
+      runMain(['get', '-fs', `${base}/nope`]),
+      runMain(['get', '-fsS', `${base}/nope`]),
+    ]);
+    expect(a.code).toBe(1);
+    expect(a.stderr).toBe('');
+    expect(b.code).toBe(1);
+    expect(b.stderr).toMatch(/^switchyard: cannot connect to .*ECONNREFUSED/);
+    expect(c.code).toBe(4);
+    expect(c.stderr).toBe('');
+    expect(c.out).toBe('');
+    expect(d.stderr).toMatch(/^switchyard: HTTP\/1\.1 404 Not Found/);
+  });
+
+  it('-O writes to a file named like the last path segment, in the current directory', async () => {
+    const dir = await tempDir();
+    const r = await runCli(['get', '-O', `${base}/hello?x=1`], { cwd: dir });
+    expect(r.code).toBe(0);
+    expect(r.out).toBe('');
+    expect(await readFile(join(dir, 'hello'), 'utf8')).toBe('hello world\n');
+  });
+
+  it('--max-time takes seconds, fractions too', async () => {
+    const t0 = performance.now();
+    const r = await runMain(['get', `${base}/hang`, '--max-time', '0.3']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^switchyard: .*tim.*300 ms/i);
+    expect(performance.now() - t0).toBeLessThan(5000);
+  });
+
+  it('--compressed asks for a compressed body and prints it decoded', async () => {
+    const r = await runMain(['get', '--compressed', `${base}/gzip`, '-i']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/\ncontent-encoding: gzip\n/i);
+    expect(r.out.endsWith('\n\nsqueezed\n')).toBe(true);
+    expect(seen.get('/gzip')!.headers.get('Accept-Encoding')).toMatch(/gzip/);
+  });
+});
+
+describe('Ctrl-C during a download', () => {
+  it('ends the progress bar line, prints no error and exits 130', async () => {
+    const dir = await tempDir();
+    const stderr = Object.assign(new PassThrough(), { isTTY: true, columns: 100 });
+    let err = '';
+    let drawn: () => void = () => undefined;
+    const firstFrame = new Promise<void>((resolve) => (drawn = resolve));
+    stderr.on('data', (c: Buffer) => {
+      err += c.toString();
+      if (err.includes('\r')) drawn();
+    });
+    const stdin = new PassThrough();
+    stdin.end();
+    const code = await main(['get', `${base}/stall`, '-o', join(dir, 'part.bin')], { stdin, stdout: new PassThrough(), stderr, env: {}, waitForInterrupt: () => firstFrame });
+    expect(code).toBe(130);
+    expect(err).toMatch(/^(\r[^\r\n]*\x1b\[K)+\n$/);
+    expect(err).not.toMatch(/switchyard:/);
   });
 });

@@ -4,7 +4,7 @@
  * --cert-out, and a graceful stop on SIGINT.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -130,5 +130,70 @@ describe('switchyard serve', () => {
     c.child.kill('SIGINT');
     expect(await c.exited).toBe(0);
     await run('/bin/rm', ['-f', cert]);
+  });
+});
+
+describe('switchyard serve: directory listings', () => {
+  it('lists a directory without index.html: names escaped, links percent-encoded and working, no dotfiles, nothing outside the root', async () => {
+    const dir = await site();
+    const outside = await tempDir();
+    await writeFile(join(outside, 'private.txt'), 'not yours\n');
+    const files = join(dir, 'files');
+    await mkdir(join(files, 'sub dir'), { recursive: true });
+    await mkdir(join(files, '.hidden'));
+    await writeFile(join(files, '.hidden', 'in.txt'), 'x');
+    await writeFile(join(files, '.secret'), 'x');
+    await writeFile(join(files, 'a&b <x>.txt'), 'amp\n');
+    await writeFile(join(files, 'q?#%.txt'), 'query-like\n');
+    await writeFile(join(files, `"quote'.txt`), 'quotes\n');
+    await writeFile(join(files, 'sub dir', 'deep.txt'), 'deep\n');
+    await symlink(outside, join(files, 'escape'));
+    const c = startCli(['serve', dir, '--port', '0']);
+    const url = await started(c);
+
+    const l = await curl([`${url}files/`]);
+    expect(l.status).toBe(200);
+    expect(l.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(l.headers['content-security-policy']).toBe("default-src 'none'");
+    expect(l.body).toContain('<title>Index of /files/</title>');
+    const links = [...l.body.matchAll(/<li><a href="([^"]*)">([^<]*)<\/a><\/li>/g)].map((m) => [m[1], m[2]]);
+    expect(links).toEqual([
+      ['../', '../'],
+      ['escape/', 'escape/'],
+      ['sub%20dir/', 'sub dir/'],
+      ['%22quote\'.txt', '&#34;quote&#39;.txt'],
+      ['a%26b%20%3Cx%3E.txt', 'a&#38;b &#60;x&#62;.txt'],
+      ['q%3F%23%25.txt', 'q?#%.txt'],
+    ]);
+    expect(l.body).not.toMatch(/secret|hidden/);
+    // The links lead to the files.
+    for (const [href, body] of [['a%26b%20%3Cx%3E.txt', 'amp'], ['q%3F%23%25.txt', 'query-like'], ['%22quote\'.txt', 'quotes'], ['sub%20dir/', '<title>Index of /files/sub dir/</title>']] as const) {
+      const r = await curl([`${url}files/${href}`]);
+      expect([href, r.status, r.body]).toEqual([href, 200, expect.stringContaining(body)]);
+    }
+    // Not listed: dot-directories (also encoded), a link out of the root, a directory without its slash (redirected).
+    for (const [path, status] of [['files/.hidden/', 404], ['files/%2ehidden/', 404], ['files/escape/', 404], ['files', 301]] as const) {
+      const r = await curl([`${url}${path}`]);
+      expect([path, r.status, r.body]).toEqual([path, status, expect.not.stringContaining('Index of')]);
+    }
+    // The root has an index.html: that, not a listing.
+    expect((await curl([url])).body).toBe('<!doctype html><title>home</title>\n');
+    const h = await curl(['-I', `${url}files/sub%20dir/`]);
+    expect(h.status).toBe(200);
+    expect(h.headers['content-type']).toBe('text/html; charset=utf-8');
+    c.child.kill('SIGINT');
+    expect(await c.exited).toBe(0);
+  });
+
+  it('--no-list answers a directory without index.html with 404', async () => {
+    const dir = await site();
+    await mkdir(join(dir, 'files'));
+    await writeFile(join(dir, 'files', 'a.txt'), 'a\n');
+    const c = startCli(['serve', dir, '--port', '0', '--no-list', '-q']);
+    const url = await started(c);
+    expect((await curl([`${url}files/`])).status).toBe(404);
+    expect((await curl([`${url}files/a.txt`])).body).toBe('a\n');
+    c.child.kill('SIGINT');
+    expect(await c.exited).toBe(0);
   });
 });

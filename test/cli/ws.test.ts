@@ -4,13 +4,15 @@
  * a refused handshake (exit 4), a normal close when stdin ends. And against the project's
  * own WebSocket server over TLS (wss:// with --cacert, a subprotocol).
  */
+import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../../kernel/index.js';
 import { WebSockets } from '../../plugins/websockets/index.js';
 import { cleanEnv, findBinary, startPeer, stopPeer, type Peer } from '../interop/helpers.js';
-import { runMain, startCli, tempDir } from './helpers.js';
+import { runCli, runMain, startCli, tempDir } from './helpers.js';
 
 // websockets 10 (Debian bookworm), its asyncio API. Echoes text; answers "bin" with 300 bytes 0..255,0..43; refuses /forbidden with 403.
 const SERVER = `
@@ -116,6 +118,61 @@ describe('switchyard ws against the project\'s WebSocket server', () => {
       expect(c.stderr()).toMatch(/^switchyard ws: connected to wss:\/\/localhost:\d+\/ \(subprotocol shout\.v1; permessage-deflate/);
     } finally {
       await WebSockets.forceClose(server);
+    }
+  });
+});
+
+describe('switchyard ws when stdin ends', () => {
+  it('prints the answer to a piped line every time (5 runs against python websockets and 5 against the project\'s server), then closes with 1000', async () => {
+    const own = await WebSockets.listen(
+      async (ws) => {
+        for await (const m of ws) await ws.send(`own: ${String(m)}`);
+      },
+      { host: '127.0.0.1', port: 0, compress: true },
+    );
+    try {
+      const loop = async (url: string, expected: string): Promise<void> => {
+        for (let i = 0; i < 5; i++) {
+          const r = await runCli(['ws', url], { stdin: 'x\n' });
+          expect([i, r.out, r.code]).toEqual([i, expected, 0]);
+          expect(r.stderr).toMatch(/switchyard ws: closed \(1000\)\n$/);
+        }
+      };
+      await Promise.all([loop(`${base}/chat`, 'echo: x\n'), loop(`ws://127.0.0.1:${own.port}/`, 'own: x\n')]);
+    } finally {
+      await WebSockets.forceClose(own);
+    }
+  });
+
+  it('fails, saying so, when the server never answers the close frame (--linger 0 closes at once)', async () => {
+    // A server that completes the handshake and then reads and ignores every frame.
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      let head = '';
+      const onData = (c: Buffer): void => {
+        head += c.toString('latin1');
+        if (!head.includes('\r\n\r\n')) return;
+        socket.off('data', onData);
+        socket.on('data', () => undefined);
+        const key = /^sec-websocket-key:\s*(\S+)/im.exec(head)![1]!;
+        const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+        socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+      };
+      socket.on('data', onData);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const t0 = performance.now();
+      const r = await runCli(['ws', `ws://127.0.0.1:${port}/`, '--linger', '0', '--no-compress'], { stdin: 'hi\n' });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/switchyard: the server sent no close frame within 5 s of ours; dropped the connection\n$/);
+      expect(performance.now() - t0).toBeGreaterThan(4900);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

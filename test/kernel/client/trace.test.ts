@@ -15,6 +15,7 @@ import {
   StatusError,
   type AnyClientEvent,
 } from '../../../kernel/index.js';
+import { RetryEvent, verbosePrinter } from '../../../kernel/client/index.js';
 import { closedPort, newClient, rejection, startServer } from './helpers.js';
 
 afterEach(() => {
@@ -166,6 +167,12 @@ describe('verbose', () => {
     expect(out).toContain(`http://127.0.0.1:${port}/f`);
     expect(out).toMatch(/failed/);
     expect(events.map((e) => e.type)).toEqual(['RequestEvent', 'DoneEvent']);
+  });
+
+  it('prints durations rounded to a tenth of a millisecond, the retry delay too', () => {
+    const lines: string[] = [];
+    verbosePrinter(1, (l) => lines.push(l))(new RetryEvent(1, 19.79235077876767, 'status 503', null, 503));
+    expect(lines).toEqual(['switchyard ~ retry after attempt 1 in 19.8 ms: status 503']);
   });
 
   it('verbose: 0 (default) prints nothing; a bad level is an ArgumentError', async () => {

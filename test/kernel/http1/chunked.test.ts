@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ParseError, ProtocolError } from '../../../kernel/errors.js';
 import { ChunkedDecoder } from '../../../kernel/http1/chunked.js';
+import { FORBIDDEN_TRAILERS, isForbiddenTrailer } from '../../../kernel/http1/tables.js';
 import { b, decodeChunked, pieces, prng } from './helpers.js';
 
 interface Case {
@@ -24,9 +25,23 @@ const CASES: Case[] = [
   { name: 'data containing CRLF', raw: '4\r\n\r\n\r\n\r\n0\r\n\r\n', data: '\r\n\r\n' },
   {
     name: 'trailers with canonical names',
-    raw: '5\r\nhello\r\n0\r\nx-checksum: abc\r\nEXPIRES:  never \r\nserver-timing: db;dur=53\r\n\r\n',
+    raw: '5\r\nhello\r\n0\r\nx-checksum: abc\r\nETAG:  never \r\nserver-timing: db;dur=53\r\n\r\n',
     data: 'hello',
-    trailers: [['X-Checksum', 'abc'], ['Expires', 'never'], ['Server-Timing', 'db;dur=53']],
+    trailers: [['X-Checksum', 'abc'], ['Etag', 'never'], ['Server-Timing', 'db;dur=53']],
+  },
+  {
+    // RFC 9110 §6.5.1: framing, routing, authentication, content-format and control fields
+    // cannot trail; they are dropped, whatever their case, and the rest are kept in order.
+    name: 'trailers that may not trail are dropped',
+    raw:
+      '1\r\nx\r\n0\r\nX-A: 1\r\ncontent-length: 99\r\nTransfer-Encoding: chunked\r\nHOST: evil.example\r\n' +
+      'Content-Type: text/html\r\nContent-Encoding: gzip\r\nContent-Range: bytes 0-1/2\r\nTrailer: X-B\r\n' +
+      'Authorization: Basic eA==\r\nProxy-Authorization: Basic eA==\r\nSet-Cookie: s=1\r\nCookie: c=1\r\nTE: trailers\r\n' +
+      'Connection: close\r\nKeep-Alive: timeout=5\r\nUpgrade: h2c\r\nCache-Control: no-store\r\nExpires: 0\r\n' +
+      'Pragma: no-cache\r\nExpect: 100-continue\r\nMax-Forwards: 1\r\nRange: bytes=0-\r\nWWW-Authenticate: Basic\r\n' +
+      'Proxy-Authenticate: Basic\r\nProxy-Connection: close\r\nX-B: 2\r\n\r\n',
+    data: 'x',
+    trailers: [['X-A', '1'], ['X-B', '2']],
   },
   { name: 'stops at the end and leaves the next message', raw: '2\r\nhi\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n', data: 'hi', leftover: 'GET / HTTP/1.1\r\n\r\n' },
   { name: 'stops after trailers and leaves the rest', raw: '0\r\nA: b\r\n\r\nnext', data: '', trailers: [['A', 'b']], leftover: 'next' },
@@ -95,6 +110,21 @@ describe('ChunkedDecoder', () => {
       }
     });
   }
+
+  it('drops every name of FORBIDDEN_TRAILERS, in any letter case, whole or split', () => {
+    expect(FORBIDDEN_TRAILERS.size).toBeGreaterThan(20);
+    for (const name of FORBIDDEN_TRAILERS) {
+      expect(isForbiddenTrailer(name.toUpperCase())).toBe(true);
+      for (const spelling of [name, name.toUpperCase()]) {
+        const raw = b(`0\r\nX-Before: 1\r\n${spelling}: v\r\nX-After: 2\r\n\r\n`);
+        for (const parts of [pieces(raw, 'whole'), pieces(raw, 'bytes'), pieces(raw, prng(name.length))]) {
+          expect(decodeChunked(parts).trailers, spelling).toEqual([['X-Before', '1'], ['X-After', '2']]);
+        }
+      }
+    }
+    expect(isForbiddenTrailer('Server-Timing')).toBe(false);
+    expect(isForbiddenTrailer('X-Checksum')).toBe(false);
+  });
 
   it('limits each data span to maxData and reports offsets into the given buffer', () => {
     const raw = b('xx a\r\n0123456789\r\n0\r\n\r\n');

@@ -67,7 +67,7 @@ describe('readRequest', () => {
   });
 
   it('reads a Content-Length body', async () => {
-    const req = await readRequest(b('POST /f HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world'));
+    const req = await readRequest(b('POST /f HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world'));
     expect(req.body).toBeInstanceOf(IncomingBody);
     expect((req.body as IncomingBody).length).toBe(11);
     expect(req.contentLength).toBe(11);
@@ -75,12 +75,12 @@ describe('readRequest', () => {
   });
 
   it('gives Content-Length: 0 as nobody', async () => {
-    const req = await readRequest(b('POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n'));
+    const req = await readRequest(b('POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n'));
     expect(req.body).toBe(nobody);
   });
 
   it('reads a chunked body and its trailers', async () => {
-    const raw = b('POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTrailer: x-sum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nx-sum: 42\r\n\r\n');
+    const raw = b('POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTrailer: x-sum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nx-sum: 42\r\n\r\n');
     for (const how of ['whole', 'bytes', 1, 2, 3] as const) {
       const req = await readRequest(stream(raw, how));
       expect(req.contentLength).toBe(-1);
@@ -94,15 +94,15 @@ describe('readRequest', () => {
   it('marks HTTP/1.0 and Connection: close requests as close', async () => {
     expect((await readRequest(b('GET / HTTP/1.0\r\n\r\n'))).close).toBe(true);
     expect((await readRequest(b('GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n'))).close).toBe(false);
-    expect((await readRequest(b('GET / HTTP/1.1\r\nConnection: close\r\n\r\n'))).close).toBe(true);
+    expect((await readRequest(b('GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n'))).close).toBe(true);
     expect((await readRequest(b('GET / HTTP/1.0\r\n\r\n'))).protoMinor).toBe(0);
   });
 
   it('reads pipelined requests from one buffer, the second after the first body', async () => {
     const raw = b(
-      'POST /one HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc' +
-        'PUT /two HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n' +
-        'GET /three HTTP/1.1\r\n\r\n',
+      'POST /one HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc' +
+        'PUT /two HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n' +
+        'GET /three HTTP/1.1\r\nHost: h\r\n\r\n',
     );
     for (const how of ['whole', 'bytes', 5, 6, 7, 8] as const) {
       const reader = new ByteReader(stream(raw, how));
@@ -121,18 +121,18 @@ describe('readRequest', () => {
   });
 
   it('keeps one reader per stream so a Readable can be read twice', async () => {
-    const src = Readable.from([b('GET /1 HTTP/1.1\r\n\r\nGET /2 HT'), b('TP/1.1\r\n\r\n')]);
+    const src = Readable.from([b('GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HT'), b('TP/1.1\r\nHost: h\r\n\r\n')]);
     expect((await readRequest(src)).target).toBe('/1');
     expect((await readRequest(src)).target).toBe('/2');
   });
 
   it('raises ParseError for truncated bodies', async () => {
-    const fixed = await readRequest(b('POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc'));
+    const fixed = await readRequest(b('POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc'));
     await expect(readAll(fixed.body as AbstractBody)).rejects.toThrow(ParseError);
     await expect(readAll(fixed.body as AbstractBody)).rejects.toThrow(/7 bytes short of Content-Length 10/);
-    const chunked = await readRequest(b('POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel'));
+    const chunked = await readRequest(b('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel'));
     await expect(readAll(chunked.body as AbstractBody)).rejects.toThrow(ParseError);
-    const noLast = await readRequest(b('POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n'));
+    const noLast = await readRequest(b('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n'));
     await expect(readAll(noLast.body as AbstractBody)).rejects.toThrow(/inside a chunked body/);
   });
 
@@ -142,20 +142,20 @@ describe('readRequest', () => {
   });
 
   it('raises ParseError and ProtocolError for invalid requests', async () => {
-    await expect(readRequest(b('GET / HTTP/1.1\r\nX : y\r\n\r\n'))).rejects.toThrow(ParseError);
-    await expect(readRequest(b('POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n'))).rejects.toThrow(ProtocolError);
-    await expect(readRequest(b('GET / HTTP/1.1\r\nX-A: b\r\n\r\n'), { maxHeaderBytes: 20 })).rejects.toThrow(/maxHeaderBytes \(20 bytes\)/);
-    await expect(readRequest(b(`GET /${'a'.repeat(100)} HTTP/1.1\r\n\r\n`), { maxLineBytes: 50 })).rejects.toThrow(/maxLineBytes \(50 bytes\)/);
+    await expect(readRequest(b('GET / HTTP/1.1\r\nHost: h\r\nX : y\r\n\r\n'))).rejects.toThrow(ParseError);
+    await expect(readRequest(b('POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n'))).rejects.toThrow(ProtocolError);
+    await expect(readRequest(b('GET / HTTP/1.1\r\nHost: h\r\nX-A: b\r\n\r\n'), { maxHeaderBytes: 20 })).rejects.toThrow(/maxHeaderBytes \(20 bytes\)/);
+    await expect(readRequest(b(`GET /${'a'.repeat(100)} HTTP/1.1\r\nHost: h\r\n\r\n`), { maxLineBytes: 50 })).rejects.toThrow(/maxLineBytes \(50 bytes\)/);
   });
 
   it('applies maxHeaderBytes to trailers too', async () => {
-    const raw = b(`POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ${'t'.repeat(100)}\r\n\r\n`);
+    const raw = b(`POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ${'t'.repeat(100)}\r\n\r\n`);
     const req = await readRequest(raw, { maxHeaderBytes: 100 });
     await expect(readAll(req.body as AbstractBody)).rejects.toThrow(/maxHeaderBytes \(100 bytes\)/);
   });
 
   it('reads a body into small buffers', async () => {
-    const req = await readRequest(b('POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n'));
+    const req = await readRequest(b('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n'));
     const body = req.body as IncomingBody;
     const dst = new Uint8Array(3);
     let s = '';
@@ -331,9 +331,9 @@ describe('round trips', () => {
   });
 
   it('request with bytes body and known-length BytesBody', async () => {
-    const { parsed } = await roundTripRequest(new Request('PUT', '/b', { body: b('\x00\x01\x02') }), '\x00\x01\x02');
+    const { parsed } = await roundTripRequest(new Request('PUT', '/b', { host: 'h', body: b('\x00\x01\x02') }), '\x00\x01\x02');
     expect(parsed.contentLength).toBe(3);
-    const { wire } = await roundTripRequest(new Request('PUT', '/b', { body: new BytesBody('abcd') }), 'abcd');
+    const { wire } = await roundTripRequest(new Request('PUT', '/b', { host: 'h', body: new BytesBody('abcd') }), 'abcd');
     expect(wire).toContain('Content-Length: 4\r\n');
     expect(wire).not.toContain('chunked');
   });
@@ -354,13 +354,13 @@ describe('round trips', () => {
   });
 
   it('trailers of a string body are not sent (only chunked carries trailers)', async () => {
-    const { wire } = await roundTripRequest(new Request('POST', '/', { body: 'x', trailers: [['X-T', '1']] }), 'x');
+    const { wire } = await roundTripRequest(new Request('POST', '/', { host: 'h', body: 'x', trailers: [['X-T', '1']] }), 'x');
     expect(wire).not.toContain('X-T');
   });
 
   it('trailers are read back after a chunked round trip', async () => {
     const sink = new MemorySink();
-    await writeRequest(sink, new Request('POST', '/', { body: partsBody(['a']), trailers: [['x-t', '1'], ['X-U', '2']] }));
+    await writeRequest(sink, new Request('POST', '/', { host: 'h', body: partsBody(['a']), trailers: [['x-t', '1'], ['X-U', '2']] }));
     const parsed = await readRequest(sink.bytes);
     await bodyText(parsed.body);
     expect(trailers(parsed.body).toArray()).toEqual([['X-T', '1'], ['X-U', '2']]);
@@ -374,8 +374,8 @@ describe('round trips', () => {
 
   it('close adds Connection: close', async () => {
     const sink = new MemorySink();
-    await writeRequest(sink, new Request('GET', '/', { close: true }));
-    expect(sink.text).toBe('GET / HTTP/1.1\r\nConnection: close\r\n\r\n');
+    await writeRequest(sink, new Request('GET', '/', { close: true, host: 'h' }));
+    expect(sink.text).toBe('GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n');
   });
 
   async function roundTripResponse(res: Response, req: Request | null, expectBody: string): Promise<{ wire: string; parsed: Response }> {
@@ -512,5 +512,49 @@ describe('round trips', () => {
       conn.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+});
+
+describe('trailers that may not trail (RFC 9110 §6.5.1)', () => {
+  it('serializeLastChunk refuses each of them, naming the field', () => {
+    for (const name of ['Content-Length', 'transfer-encoding', 'HOST', 'Content-Type', 'Content-Encoding', 'Trailer', 'Authorization', 'Set-Cookie', 'Connection', 'TE']) {
+      expect(() => serializeLastChunk(new Headers([['X-Ok', '1'], [name, 'v']])), name).toThrow(ArgumentError);
+      expect(() => serializeLastChunk(new Headers([[name, 'v']])), name).toThrow(`"${name}" cannot be sent as a trailer`);
+    }
+    expect(serializeLastChunk(new Headers([['Server-Timing', 'db;dur=1']]))).toBe('0\r\nServer-Timing: db;dur=1\r\n\r\n');
+  });
+
+  it('writeResponse and writeRequest refuse them before writing any byte', async () => {
+    const sink = new MemorySink();
+    const res = new Response(200, partsBody(['a']), { trailers: [['X-Ok', '1'], ['Content-Length', '1']] });
+    await expect(writeResponse(sink, res)).rejects.toThrow(/"Content-Length" cannot be sent as a trailer/);
+    const req = new Request('POST', '/', { host: 'h', body: partsBody(['a']), trailers: [['Host', 'evil.example']] });
+    await expect(writeRequest(sink, req)).rejects.toThrow(/"Host" cannot be sent as a trailer/);
+    expect(sink.bytes.length).toBe(0);
+  });
+
+  it('trailers a streamed body fills in while it is read are sent, and checked, at the end', async () => {
+    /** A response whose one-byte body sets trailer `name` when it ends. */
+    const filling = (name: string): Response => {
+      let step = 0;
+      const res: Response = new Response(
+        200,
+        new CallbackBody((dst) => {
+          if (step++ > 0) {
+            res.trailers.set(name, '1');
+            return 0;
+          }
+          dst[0] = 0x61;
+          return 1;
+        }),
+      );
+      return res;
+    };
+    const sink = new MemorySink();
+    await writeResponse(sink, filling('X-Sum'));
+    expect(sink.text.endsWith('1\r\na\r\n0\r\nX-Sum: 1\r\n\r\n')).toBe(true);
+    const sink2 = new MemorySink();
+    await expect(writeResponse(sink2, filling('Content-Length'))).rejects.toThrow(/"Content-Length" cannot be sent as a trailer/);
+    expect(sink2.text).not.toContain('Content-Length: 1');
   });
 });

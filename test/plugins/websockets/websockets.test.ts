@@ -4,6 +4,7 @@
  * close codes, ping/pong, force-close, and the kernel hooks the handshake runs.
  */
 import net from 'node:net';
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel, definePlugin, listen, selfSignedCertificate, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
@@ -197,6 +198,33 @@ describe('WebSockets: empty messages under compression', () => {
       }
     });
   }
+});
+
+describe('WebSockets: a compressed message and the close right behind it', () => {
+  // The peer sends a compressed message, its close frame and its FIN in one write: the socket
+  // ends while the message is still in zlib. The message and the close code both arrive.
+  it('delivers the message being inflated and the close frame read after it, not 1006', async () => {
+    const listener = closeNetServerAfter(net.createServer());
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    const accepted = new Promise<net.Socket>((r) => listener.once('connection', r));
+    const cs = destroyAfter(net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1'));
+    const ss = destroyAfter(await accepted);
+    const client = new FrameConnection(cs, new Uint8Array(0), { isServer: false, maxPayload: 0, maxFragments: 0, closeTimeout: 5000, deflate: new MessageZlib({}, false, 0) });
+    const text = Array.from({ length: 20_000 }, (_, i) => `line ${i} of the message\n`).join('');
+    const deflated = zlib.deflateRawSync(Buffer.from(text), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    const payload = deflated.subarray(0, deflated.length - 4); // the 00 00 ff ff tail goes (RFC 7692 §7.2.1)
+    const head = Buffer.alloc(10);
+    head[0] = 0xc1; // FIN, RSV1 (compressed), text
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(payload.length), 2);
+    const close = Buffer.from([0x88, 0x02, 0x03, 0xe8]); // close 1000
+    const got: string[] = [];
+    client.on('message', (data) => got.push(data.toString('utf8')));
+    const closed = new Promise<number>((r) => client.once('close', (code: number) => r(code)));
+    ss.end(Buffer.concat([head, payload, close]));
+    expect(await within(closed, 5000, 'close')).toBe(1000);
+    expect(got).toEqual([text]);
+  });
 });
 
 describe('WebSockets: negotiation', () => {
