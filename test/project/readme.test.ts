@@ -15,11 +15,14 @@
  * The blocks are also type-checked together, with the repository's compiler options (a
  * block that runs but would not compile in a user's TypeScript project fails here).
  *
+ * The relative links of these pages (and of plugin-api.md and bench/README.md) must lead to
+ * files that exist.
+ *
  * A block that is deliberately not a whole program (a fragment, a type declaration) is fenced
  * as ```ts no-run and only counted: there are few, and each says why in its prose.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -112,6 +115,18 @@ describe('documentation code blocks', () => {
   it('README.md and docs/ have code to run, and few blocks are exempt', () => {
     expect(runnable.length).toBeGreaterThan(10);
     expect(blocks.filter((b) => !b.run).length).toBeLessThanOrEqual(4);
+  });
+
+  it('their relative links lead to files of the repository', () => {
+    const broken: string[] = [];
+    for (const file of [...files, path.join(root, 'plugin-api.md'), path.join(root, 'bench/README.md')]) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1]!.split('#')[0]!;
+        if (target === '' || /^[a-z]+:/.test(target)) continue;
+        if (!existsSync(path.resolve(path.dirname(file), target))) broken.push(`${path.relative(root, file)}: ${m[1]}`);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it('they type-check', async () => {
