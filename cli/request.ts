@@ -284,7 +284,8 @@ async function send(client: Client, method: string, url: string, call: CallOptio
     printer?.(e);
   };
   try {
-    const res = await client.request(method, url, { ...call, responseStream: sink, trace });
+    // The command ends the sink itself (the head may still go into it after the body).
+    const res = await client.request(method, url, { ...call, responseStream: { stream: sink, end: false }, trace });
     if (!failed) sink.start();
     await new Promise<void>((resolve, reject) => {
       sink.once('error', reject);

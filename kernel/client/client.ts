@@ -5,7 +5,6 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import type { Writable } from 'node:stream';
 import { ArgumentError, StatusError } from '../errors.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
@@ -19,7 +18,8 @@ import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
-import { appendQuery, isIdempotent, isReplayable, queryPairs, toMessageBody } from './request-body.js';
+import { abandonSink, writeToSink } from './response-sink.js';
+import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
@@ -27,7 +27,7 @@ import { Transport, type Origin, type TransportOptions } from './transport.js';
  * Call options a {@link Client} takes as defaults for every call: all but the ones that only
  * make sense per call.
  */
-export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth'>;
+export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'json' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth'>;
 
 /** Options of {@link Client}. Call options (and plugin keys: `cookiejar`, `retryBucket`, …) are defaults for every call. */
 export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<TransportOptions, 'idleTimeout'> {
@@ -168,8 +168,10 @@ export class Client {
     const unlink = lastUnlink;
     const origin = lastOrigin;
     req.ctx = ctx;
-    if (trace === null && this.plain) return this.requestPlain(req, o, ctx, unlink, origin);
-    return this.requestFull(req, o, ctx, trace, unlink);
+    const p = trace === null && this.plain ? this.requestPlain(req, o, ctx, unlink, origin) : this.requestFull(req, o, ctx, trace, unlink);
+    const sink = o.responseStream;
+    // A call that fails before or while writing the body does not leave the sink open (see writeToSink).
+    return sink === undefined ? p : p.catch((err: unknown) => abandonSink(sink, err));
   }
 
   /**
@@ -287,7 +289,7 @@ export class Client {
     if (typeof handler !== 'function') throw new ArgumentError('open(method, url, handler, options): handler must be a function');
     checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`);
     const o = this.merge(options);
-    if (o.body !== undefined) throw new ArgumentError('open() sends the body the handler writes; do not pass body');
+    if (o.body !== undefined || o.json !== undefined) throw new ArgumentError(`open() sends the body the handler writes; do not pass ${o.body !== undefined ? 'body' : 'json'}`);
     const req = this.buildRequest(method, url, o);
     const h = req.headers;
     const cl = h.get('Content-Length');
@@ -449,7 +451,7 @@ export class Client {
       const own = new Set(pairs.map((p) => p[0]));
       pairs = [...this.defaultQuery.filter((p) => !own.has(p[0])), ...pairs];
     }
-    const body = toMessageBody(o.body, headers);
+    const body = o.json !== undefined ? jsonBody(o.json, o.body, headers) : toMessageBody(o.body, headers);
     let target: string;
     let href: string;
     // Built, not set through URL setters (each is a native round trip): no userinfo, no fragment.
@@ -728,27 +730,11 @@ function discard(body: Body): void {
   if (body instanceof AbstractBody) body.close();
 }
 
-/** Resolves at the sink's next 'drain', rejects on its 'error'; either way both listeners go. */
-function drained(sink: Writable): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const onDrain = (): void => {
-      sink.removeListener('error', onError);
-      resolve();
-    };
-    const onError = (err: Error): void => {
-      sink.removeListener('drain', onDrain);
-      reject(err);
-    };
-    sink.once('drain', onDrain);
-    sink.once('error', onError);
-  });
-}
-
 /**
  * The final body when it needs no waiting: no body, bytes, or a protocol body that already
  * holds all of it (HTTP/2's `takeComplete`). Returns false when {@link bufferBody} must run.
  */
-function bufferedNow(res: Response, sink: Writable | undefined): boolean {
+function bufferedNow(res: Response, sink: CallOptions['responseStream']): boolean {
   if (sink !== undefined) return false;
   const body = res.body;
   if (body === null) res.body = new Uint8Array(0);
@@ -770,22 +756,12 @@ function adoptTrailers(res: Response, body: unknown): void {
   if (t !== null && t.size > 0) res.trailers = t;
 }
 
-/** Reads the final body into memory, or into `sink`. */
-async function bufferBody(res: Response, sink: Writable | undefined): Promise<void> {
+/** Reads the final body into memory, or into the `responseStream` option's sink. */
+async function bufferBody(res: Response, sink: CallOptions['responseStream']): Promise<void> {
   const body = res.body;
   if (sink !== undefined) {
-    if (body instanceof AbstractBody) {
-      try {
-        for await (const chunk of body) {
-          if (!sink.write(chunk)) await drained(sink);
-        }
-      } finally {
-        body.close();
-      }
-    } else if (body !== null && body.length > 0) {
-      sink.write(body);
-    }
     res.body = null;
+    await writeToSink(body, sink);
     return;
   }
   if (body instanceof ResponseBody || hasReadRest(body)) {

@@ -60,9 +60,18 @@ export class H1ClientSession implements ClientSession {
   /** When this session last became idle (`performance.now()`), for the pool's idle timeout. */
   idleSince = 0;
   private exchange: Exchange | null = null;
+  /**
+   * The socket's `ref`/`unref` (net and TLS sockets have them; a tap's own Duplex may not):
+   * an idle pooled connection must not keep the process alive, one in use must.
+   */
+  private readonly refSocket: { ref(): unknown; unref(): unknown } | null;
+  /** True while the socket is unref'd (idle in the pool). */
+  private unrefd = false;
 
   constructor(socket: Duplex, owner: SessionOwner, limits: HeadLimits) {
     this.socket = socket;
+    const r = socket as Partial<{ ref(): unknown; unref(): unknown }>;
+    this.refSocket = typeof r.ref === 'function' && typeof r.unref === 'function' ? (r as { ref(): unknown; unref(): unknown }) : null;
     this.owner = owner;
     this.limits = limits;
     this.parser = new HeadParser('response', limits);
@@ -102,6 +111,10 @@ export class H1ClientSession implements ClientSession {
   dispatch(request: Request, ctx: RequestContext, timeouts?: ExchangeOptions): Promise<Response> {
     if (this.busy || this.dead) return Promise.reject(new ProtocolError('HTTP/1 session is busy or closed'));
     this.busy = true;
+    if (this.unrefd) {
+      this.unrefd = false;
+      this.refSocket!.ref();
+    }
     const t = timeouts ?? NO_TIMEOUTS;
     let limits = this.limits;
     if ((t.maxLineBytes !== undefined && t.maxLineBytes !== this.parser.maxLineBytes) || (t.maxHeaderBytes !== undefined && t.maxHeaderBytes !== this.parser.maxHeaderBytes)) {
@@ -167,6 +180,11 @@ export class H1ClientSession implements ClientSession {
       return;
     }
     this.idleSince = performance.now();
+    // Idle in the pool: like fetch's, it lets the process exit (the server's keep-alive may last minutes).
+    if (this.refSocket !== null) {
+      this.unrefd = true;
+      this.refSocket.unref();
+    }
     this.owner.release(this);
   }
 

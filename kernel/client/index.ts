@@ -5,7 +5,7 @@
 export { Client, getCallOptions, getAttempt, isHeadersValue, kUnprocessed, kBufferBody, type ClientOptions, type ClientCallDefaults } from './client.js';
 export type { SessionPool } from '../hooks.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
-export type { CallOptions, RequestBody, QueryInit, TimeoutOptions, VerbHeaders } from './options.js';
+export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions, VerbHeaders } from './options.js';
 export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
 export {

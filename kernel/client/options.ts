@@ -36,6 +36,14 @@ export interface TimeoutOptions {
   expectContinueTimeout?: number;
 }
 
+/** A `responseStream` with its ending rule: `end: false` leaves the stream open after the body (default true). */
+export interface ResponseSink {
+  /** Where the body goes. */
+  stream: Writable;
+  /** End `stream` once the body is in, and destroy it when the call fails. Default true. */
+  end?: boolean;
+}
+
 /**
  * Headers given in a verb's second position (`get(url, headers, body?, options?)`): any
  * {@link HeadersInit}, except that a plain object may not use an option's name as a header
@@ -57,12 +65,23 @@ export type VerbHeaders =
 export interface CallOptions extends TimeoutOptions {
   /** Request headers. */
   headers?: HeadersInit | null;
-  /** Request body. */
+  /** Request body. A plain object is sent form-encoded; for JSON use `json`. */
   body?: RequestBody;
+  /**
+   * A value sent as the JSON body: `JSON.stringify(json)`, with `Content-Type:
+   * application/json` unless the headers set one. Not with `body` (`ArgumentError`).
+   */
+  json?: unknown;
   /** Query parameters appended to the URL's own (never replacing it). */
   query?: QueryInit;
-  /** Writes the response body into this stream; `response.body` is then null. */
-  responseStream?: Writable;
+  /**
+   * Writes the response body into this stream; `response.body` is then null. As with
+   * `stream.pipeline`, the call ends the stream once the body is in and resolves after its
+   * 'finish' (a file is complete when the call returns), and destroys it when the call fails;
+   * `{ stream, end: false }` leaves it open for more (the caller ends it). `process.stdout`
+   * and `process.stderr` are never ended.
+   */
+  responseStream?: Writable | ResponseSink;
   /** The client to use (top-level helpers). */
   client?: unknown;
   /** External cancellation and deadline. */
@@ -117,9 +136,7 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   if (o.basicauth !== undefined && (!Array.isArray(o.basicauth) || o.basicauth.length !== 2 || typeof o.basicauth[0] !== 'string' || typeof o.basicauth[1] !== 'string')) {
     throw new ArgumentError(`${where}: basicauth must be [user, password] strings`);
   }
-  if (o.responseStream !== undefined && (typeof o.responseStream !== 'object' || o.responseStream === null || typeof (o.responseStream as Writable).write !== 'function')) {
-    throw new ArgumentError(`${where}: responseStream must be a Writable stream`);
-  }
+  if (o.responseStream !== undefined) checkResponseStream(o.responseStream, where);
   if (o.trace !== undefined && typeof o.trace !== 'function') throw new ArgumentError(`${where}: trace must be a function`);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new ArgumentError(`${where}: signal must be an AbortSignal`);
   if (o.httpVersion !== undefined && o.httpVersion !== 'auto' && o.httpVersion !== 'h1' && o.httpVersion !== 'h2') {
@@ -131,4 +148,16 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
+}
+
+function isWritable(x: unknown): boolean {
+  return typeof x === 'object' && x !== null && typeof (x as Writable).write === 'function';
+}
+
+function checkResponseStream(r: unknown, where: string): void {
+  if (isWritable(r)) return;
+  const s = r as Partial<ResponseSink> | null;
+  if (typeof s !== 'object' || s === null || !isWritable(s.stream) || (s.end !== undefined && typeof s.end !== 'boolean') || Object.keys(s).some((k) => k !== 'stream' && k !== 'end')) {
+    throw new ArgumentError(`${where}: responseStream must be a Writable stream, or { stream: Writable, end?: boolean }`);
+  }
 }

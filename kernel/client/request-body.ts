@@ -4,7 +4,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
-import { AbstractBody, type Body } from '../message/body.js';
+import { AbstractBody, adoptStreamErrors, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';
 import { encodeQuery } from '../message/uri.js';
 import type { QueryInit, RequestBody } from './options.js';
@@ -20,6 +20,7 @@ export class IterableBody extends AbstractBody {
   constructor(source: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array>) {
     super();
     this.source = source;
+    adoptStreamErrors(source);
     this.iterator =
       Symbol.asyncIterator in source
         ? (source as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]()
@@ -105,6 +106,24 @@ export function toMessageBody(body: RequestBody | undefined, headers: Headers): 
     }
   }
   throw new ArgumentError(`request body must be a string, Uint8Array, AbstractBody, Readable or async iterable, URLSearchParams or plain object, got ${typeof body === 'object' ? (body as object).constructor?.name : typeof body}`);
+}
+
+/**
+ * @internal The body of a call's `json` option: `JSON.stringify(value)`, with Content-Type
+ * `application/json` unless the caller set one. `ArgumentError` when the call also passes a
+ * body, or when the value has no JSON form (a function, a symbol, a BigInt, a cycle).
+ */
+export function jsonBody(value: unknown, body: RequestBody | null | undefined, headers: Headers): string {
+  if (body !== undefined && body !== null) throw new ArgumentError('json and body cannot be combined: json is the body (sent as JSON.stringify(json)); pass one of them');
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw new ArgumentError(`json cannot be sent: JSON.stringify failed (${(err as Error).message})`, { cause: err });
+  }
+  if (text === undefined) throw new ArgumentError(`json cannot be sent: a ${typeof value} has no JSON form`);
+  if (!headers.has('Content-Type')) headers.push('Content-Type', 'application/json');
+  return text;
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']);

@@ -41,6 +41,22 @@ export abstract class AbstractBody implements AsyncIterable<Uint8Array> {
   }
 }
 
+/**
+ * Takes charge of the errors of a Node stream (an EventEmitter with `destroy`) that a body
+ * reads later: a stream that fails before it is read (a `createReadStream` of a missing file
+ * fails at once) would otherwise crash the process with an unhandled `'error'` event. Its
+ * async iterator still throws the stored error when the body reads it, so the call that
+ * sends the body fails with it. Anything that is not such a stream is left alone.
+ */
+export function adoptStreamErrors(source: unknown): void {
+  const s = source as { on?: unknown; destroy?: unknown } | null;
+  if (typeof s === 'object' && s !== null && typeof s.on === 'function' && typeof s.destroy === 'function') {
+    (s as { on(event: 'error', listener: () => void): unknown }).on('error', ignoreError);
+  }
+}
+
+function ignoreError(): void {}
+
 /** Reads the rest of `body` into one buffer. */
 export async function readAll(body: AbstractBody, limit = Infinity): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];

@@ -31,6 +31,12 @@ export interface ResponseOptions {
   copyHeaders?: boolean;
 }
 
+/** What {@link Response.json} takes besides the value: a status (default 200) and the other options but the body. */
+export interface ResponseJSONInit extends Omit<ResponseOptions, 'body'> {
+  /** Status code. Default 200. */
+  status?: number;
+}
+
 const OPTION_KEYS = new Set<string>([
   'headers', 'body', 'reason', 'trailers', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'request', 'copyHeaders',
 ]);
@@ -131,6 +137,7 @@ export class Response {
     this.reason = opts.reason ?? '';
     this.headers = makeHeaders(opts.headers, opts.copyHeaders !== false);
     this.body = checkBody(positional !== undefined ? positional : opts.body, 'Response');
+    if (typeof this.body === 'string') defaultTextType(this);
     this._trailers = opts.trailers == null ? null : makeHeaders(opts.trailers, true);
     const cl = checkLength(opts.contentLength);
     this.contentLength = cl >= 0 ? cl : bodyLength(this.body);
@@ -140,6 +147,28 @@ export class Response {
     if (opts.request != null && !(opts.request instanceof Request)) throw new ArgumentError(`request must be a Request, got ${describeType(opts.request)}`);
     this.request = opts.request ?? null;
     this.url = '';
+  }
+
+  /**
+   * A response whose body is `JSON.stringify(value)`: status 200 unless `init.status` says
+   * otherwise, `Content-Type: application/json` unless `init.headers` set one. Throws
+   * `ArgumentError` when the value has no JSON form (a function, a symbol, a BigInt, a cycle).
+   * (The instance method {@link Response.json} parses a received body.)
+   */
+  static json(value: unknown, init: ResponseJSONInit = EMPTY_OPTIONS): Response {
+    if (typeof init !== 'object' || init === null) throw new ArgumentError(`Response.json(value, init): init must be an object, got ${describeType(init)}`);
+    const { status = 200, ...options } = init;
+    if ('body' in options) throw new ArgumentError('Response.json(value, init): the body is the value; init takes no body');
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (err) {
+      throw new ArgumentError(`Response.json: JSON.stringify failed (${(err as Error).message})`, { cause: err });
+    }
+    if (text === undefined) throw new ArgumentError(`Response.json: a ${typeof value} has no JSON form`);
+    const headers = makeHeaders(options.headers, options.copyHeaders !== false);
+    if (!headers.has('Content-Type')) headers.push('Content-Type', 'application/json');
+    return new Response(status, text, { ...options, headers, copyHeaders: false });
   }
 
   /** Trailers (sent after a chunked body; read from one). */
@@ -167,6 +196,7 @@ export class Response {
   /** Replaces the body, recomputing the content length for string, bytes and empty bodies. */
   setBody(body: Body, contentLength = -1): void {
     this.body = checkBody(body, 'Response');
+    if (typeof this.body === 'string') defaultTextType(this);
     this.contentLength = contentLength >= 0 ? contentLength : bodyLength(this.body);
   }
 
@@ -188,6 +218,18 @@ export class Response {
   toString(): string {
     return `HTTP/${this.protoMajor}.${this.protoMinor} ${this.status}${this.reason ? ` ${this.reason}` : ''}`;
   }
+}
+
+/**
+ * A response with a text body and no Content-Type says `text/plain; charset=utf-8` (as
+ * fastify does; bytes get none, as with node:http): set here, where the message is made, so
+ * every protocol sends it. Not for an empty text, nor a status without content (1xx, 204,
+ * 304: a 304's fields update a cache's stored ones).
+ */
+function defaultTextType(res: Response): void {
+  const st = res.status;
+  if (res.body === '' || st < 200 || st === 204 || st === 304 || res.headers.has('Content-Type')) return;
+  res.headers.push('Content-Type', 'text/plain; charset=utf-8');
 }
 
 const WIRE = Object.freeze({}) as unknown as Body;

@@ -210,7 +210,8 @@ export class H2ClientSession implements ClientSession {
       // GOAWAY arrived or the session died between the pool's check and here: nothing was sent.
       return Promise.reject(unprocessed(err instanceof Error ? err : new ProtocolError(String(err))));
     }
-    this.active++;
+    // A session with streams in flight keeps the process alive; an idle one does not (streamClosed).
+    if (this.active++ === 0) this.session.ref();
     this.clearPing();
     const t = options ?? NO_TIMEOUTS;
     const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true, hasBody || trailers);
@@ -258,6 +259,7 @@ export class H2ClientSession implements ClientSession {
     this.active--;
     if (this.active === 0) {
       this.idleSince = performance.now();
+      this.session.unref();
       this.armPing();
     }
   }

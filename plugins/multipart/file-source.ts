@@ -5,6 +5,7 @@
  * lands in the sender's buffer with no per-chunk allocation (a ReadStream allocates a fresh
  * 64 KiB Buffer per read, which is what made a large upload's memory churn).
  */
+import { Buffer } from 'node:buffer';
 import { ReadStream, closeSync, openSync, readSync, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 

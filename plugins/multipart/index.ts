@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
-import { AbstractBody, ArgumentError, Headers, ParseError, checkFieldValue, isToken } from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Headers, ParseError, adoptStreamErrors, checkFieldValue, isToken } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -189,6 +189,9 @@ export class Form extends AbstractBody {
         this.segments.push(head, b);
         total += head.length + b.length;
       } else {
+        // Its errors surface when the form reads it, not as an unhandled 'error' event before
+        // (a missing file fails at once; a replaced ReadStream may still fail to open).
+        adoptStreamErrors(d);
         // An unread fs.ReadStream becomes a sized file part; any other stream keeps the length unknown.
         const file = FileSource.from(d);
         if (file !== null) {

@@ -4,16 +4,18 @@
  * `defaultQuery`, `defaultBasicauth`, default call options) with per-call options winning.
  * Against the project's server (and a raw server where the wire matters).
  */
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Readable, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { ArgumentError, BytesBody, Client, Headers, Response, StatusError, Transport, type Request } from '../../../kernel/index.js';
-import { newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, type RawRequest } from './helpers.js';
+import { newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, trackChild, type RawRequest } from './helpers.js';
 
 interface Seen {
   method: string;
@@ -129,6 +131,46 @@ describe('request bodies', () => {
     ]);
   });
 
+  it('json: JSON.stringify(value) with Content-Type application/json, on every verb and request()', async () => {
+    const s = await recorder();
+    const value = { name: 'ä', list: [1, 2], nested: { ok: true } };
+    await HTTP.post(`${s.origin}/j`, { json: value });
+    await HTTP.put(`${s.origin}/j`, { json: [1, 'two'] });
+    await HTTP.patch(`${s.origin}/j`, null, undefined, { json: 'text' });
+    await HTTP.request('QUERY', `${s.origin}/j`, { json: null });
+    await newClient().post(`${s.origin}/j`, { json: 0 });
+    expect(s.seen.map((x) => x.body.toString())).toEqual([JSON.stringify(value), '[1,"two"]', '"text"', 'null', '0']);
+    for (const x of s.seen) expect(x.headers.get('Content-Type')).toBe('application/json');
+    expect(s.seen[0]!.headers.get('Content-Length')).toBe(String(Buffer.byteLength(JSON.stringify(value))));
+    // The response side: res.json<T>() parses a received body.
+    const echo = await startServer((req) => new Response(200, req.body as Uint8Array));
+    const got = (await HTTP.post(`${echo.origin}/`, { json: value })).json<typeof value>();
+    expect(got.nested.ok).toBe(true);
+  });
+
+  it('json keeps a Content-Type the caller set', async () => {
+    const s = await recorder();
+    await HTTP.post(`${s.origin}/j`, { json: { a: 1 }, headers: { 'Content-Type': 'application/merge-patch+json' } });
+    expect(s.seen[0]!.headers.get('Content-Type')).toBe('application/merge-patch+json');
+    expect(s.seen[0]!.body.toString()).toBe('{"a":1}');
+  });
+
+  it('json with body, json in open(), and a value with no JSON form are ArgumentErrors; nothing is sent', async () => {
+    const s = await recorder();
+    const both = await rejection(HTTP.post(`${s.origin}/j`, { json: { a: 1 }, body: 'x' }));
+    expect(both).toBeInstanceOf(ArgumentError);
+    expect(both.message).toMatch(/json and body cannot be combined/);
+    expect(await rejection(HTTP.post(`${s.origin}/j`, { 'Content-Type': 'text/plain' }, 'x', { json: 1 }))).toBeInstanceOf(ArgumentError);
+    expect(await rejection(HTTP.open('POST', `${s.origin}/j`, () => undefined, { json: 1 }))).toBeInstanceOf(ArgumentError);
+    const fn = await rejection(HTTP.post(`${s.origin}/j`, { json: () => 1 }));
+    expect(fn).toBeInstanceOf(ArgumentError);
+    expect(fn.message).toMatch(/function has no JSON form/);
+    const big = await rejection(HTTP.post(`${s.origin}/j`, { json: { n: 1n } }));
+    expect(big).toBeInstanceOf(ArgumentError);
+    expect(big.message).toMatch(/BigInt/);
+    expect(s.seen).toHaveLength(0);
+  });
+
   it('URLSearchParams is sent form-urlencoded; a caller Content-Type is kept', async () => {
     const s = await recorder();
     await HTTP.post(`${s.origin}/usp`, { body: new URLSearchParams([['k', 'v 1'], ['k', 'v2']]) });
@@ -237,9 +279,8 @@ describe('responseStream', () => {
     const res = await HTTP.get(`${s.origin}/big`, { responseStream: sink });
     expect(res.status).toBe(200);
     expect(res.body).toBeNull();
-    expect(sink.writableEnded).toBe(false); // the caller owns the sink
-    // Chunks the sink buffered reach its write() once it is ended and flushed.
-    await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    // As stream.pipeline does: the sink is ended, and the call resolved after its 'finish'.
+    expect(sink.writableFinished).toBe(true);
     const got = Buffer.concat(chunks);
     expect(got.length).toBe(data.length);
     expect(sha(got)).toBe(sha(data));
@@ -255,7 +296,7 @@ describe('responseStream', () => {
         cb();
       },
     });
-    const res = await HTTP.get(`${s.origin}/chunked`, { responseStream: sink });
+    const res = await HTTP.get(`${s.origin}/chunked`, { responseStream: { stream: sink, end: false } });
     expect(res.body).toBeNull();
     expect(Buffer.concat(parts).equals(Buffer.alloc(300_000, 7))).toBe(true);
     parts.length = 0;
@@ -263,6 +304,89 @@ describe('responseStream', () => {
     expect(r2.status).toBe(204);
     expect(r2.body).toBeNull();
     expect(parts).toHaveLength(0);
+    expect(sink.writableFinished).toBe(true);
+  });
+
+  it('into a file: the file is complete and closed when the call resolves', async () => {
+    const data = randomBytes(1024 * 1024 + 5);
+    const s = await startServer(() => new Response(200, data));
+    const file = await tempFile(new Uint8Array(0));
+    const sink = createWriteStream(file);
+    await HTTP.get(`${s.origin}/file`, { responseStream: sink });
+    expect(sink.closed).toBe(true);
+    expect(sha(await readFile(file))).toBe(sha(data));
+  });
+
+  it('process.stdout is never ended (the script prints after the call)', async () => {
+    const script = `
+      import * as HTTP from './index.ts';
+      const s = await HTTP.serve(() => new HTTP.Response(200, 'body\\n'), { host: '127.0.0.1', port: 0 });
+      await HTTP.get('http://127.0.0.1:' + s.port + '/', { responseStream: process.stdout });
+      console.log('after');
+      await s.close();`;
+    const root = fileURLToPath(new URL('../../..', import.meta.url));
+    const child = trackChild(spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(err).toBe('');
+    expect(out).toBe('body\nafter\n');
+    expect(code).toBe(0);
+  });
+
+  it('end: false leaves the sink open across calls; the caller ends it', async () => {
+    const s = await startServer((req) => new Response(200, req.target));
+    const parts: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        parts.push(chunk.toString());
+        cb();
+      },
+    });
+    await HTTP.get(`${s.origin}/one`, { responseStream: { stream: sink, end: false } });
+    await HTTP.get(`${s.origin}/two`, { responseStream: { stream: sink, end: false } });
+    expect(sink.writableEnded).toBe(false);
+    expect(parts.join('')).toBe('/one/two');
+    sink.end();
+  });
+
+  it('a call that fails mid-body destroys the sink with the error (end: false leaves it alone)', async () => {
+    const raw = await rawServer((sock) => {
+      readRequests(sock, () => {
+        // Promises 100 bytes, sends 5, and closes.
+        sock.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhello');
+      });
+    });
+    const sink = new Writable({ write: (_c, _e, cb) => cb() });
+    const err = await rejection(newClient().get(`${raw.origin}/cut`, { responseStream: sink }));
+    expect(sink.destroyed).toBe(true);
+    expect(sink.errored).toBe(err);
+    const owned = new Writable({ write: (_c, _e, cb) => cb() });
+    await rejection(newClient().get(`${raw.origin}/cut`, { responseStream: { stream: owned, end: false } }));
+    expect(owned.destroyed).toBe(false);
+    owned.end();
+  });
+
+  it('a call that fails before the response destroys the sink too', async () => {
+    const raw = await rawServer((sock) => sock.destroy());
+    const sink = new Writable({ write: (_c, _e, cb) => cb() });
+    await rejection(newClient().get(`${raw.origin}/refused`, { responseStream: sink }));
+    expect(sink.destroyed).toBe(true);
+  });
+
+  it('a sink that fails while the body is written rejects the call with its error (no hang, no unhandled error event)', async () => {
+    const s = await startServer(() => new Response(200, new BytesBody(Buffer.alloc(1024 * 1024, 1))));
+    // Fails after the write was taken (write() said true): the error comes while the call waits for more body.
+    const sink = new Writable({
+      highWaterMark: 8 * 1024 * 1024,
+      write: (_c, _e, cb) => setImmediate(() => cb(new Error('disk full'))),
+    });
+    const err = await rejection(HTTP.get(`${s.origin}/big`, { responseStream: sink }));
+    expect(err.message).toBe('disk full');
+    // The connection was not left half-read in the pool: the server still answers.
+    expect((await HTTP.get(`${s.origin}/again`)).status).toBe(200);
   });
 
   it('a buffered chunked response keeps its trailers on response.trailers', async () => {
@@ -285,6 +409,9 @@ describe('responseStream', () => {
   it('a responseStream that is not a Writable is an ArgumentError', async () => {
     const s = await recorder();
     expect(await rejection(HTTP.get(`${s.origin}/`, { responseStream: {} as Writable }))).toBeInstanceOf(ArgumentError);
+    const sink = new Writable({ write: (_c, _e, cb) => cb() });
+    expect(await rejection(HTTP.get(`${s.origin}/`, { responseStream: { stream: sink, end: 'no' as unknown as boolean } }))).toBeInstanceOf(ArgumentError);
+    expect(await rejection(HTTP.get(`${s.origin}/`, { responseStream: { stream: sink, close: false } as never }))).toBeInstanceOf(ArgumentError);
   });
 });
 

@@ -320,7 +320,8 @@ describe('Response: construction forms', () => {
 
   it('(status, headers object, body)', () => {
     const res = new Response(200, { 'X-A': '1' }, 'x');
-    expect(pairs(res.headers)).toEqual([['X-A', '1']]);
+    // A text body without a type of its own is text/plain (see "Response: default Content-Type").
+    expect(pairs(res.headers)).toEqual([['X-A', '1'], ['Content-Type', 'text/plain; charset=utf-8']]);
     expect(res.body).toBe('x');
   });
 
@@ -333,7 +334,7 @@ describe('Response: construction forms', () => {
 
   it('(status, null headers, body)', () => {
     const res = new Response(200, null, 'x');
-    expect(res.headers.size).toBe(0);
+    expect(pairs(res.headers)).toEqual([['Content-Type', 'text/plain; charset=utf-8']]);
     expect(res.body).toBe('x');
   });
 
@@ -408,6 +409,64 @@ describe('Response: construction forms', () => {
     expect(res.contentLength).toBe(9);
     res.setBody(new BytesBody('x'));
     expect(res.contentLength).toBe(-1);
+  });
+});
+
+describe('Response: default Content-Type', () => {
+  it('a text body without a Content-Type gets text/plain; charset=utf-8, in every construction form and setBody', () => {
+    const T = 'text/plain; charset=utf-8';
+    expect(new Response(200, 'hi').headers.get('Content-Type')).toBe(T);
+    expect(new Response('hi').headers.get('Content-Type')).toBe(T);
+    expect(new Response(404, { body: 'missing' }).headers.get('Content-Type')).toBe(T);
+    expect(new Response(500, [['X-A', '1']], 'oops').headers.get('Content-Type')).toBe(T);
+    const later = new Response(200);
+    expect(later.headers.has('Content-Type')).toBe(false);
+    later.setBody('now text');
+    expect(later.headers.get('Content-Type')).toBe(T);
+  });
+
+  it('a type given is kept (in any spelling); bytes, streamed and empty bodies get none', () => {
+    expect(new Response(200, { 'content-type': 'text/html' }, '<p>').headers.getAll('Content-Type')).toEqual(['text/html']);
+    expect(new Response(200, new Uint8Array([1])).headers.has('Content-Type')).toBe(false);
+    expect(new Response(200, new BytesBody('streamed')).headers.has('Content-Type')).toBe(false);
+    expect(new Response(200, '').headers.has('Content-Type')).toBe(false);
+    expect(new Response(200, null).headers.has('Content-Type')).toBe(false);
+  });
+
+  it('no type on statuses without content: 1xx, 204, 304 (a 304 updates a cache\'s stored fields)', () => {
+    for (const st of [103, 204, 304]) expect(new Response(st, 'ignored').headers.has('Content-Type')).toBe(false);
+  });
+});
+
+describe('Response.json (static) and response.json() (instance)', () => {
+  it('builds a 200 with the JSON text and Content-Type application/json', () => {
+    const r = Response.json({ id: 7, tags: ['a'] });
+    expect(r.status).toBe(200);
+    expect(r.body).toBe('{"id":7,"tags":["a"]}');
+    expect(r.headers.get('Content-Type')).toBe('application/json');
+    expect(r.contentLength).toBe(21);
+    // The instance method of the same name parses it back, typed.
+    expect(r.json<{ id: number }>().id).toBe(7);
+  });
+
+  it('takes a status and the other options; a Content-Type given is kept', () => {
+    const r = Response.json([1], { status: 201, headers: { 'Content-Type': 'application/problem+json', 'X-A': '1' }, reason: 'Made' });
+    expect(r.status).toBe(201);
+    expect(r.reason).toBe('Made');
+    expect(r.headers.getAll('Content-Type')).toEqual(['application/problem+json']);
+    expect(r.headers.get('X-A')).toBe('1');
+    expect(Response.json(null).body).toBe('null');
+  });
+
+  it('a value with no JSON form, a bad status, or a body in init is an ArgumentError', () => {
+    expect(() => Response.json(undefined)).toThrow(ArgumentError);
+    expect(() => Response.json(Symbol('x'))).toThrow(/symbol has no JSON form/);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(() => Response.json(cyclic)).toThrow(ArgumentError);
+    expect(() => Response.json(1, { status: 42 })).toThrow(ArgumentError);
+    expect(() => Response.json(1, { body: 'x' } as never)).toThrow(/takes no body/);
+    expect(() => Response.json(1, null as never)).toThrow(ArgumentError);
   });
 });
 
