@@ -12,12 +12,11 @@ import {
   Client,
   isHeadersValue,
   createKernel,
+  setDefaultClientKernel,
   type CallOptions,
   type ClientStream,
-  type HeadersInit,
-  type VerbHeaders,
+  type Verb,
   type Request,
-  type RequestBody,
   type Response,
   listen as kernelListen,
   serve as kernelServe,
@@ -38,8 +37,9 @@ let defaultKernel: Kernel | null = null;
 export function getDefaultKernel(): Kernel {
   return (defaultKernel ??= createKernel().register(presets.defaults));
 }
-// WebSockets calls given no kernel use this one too (the plugin cannot import the top level).
+// WebSockets calls and clients given no kernel use this one too (neither can import the top level).
 setDefaultWebSocketKernel(getDefaultKernel);
+setDefaultClientKernel(getDefaultKernel);
 
 /**
  * Starts a server for a request handler on the default kernel (or `options.kernel`) and
@@ -89,42 +89,35 @@ export function dispatch(req: Request, options?: CallOptions): Promise<Response>
   return call(() => pick(options).dispatch(req, options));
 }
 
-type Verb = {
-  (url: string | URL, options?: CallOptions): Promise<Response>;
-  (url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
-};
+/** Client methods of the verbs, by name. */
+type VerbName = 'get' | 'head' | 'query' | 'post' | 'put' | 'patch' | 'delete' | 'options';
 
-function verb(method: string): Verb {
-  return ((url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> => {
-    const o: CallOptions = c !== undefined || b !== undefined || (a !== undefined && !isOptions(a))
-      ? { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody }
-      : ((a as CallOptions | undefined) ?? {});
-    return call(() => pick(o).request(method, url, o));
-  }) as Verb;
-}
-
-function isOptions(a: unknown): boolean {
-  // (url, options): a plain object; (url, headers, …): a Headers, pairs or a Map, or a plain
-  // object followed by a body or options.
-  return typeof a === 'object' && a !== null && !isHeadersValue(a);
+function verb(name: VerbName): Verb {
+  return (url: string | URL, ...rest: unknown[]): Promise<Response> =>
+    call(() => {
+      // The options are the second argument of (url, options), the fourth of (url, headers, body, options).
+      const o = (rest.length <= 1 && !isHeadersValue(rest[0]) ? rest[0] : rest[2]) as CallOptions | undefined;
+      const client = pick(typeof o === 'object' && o !== null ? o : undefined);
+      return (client[name] as (url: string | URL, ...rest: unknown[]) => Promise<Response>)(url, ...rest);
+    });
 }
 
 /** GET `url`. */
-export const get: Verb = verb('GET');
+export const get: Verb = verb('get');
 /** HEAD `url`. */
-export const head: Verb = verb('HEAD');
+export const head: Verb = verb('head');
 /** QUERY `url` (RFC 10008). */
-export const query: Verb = verb('QUERY');
+export const query: Verb = verb('query');
 /** POST `url`. */
-export const post: Verb = verb('POST');
+export const post: Verb = verb('post');
 /** PUT `url`. */
-export const put: Verb = verb('PUT');
+export const put: Verb = verb('put');
 /** PATCH `url`. */
-export const patch: Verb = verb('PATCH');
+export const patch: Verb = verb('patch');
 /** DELETE `url` (exported as `delete`). */
-export const del: Verb = verb('DELETE');
+export const del: Verb = verb('delete');
 /** OPTIONS `url`. */
-export const options: Verb = verb('OPTIONS');
+export const options: Verb = verb('options');
 export { del as delete };
 
 /** Closes a client: later calls through it throw `ArgumentError`. */

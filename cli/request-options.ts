@@ -4,14 +4,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { ConnectionOptions } from 'node:tls';
+import { isToken } from '../kernel/index.js';
 import { UsageError } from './errors.js';
-
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
-/** True for an RFC 9110 token (a method, a header name). */
-export function isToken(s: string): boolean {
-  return TOKEN.test(s);
-}
 
 /** `-H 'Name: value'` values as pairs; a malformed one is a usage error. */
 export function parseHeaders(list: readonly string[], command: string): [string, string][] {

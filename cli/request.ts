@@ -26,7 +26,7 @@
  */
 import { constants, ftruncateSync, type WriteStream } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
-import { ArgumentError, Client, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
+import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
 import type { CookieJar } from '../plugins/index.js';
 import { intOption, parseArgs, type OptionSpec } from './args.js';
 import { BodySink } from './body-sink.js';
@@ -36,7 +36,7 @@ import { formatHelp } from './help.js';
 import { writeOut, type Io } from './io.js';
 import { ProgressBar } from './progress.js';
 import { buildBody } from './request-body.js';
-import { isToken, parseHeaders, tlsOptions } from './request-options.js';
+import { parseHeaders, tlsOptions } from './request-options.js';
 import { bootKernel, requirePlugin } from './stack.js';
 
 /** The request commands and their methods. */

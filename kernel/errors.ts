@@ -146,12 +146,54 @@ export class DNSError extends HTTPError {
   }
 }
 
+/**
+ * Node's codes for a peer certificate that did not verify (chain, trust, name or dates), as
+ * opposed to a handshake that failed for another reason (protocol, cipher, a reset).
+ */
+const CERTIFICATE_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_REVOKED',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
 /** A TLS handshake failed, other than by timeout. */
 export class TLSHandshakeError extends HTTPError {
   /** Always `SWY_ERR_TLS_HANDSHAKE`. */
   readonly code = 'SWY_ERR_TLS_HANDSHAKE';
+  /**
+   * When the server's certificate did not verify, Node's code for why
+   * (`DEPTH_ZERO_SELF_SIGNED_CERT`, `CERT_HAS_EXPIRED`, `ERR_TLS_CERT_ALTNAME_INVALID`, …);
+   * null when the handshake failed for another reason. A program (or a command line) can
+   * tell the user how to trust that certificate when it is set.
+   */
+  readonly certificateError: string | null;
   constructor(cause: unknown) {
-    super(`TLS handshake failed: ${describe(cause)}`, { cause });
+    const c = (cause as { code?: unknown } | null)?.code;
+    const cert = typeof c === 'string' && CERTIFICATE_CODES.has(c) ? c : null;
+    const fix =
+      cert === null
+        ? ''
+        : cert === 'ERR_TLS_CERT_ALTNAME_INVALID' || cert === 'HOSTNAME_MISMATCH'
+          ? "; the certificate is for another name: connect by a name it lists, or set tlsConfig: { servername } (tls: { servername } for WebSockets.open) to the name it lists"
+          : cert === 'CERT_HAS_EXPIRED' || cert === 'CERT_NOT_YET_VALID'
+            ? '; the certificate is outside its validity dates (check the server certificate, and this machine\'s clock)'
+            : "; the server's certificate is not signed by a CA this client trusts: pass that CA's certificate as tlsConfig: { ca } (tls: { ca } for WebSockets.open), or for a test only turn checking off with tlsConfig: { rejectUnauthorized: false }";
+    super(`TLS handshake failed: ${describe(cause)}${fix}`, { cause });
+    this.certificateError = cert;
   }
 }
 

@@ -9,6 +9,11 @@ export { createKernel, Kernel, type KernelOptions, type KernelState, type CloseH
 export {
   definePlugin,
   isPlugin,
+  checkPluginOptions,
+  callOptionOwner,
+  OptionChecks,
+  type OptionCheck,
+  type CallOptionOwner,
   type Plugin,
   type AnyPlugin,
   type PluginList,
@@ -17,6 +22,7 @@ export {
   type RegisterResult,
 } from './plugin.js';
 export { Stage, type StageName } from './stages.js';
+export { checkOptionKeys, optionHint, suggestOption, unknownOptionError } from './option-keys.js';
 export {
   tapErrorInfo,
   type TapErrorInfo,

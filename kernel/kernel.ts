@@ -64,6 +64,8 @@ export class Kernel {
   /** Top-level registrations, ordered by dependencies and handed to avvio at `ready()`. */
   #pending: PluginEntry[] = [];
   #loaded = new Set<string>();
+  /** Names of every plugin registered (loaded or waiting to load). */
+  #registered = new Set<string>();
   #order: string[] = [];
   /** Name of the plugin whose `register()` is running (avvio loads one at a time). */
   #booting: string | null = null;
@@ -118,6 +120,14 @@ export class Kernel {
   }
 
   /**
+   * True when a plugin of this name is loaded or registered to load at `ready()` (a plugin that
+   * another registers from inside its own `register()` counts once it loads).
+   */
+  isRegistered(name: string): boolean {
+    return this.#registered.has(name);
+  }
+
+  /**
    * Adds a plugin, or a list of plugins (a preset, possibly nested). Nothing loads yet:
    * `ready()` loads everything registered before it, ordered by `dependencies` and
    * otherwise in registration order. Inside a plugin's `register()` it registers a nested
@@ -131,6 +141,7 @@ export class Kernel {
     const entries = toEntries(plugin, rest[0], rest.length > 0);
     if (this.#state === 'idle') {
       this.#pending.push(...entries);
+      for (const e of entries) this.#registered.add(e.plugin.name);
     } else if (this.#bootRunning) {
       if (this.#booting === null) {
         throw new ArgumentError("kernel.register() while ready() is running: register plugins before calling ready(), or from inside a plugin's register()");
@@ -166,7 +177,10 @@ export class Kernel {
    */
   close(): Promise<void> {
     if (this.#closePromise === null) {
-      if (this.#state === 'idle') this.#pending = [];
+      if (this.#state === 'idle') {
+        this.#pending = [];
+        this.#registered.clear();
+      }
       this.#state = 'closing';
       // A boot in progress keeps its table open until it ends (plugins still loading tap).
       if (!this.#bootRunning) this.#closeTable();
@@ -275,6 +289,7 @@ export class Kernel {
 
   /** Hands one plugin to avvio, wrapped in an avvio plugin function. */
   #use({ plugin, options }: PluginEntry): void {
+    this.#registered.add(plugin.name);
     // Options travel in the closure, not through avvio, which would call a function-valued
     // options object and default a missing one.
     const fn = (): Promise<void> => this.#load(plugin, options);

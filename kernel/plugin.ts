@@ -7,7 +7,14 @@
  */
 import { ArgumentError, PluginError } from './errors.js';
 import type { Kernel } from './kernel.js';
+import { checkOptionKeys } from './option-keys.js';
 import { kPlugin } from './symbols.js';
+
+/**
+ * Checks one value of a plugin's call option: null when it is good, else what the option
+ * takes, as the end of a sentence (`'an integer >= 0'`, `'a CookieJar or false'`).
+ */
+export type OptionCheck = (value: unknown) => string | null;
 
 /** What a plugin's `register` may return: nothing, or a promise the kernel awaits before the next plugin. */
 export type RegisterResult = void | Promise<void>;
@@ -24,6 +31,15 @@ export interface PluginDefinition<Options> {
    * There is no `done` callback: return a promise instead.
    */
   register(kernel: Kernel, options: Options): RegisterResult;
+  /**
+   * The call options this plugin reads (per call, and as `Client` defaults; typed by declaration
+   * merging on `CallOptions` and `ClientOptions`), each with its {@link OptionCheck}. The kernel
+   * knows them as soon as the plugin is defined, loaded into a kernel or not: `new Client()` and
+   * every call check their values, and a client whose kernel lacks the plugin refuses them with
+   * an `ArgumentError` naming it (`cookiejar needs the cookies plugin`). A name the kernel or
+   * another plugin already reads is refused.
+   */
+  readonly callOptions?: Readonly<Record<string, OptionCheck>>;
 }
 
 /** A plugin made by {@link definePlugin}; `Options` is what `kernel.register(plugin, options)` takes. */
@@ -65,10 +81,11 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   if (typeof definition !== 'object' || definition === null) {
     throw new ArgumentError(`definePlugin() takes { name, dependencies?, register }, got ${describe(definition)}`);
   }
-  const { name, dependencies = [], register } = definition;
+  const { name, dependencies = [], register, callOptions } = definition;
   if (typeof name !== 'string' || name.trim() === '' || name.trim() !== name) {
     throw new ArgumentError(`definePlugin(): name must be a non-empty string without surrounding spaces, got ${describe(name)}`);
   }
+  checkOptionKeys(definition, DEFINITION_KEYS, `definePlugin('${name}')`);
   if (!Array.isArray(dependencies) || !dependencies.every((d) => typeof d === 'string' && d !== '')) {
     throw new ArgumentError(`definePlugin('${name}'): dependencies must be an array of plugin names`);
   }
@@ -83,6 +100,7 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
     // written for that style would hang until the timeout. Say so now.
     throw new ArgumentError(`definePlugin('${name}'): register takes (kernel, options); there is no done callback, return a promise instead`);
   }
+  if (callOptions !== undefined) declareCallOptions(name, callOptions);
   return Object.freeze({
     name,
     dependencies: Object.freeze([...dependencies]),
@@ -91,6 +109,81 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
     [kPlugin]: true as const,
   });
 }
+
+const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions']);
+
+/** The plugin that reads a call option, and its check. */
+export interface CallOptionOwner {
+  /** The plugin's name. */
+  readonly plugin: string;
+  /** Checks a value of the option. */
+  readonly check: OptionCheck;
+}
+
+/** Every plugin call option defined so far (in this process), by name. */
+const callOptionOwners = new Map<string, CallOptionOwner>();
+/** Names the kernel reads itself; set by the client's options module (kept here so this file needs nothing of the client). */
+let kernelCallOptions: ReadonlySet<string> = new Set();
+
+/** @internal The kernel's own call option names, which no plugin may claim. */
+export function setKernelCallOptions(names: ReadonlySet<string>): void {
+  kernelCallOptions = names;
+}
+
+function declareCallOptions(plugin: string, table: Readonly<Record<string, OptionCheck>>): void {
+  if (typeof table !== 'object' || table === null) throw new ArgumentError(`definePlugin('${plugin}'): callOptions must be an object of { name: check }`);
+  for (const [key, check] of Object.entries(table)) {
+    if (typeof check !== 'function') throw new ArgumentError(`definePlugin('${plugin}'): callOptions.${key} must be a check function (value) => string | null`);
+    if (kernelCallOptions.has(key)) throw new ArgumentError(`definePlugin('${plugin}'): the call option ${JSON.stringify(key)} is the kernel's own; pick another name`);
+    const owner = callOptionOwners.get(key);
+    // The same plugin defined again (a second copy of its module) takes its name over.
+    if (owner !== undefined && owner.plugin !== plugin) {
+      throw new ArgumentError(`definePlugin('${plugin}'): the call option ${JSON.stringify(key)} belongs to plugin "${owner.plugin}"; pick another name`);
+    }
+    callOptionOwners.set(key, Object.freeze({ plugin, check }));
+  }
+}
+
+/** The plugin that reads call option `key` (of every plugin defined so far), or undefined. */
+export function callOptionOwner(key: string): CallOptionOwner | undefined {
+  return callOptionOwners.get(key);
+}
+
+/** Names of every plugin call option defined so far (for suggestions). */
+export function pluginCallOptionNames(): Iterable<string> {
+  return callOptionOwners.keys();
+}
+
+/**
+ * Checks a plugin's own options object (what `kernel.register(plugin, options)` passed) against
+ * a table of {@link OptionCheck}s, typically the plugin's `callOptions`: not an object, an
+ * unknown name (with the nearest valid one) or a bad value is an `ArgumentError` starting
+ * with `where` (`register(retries, …)`).
+ */
+export function checkPluginOptions(options: unknown, table: Readonly<Record<string, OptionCheck>>, where: string): void {
+  if (typeof options !== 'object' || options === null) throw new ArgumentError(`${where}: options must be an object, got ${describe(options)}`);
+  checkOptionKeys(options, new Set(Object.keys(table)), where);
+  for (const [key, check] of Object.entries(table)) {
+    const v = (options as Record<string, unknown>)[key];
+    if (v === undefined) continue;
+    const expected = check(v);
+    if (expected !== null) throw new ArgumentError(`${where}: ${key} must be ${expected}, got ${describe(v)}`);
+  }
+}
+
+/** Ready-made {@link OptionCheck}s for the common kinds of option values. */
+export const OptionChecks = Object.freeze({
+  /** `true` or `false`. */
+  boolean: ((v) => (typeof v === 'boolean' ? null : 'a boolean (true or false)')) as OptionCheck,
+  /** A function. */
+  function: ((v) => (typeof v === 'function' ? null : 'a function')) as OptionCheck,
+  /** An integer of at least `min`. */
+  integer: (min: number): OptionCheck => (v) => (typeof v === 'number' && Number.isInteger(v) && v >= min ? null : `an integer >= ${min}`),
+  /** A finite number of milliseconds, 0 or more. */
+  milliseconds: ((v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number of milliseconds >= 0')) as OptionCheck,
+  /** An instance of `type` (named `name` in the message). */
+  instance: (type: abstract new (...args: never[]) => unknown, name: string): OptionCheck => (v) => (v instanceof type ? null : `a ${name}`),
+});
 
 /** True when `value` is a plugin made by {@link definePlugin} (of any copy of switchyard). */
 export function isPlugin(value: unknown): value is AnyPlugin {

@@ -74,8 +74,9 @@ async function make(name: string): Promise<Made> {
   const u = new URL(URL_);
   switch (name) {
     case 'switchyard': {
-      const { Client } = await import('../../kernel/index.js');
-      const client = new Client();
+      // The kernel alone, no plugins (a Client given no kernel runs on the default plugins once the top-level entry is loaded).
+      const { Client, createKernel } = await import('../../kernel/index.js');
+      const client = new Client({ kernel: createKernel() });
       return {
         version: 'local',
         one: async () => {

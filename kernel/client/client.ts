@@ -6,6 +6,8 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import { ArgumentError, StatusError } from '../errors.js';
+import { describe } from '../plugin.js';
+import { urlHint } from '../message/uri.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import { AbstractBody, bodyLength, readAll, type Body } from '../message/body.js';
@@ -16,10 +18,10 @@ import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
 import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
-import { checkCallOptions, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import { checkCallOptions, checkCallOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { abandonSink, writeToSink } from './response-sink.js';
-import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, toMessageBody } from './request-body.js';
+import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
 import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
@@ -27,11 +29,15 @@ import { Transport, type Origin, type TransportOptions } from './transport.js';
  * Call options a {@link Client} takes as defaults for every call: all but the ones that only
  * make sense per call.
  */
-export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'json' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth'>;
+export type ClientCallDefaults = Omit<CallOptions, 'headers' | 'body' | 'json' | 'query' | 'context' | 'signal' | 'responseStream' | 'basicauth' | 'client'>;
 
 /** Options of {@link Client}. Call options (and plugin keys: `cookiejar`, `retryBucket`, …) are defaults for every call. */
 export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<TransportOptions, 'idleTimeout'> {
-  /** A booted (or bootable) kernel whose client hooks this client runs; none means no plugins. */
+  /**
+   * A booted (or bootable) kernel whose client hooks this client runs. None: the default
+   * kernel (`presets.defaults`, booted at the first call) when the top-level `switchyard`
+   * entry is loaded; a program that imports only `switchyard/kernel` gets no plugins.
+   */
   kernel?: Kernel;
   /**
    * The connection pool; a new one by default (made from the transport options here). With a
@@ -48,6 +54,25 @@ export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<
   defaultBasicauth?: readonly [string, string];
   // Plugins add their options (defaults for every call) by declaration merging, as
   // plugins/options.ts does: no index signature, so a misspelt option is a type error.
+}
+
+/** Call options that only make sense per call, so a `Client` does not take them. */
+const PER_CALL_ONLY = new Set(['headers', 'body', 'json', 'query', 'context', 'signal', 'responseStream', 'basicauth', 'client']);
+/** The names `new Client()` reads itself (plugins' options are checked through their plugins). */
+const CLIENT_OPTIONS: ReadonlySet<string> = new Set([
+  ...[...KERNEL_CALL_OPTIONS].filter((k) => !PER_CALL_ONLY.has(k)),
+  'kernel', 'transport', 'defaultHeaders', 'defaultQuery', 'defaultBasicauth', 'maxIdlePerHost', 'maxIdleTotal', 'tlsConfig', 'localAddr', 'preferHttp2',
+]);
+const CLIENT_HEADERS_HINT = 'headers for every call go in { defaultHeaders: { … } }';
+
+let defaultKernel: (() => Kernel) | null = null;
+
+/**
+ * Sets the kernel a `Client` made without one runs on (the top-level entry sets its lazily
+ * booted default kernel; a plugin-free program that imports only the kernel sets none).
+ */
+export function setDefaultClientKernel(get: (() => Kernel) | null): void {
+  defaultKernel = get;
 }
 
 const kAttempt = Symbol.for('switchyard.attempt');
@@ -102,17 +127,25 @@ export class Client {
   /** Negotiate HTTP/2 on secure connections: the client's `preferHttp2`, else its transport's. */
   readonly preferHttp2: boolean;
 
-  /** A client; with `kernel`, the kernel's plugins run on every call. */
+  /**
+   * A client. Its plugins are `kernel`'s; without one, the default kernel's (every plugin of
+   * `presets.defaults`, booted at the first call) when the top-level `switchyard` entry is
+   * loaded, else none. Options are checked here: an unknown name, a bad value, or a plugin's
+   * option the kernel does not have is an `ArgumentError`.
+   */
   constructor(options: ClientOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Client options must be an object');
-    const { kernel, transport, defaultHeaders, defaultQuery, defaultBasicauth, maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2, ...rest } = options;
-    if (kernel !== undefined && (typeof kernel !== 'object' || kernel === null || !('hooks' in kernel))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
+    const { kernel: given, transport, defaultHeaders, defaultQuery, defaultBasicauth, maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2, ...rest } = options;
+    if (given !== undefined && (typeof given !== 'object' || given === null || !('hooks' in given))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
     if (transport !== undefined && !(transport instanceof Transport)) throw new ArgumentError('transport must be a Transport');
-    this.kernel = kernel ?? null;
+    const kernel = given ?? defaultKernel?.() ?? null;
+    this.kernel = kernel;
     this.plain = this.kernel === null;
     if (this.kernel !== null && this.kernel.state === 'ready') this.setHooks(this.kernel.tapped.client);
     this.ownsTransport = transport === undefined;
     if (transport !== undefined) refuseConnectionOptions({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr });
+    // Names first: a misspelt option is named before any of its neighbours' values is judged.
+    checkCallOptionNames(rest, 'new Client()', kernel, CLIENT_OPTIONS, CLIENT_HEADERS_HINT);
     this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2 });
     if (preferHttp2 !== undefined && typeof preferHttp2 !== 'boolean') throw new ArgumentError('preferHttp2 must be a boolean');
     // The client's own choice wins over the transport's default, per request (see planOf).
@@ -125,11 +158,26 @@ export class Client {
     // requests, over whatever transport. A policy given only to a shared Transport still counts
     // as the client's (the proxy plugin reads it from the call options, to forward plain http
     // rather than tunnel it); `proxy: null` (direct) on the client wins over it.
-    const own: CallOptions = { connectTimeout: 30_000, proxy: proxy !== undefined ? proxy : this.transport.proxy };
+    const own: CallOptions = { connectTimeout: 30_000 };
+    const policy = proxy !== undefined ? proxy : this.transport.proxy;
+    if (policy !== undefined) {
+      checkCallOptionNames({ proxy: policy }, proxy === undefined ? 'new Client() (its transport)' : 'new Client()', kernel, CLIENT_OPTIONS);
+      own.proxy = policy;
+    }
     if (maxLineBytes !== undefined) own.maxLineBytes = maxLineBytes;
     if (maxHeaderBytes !== undefined) own.maxHeaderBytes = maxHeaderBytes;
-    checkCallOptions({ ...own, ...rest } as CallOptions, 'new Client()');
+    checkCallOptions({ ...own, ...rest } as CallOptions, 'new Client()', kernel, CLIENT_OPTIONS);
     this.defaults = Object.freeze({ ...own, ...rest }) as CallOptions;
+  }
+
+  /**
+   * Checks call options as a call of this client would (names, values, and the plugins its
+   * kernel has), throwing the `ArgumentError` the call would reject with; `where` starts the
+   * message; `own` are further names the helper reads itself (valid, and offered as near misses).
+   * For helpers that take call options and send later (`sseConnect`).
+   */
+  checkOptions(options: object, where: string, own: readonly string[] = []): void {
+    checkCallOptions(options as CallOptions, where, this.kernel, own.length === 0 ? KERNEL_CALL_OPTIONS : new Set([...KERNEL_CALL_OPTIONS, ...own]));
   }
 
   /** False after {@link Client.close}. */
@@ -157,7 +205,7 @@ export class Client {
     let trace: ((e: ClientEvent) => void) | null;
     try {
       this.check();
-      if (options !== NO_OPTIONS) checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`);
+      if (options !== NO_OPTIONS) checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`, this.kernel);
       o = this.merge(options);
       req = this.buildRequest(method, url, o);
       ctx = this.contextFor(o);
@@ -256,7 +304,7 @@ export class Client {
   async dispatch(request: Request, options: CallOptions = NO_OPTIONS): Promise<Response> {
     this.check();
     if (!(request instanceof Request)) throw new ArgumentError('dispatch(request, options) takes a Request');
-    checkCallOptions(options, 'dispatch()');
+    checkCallOptions(options, 'dispatch()', this.kernel);
     const o = this.merge(options);
     if (request.url === '') throw new ArgumentError('dispatch(): request.url must be the absolute URL to send it to');
     if (request.host === null) request.host = new URL(request.url).host;
@@ -287,7 +335,7 @@ export class Client {
   async open(method: string, url: string | URL, handler: (stream: ClientStream) => unknown, options: CallOptions = NO_OPTIONS): Promise<Response> {
     this.check();
     if (typeof handler !== 'function') throw new ArgumentError('open(method, url, handler, options): handler must be a function');
-    checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`);
+    checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`, this.kernel);
     const o = this.merge(options);
     if (o.body !== undefined || o.json !== undefined) throw new ArgumentError(`open() sends the body the handler writes; do not pass ${o.body !== undefined ? 'body' : 'json'}`);
     const req = this.buildRequest(method, url, o);
@@ -323,53 +371,72 @@ export class Client {
   /** GET. */
   get(url: string | URL, options?: CallOptions): Promise<Response>;
   get(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  get(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   get(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('GET', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('GET', 'get', url, arguments.length, a, b, c);
   }
   /** HEAD. */
   head(url: string | URL, options?: CallOptions): Promise<Response>;
   head(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  head(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   head(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('HEAD', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('HEAD', 'head', url, arguments.length, a, b, c);
   }
   /** QUERY (RFC 10008: a safe, idempotent request with content). */
   query(url: string | URL, options?: CallOptions): Promise<Response>;
   query(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  query(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   query(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('QUERY', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('QUERY', 'query', url, arguments.length, a, b, c);
   }
   /** POST. */
   post(url: string | URL, options?: CallOptions): Promise<Response>;
   post(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  post(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   post(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('POST', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('POST', 'post', url, arguments.length, a, b, c);
   }
   /** PUT. */
   put(url: string | URL, options?: CallOptions): Promise<Response>;
   put(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  put(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   put(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('PUT', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('PUT', 'put', url, arguments.length, a, b, c);
   }
   /** PATCH. */
   patch(url: string | URL, options?: CallOptions): Promise<Response>;
   patch(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  patch(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   patch(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('PATCH', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('PATCH', 'patch', url, arguments.length, a, b, c);
   }
   /** DELETE. */
   delete(url: string | URL, options?: CallOptions): Promise<Response>;
   delete(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  delete(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   delete(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('DELETE', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('DELETE', 'delete', url, arguments.length, a, b, c);
   }
   /** OPTIONS. */
   options(url: string | URL, options?: CallOptions): Promise<Response>;
   options(url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  options(url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
   options(url: string | URL, a?: unknown, b?: unknown, c?: unknown): Promise<Response> {
-    return this.request('OPTIONS', url, verbArgs(arguments.length, a, b, c));
+    return this.verb('OPTIONS', 'options', url, arguments.length, a, b, c);
   }
 
   // ---- internals -----------------------------------------------------------------------------
+
+  /** A verb method's call: its arguments read as {@link verbArgs} says; a wrong shape rejects, as every other input error. */
+  private verb(method: string, name: string, url: string | URL, n: number, a: unknown, b: unknown, c: unknown): Promise<Response> {
+    let o: CallOptions;
+    try {
+      o = verbArgs(name, n, a, b, c);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.request(method, url, o);
+  }
 
   private setHooks(hooks: Tapped<ClientHooks>): void {
     this.hooks = hooks;
@@ -428,9 +495,15 @@ export class Client {
 
   private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
-    const parts = typeof url === 'string' || !(url instanceof URL) ? parseUrl(url as string) : null;
+    // A method holding ':' or '/' is a URL in the method's place (no token has either).
+    if ((typeof url !== 'string' && !(url instanceof URL)) || method.includes(':') || method.charCodeAt(0) === 47) throw callShapeError(method, url);
+    const parts = typeof url === 'string' ? parseUrl(url) : null;
     const u = parts ?? (url as URL);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+      const hint = typeof url === 'string' ? urlHint(url, 'http') : '';
+      if (hint !== '') throw new ArgumentError(`invalid URL ${JSON.stringify(url)}: ${hint}`);
+      throw new ArgumentError(`unsupported URL scheme ${u.protocol} (http: and https: only; WebSockets use WebSockets.open)`);
+    }
     const d = this.defaultHeaders;
     let headers: Headers;
     if (o.headers == null && d === null) {
@@ -560,7 +633,11 @@ export class Client {
           if (trace !== null) trace(new RetrySkippedEvent(attempt, decision.reason ?? '', error, status));
         }
       }
-      if (error !== null) throw error;
+      if (error !== null) {
+        // A streamed body no session took (the connection failed, the call was canceled first) is released too.
+        if (req.body instanceof AbstractBody) stopUpload(req.body, error instanceof Error ? error : null);
+        throw error;
+      }
       return res!;
     }
   }
@@ -637,10 +714,42 @@ function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
   };
 }
 
-/** `(url, options)` or `(url, headers, body?, options?)`; a second argument that is headers (a Headers, pairs or a Map) is the second form. */
-function verbArgs(n: number, a: unknown, b: unknown, c: unknown): CallOptions {
-  if (n <= 2 && !isHeadersValue(a)) return (a as CallOptions | undefined) ?? NO_OPTIONS;
+/**
+ * The options of a verb call (`name(url, …)` with `n` arguments in all): `(url,
+ * options)`, or `(url, headers, body?, options?)` when a body follows or the second argument
+ * can only be headers (a Headers, pairs or a Map). A second argument that is neither an
+ * object nor headers is an `ArgumentError` naming the call shapes.
+ */
+function verbArgs(name: string, n: number, a: unknown, b: unknown, c: unknown): CallOptions {
+  if (n <= 2 && !isHeadersValue(a)) {
+    if (a === undefined || a === null) return NO_OPTIONS;
+    if (typeof a !== 'object') {
+      const shown = typeof a === 'string' ? JSON.stringify(a.length > 40 ? `${a.slice(0, 40)}…` : a) : typeof a;
+      throw new ArgumentError(
+        `${name}(url, ${shown}): the second argument is the options object; send a body as ${name}(url, { body }) or ${name}(url, headers, body)`,
+      );
+    }
+    return a as CallOptions;
+  }
   return { ...((c as CallOptions | undefined) ?? {}), headers: a as HeadersInit, body: b as RequestBody };
+}
+
+const VERBS = new Set(['GET', 'HEAD', 'QUERY', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * The error for a URL argument that is neither a string nor a URL: the call shape was
+ * mistaken, as in `get({ url })` or `request(url, { method })` (the method string then holds
+ * the URL).
+ */
+function callShapeError(method: string, url: unknown): ArgumentError {
+  const fields = typeof url === 'object' && url !== null ? (url as { url?: unknown; method?: unknown }) : {};
+  if (method.includes(':') || method.startsWith('/')) {
+    const m = typeof fields.method === 'string' ? fields.method : typeof url === 'string' && /^[A-Za-z]+$/.test(url) ? url.toUpperCase() : 'GET';
+    return new ArgumentError(`request(method, url, options) takes the method first: request(${JSON.stringify(m)}, ${JSON.stringify(method)}, options), or ${m.toLowerCase()}(url, options)`);
+  }
+  const call = VERBS.has(method) ? `${method.toLowerCase()}(url, options)` : `request(${JSON.stringify(method)}, url, options)`;
+  const got = typeof fields.url === 'string' ? `an object with url: pass the URL as the first argument, ${call}` : `${describe(url)}; the call shape is ${call}`;
+  return new ArgumentError(`the URL must be a string or a URL, got ${got}`);
 }
 
 /** True for values that can only be headers, never options: a Headers, an array of pairs, a Map. */
@@ -682,7 +791,8 @@ function parseUrl(url: string): UrlParts {
     try {
       u = new URL(url);
     } catch {
-      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}`);
+      const hint = typeof url === 'string' ? urlHint(url, 'http') : '';
+      throw new ArgumentError(`invalid URL ${JSON.stringify(String(url))}${hint !== '' ? `: ${hint}` : ''}`);
     }
     p = { protocol: u.protocol, host: u.host, username: u.username, password: u.password, pathname: u.pathname, search: u.search, target: null, href: null, origin: null };
     if (parsedUrls.size >= 256) parsedUrls.clear();

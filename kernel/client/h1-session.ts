@@ -14,13 +14,14 @@ import type { ClientSession, ExchangeOptions } from '../hooks.js';
 export type { ExchangeOptions } from '../hooks.js';
 import { AbstractBody, nobody, type Body } from '../message/body.js';
 import { FlowBody, type FlowSource } from './flow-body.js';
+import { stopUpload } from './request-body.js';
 import type { RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { responseBodyKind } from '../http1/framing.js';
 import { CONN_CLOSE, connectionFlags, HeadParser, type HeadLimits } from '../http1/head-parser.js';
-import { CHUNK_ROOM, encodeMessage, expectsBody, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
+import { CHUNK_ROOM, checkTrailers, encodeMessage, expectsBody, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
 export interface SessionOwner {
@@ -110,6 +111,19 @@ export class H1ClientSession implements ClientSession {
   /** Sends one exchange; resolves with the response head and a streamed body. */
   dispatch(request: Request, ctx: RequestContext, timeouts?: ExchangeOptions): Promise<Response> {
     if (this.busy || this.dead) return Promise.reject(new ProtocolError('HTTP/1 session is busy or closed'));
+    if (request.hasTrailers) {
+      // Trailers that may not be sent (RFC 9110 §6.5.1) are refused before the head, not after
+      // the body is out; the connection stays as it was.
+      try {
+        checkTrailers(request.trailers);
+      } catch (err) {
+        if (request.body instanceof AbstractBody) stopUpload(request.body, null);
+        // The pool handed this session over for the exchange: it goes back unused.
+        this.idleSince = performance.now();
+        this.owner.release(this);
+        return Promise.reject(err);
+      }
+    }
     this.busy = true;
     if (this.unrefd) {
       this.unrefd = false;
@@ -224,6 +238,8 @@ class Exchange implements FlowSource {
   private timerMs = 0;
   private readonly started = performance.now();
   private removeCancel: (() => void) | null = null;
+  /** The streamed request body until the write loop is done with it; stopped when the exchange ends first. */
+  private upload: AbstractBody | null = null;
   private drainWait: (() => void) | null = null;
   private continueWait: ((go: boolean) => void) | null = null;
 
@@ -240,6 +256,8 @@ class Exchange implements FlowSource {
   }
 
   start(): void {
+    const b = this.req.body;
+    if (b instanceof AbstractBody) this.upload = b;
     if (this.ctx.canceled || this.ctx.expired()) {
       this.fail(this.ctx.error()!);
       return;
@@ -295,8 +313,8 @@ class Exchange implements FlowSource {
       let total = 0;
       for (;;) {
         const n = await b.read(frame.subarray(room, room + BODY_CHUNK));
+        if (this.finished) return; // a body stopped by the exchange's end reads as ended too
         if (n === 0) break;
-        if (this.finished) return;
         total += n;
         if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
         const piece = chunked ? frameChunkInPlace(frame, n) : frame.subarray(0, n);
@@ -312,6 +330,7 @@ class Exchange implements FlowSource {
       } else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
       else this.uploaded = true;
     } finally {
+      this.upload = null;
       b.close();
     }
     this.afterWrite();
@@ -579,8 +598,8 @@ class Exchange implements FlowSource {
   fail(err: unknown): void {
     if (this.finished) return;
     this.finished = true;
-    this.cleanup();
     const e = err instanceof Error ? err : new ProtocolError(String(err));
+    this.cleanup(e);
     if (!this.headDone) this.rejectHead(e);
     else this.body?.error(e);
     this.session.failed(this);
@@ -609,7 +628,16 @@ class Exchange implements FlowSource {
     this.session.socket.pause();
   }
 
-  private cleanup(): void {
+  /**
+   * The exchange is over: timers and listeners go, and a streamed request body not sent in full
+   * is stopped (`err`: why the exchange failed), as the write loop may wait on it forever.
+   */
+  private cleanup(err: Error | null = null): void {
+    const b = this.upload;
+    if (b !== null) {
+      this.upload = null;
+      stopUpload(b, err);
+    }
     this.disarm();
     this.disarmWrite();
     if (this.deadlineTimer !== null) {

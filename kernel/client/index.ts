@@ -2,11 +2,12 @@
  * The HTTP/1.1 client: `Client`, `Transport`, trace events, and the helpers plugins use to
  * read a call's options.
  */
-export { Client, getCallOptions, getAttempt, isHeadersValue, kUnprocessed, kBufferBody, type ClientOptions, type ClientCallDefaults } from './client.js';
+export { Client, setDefaultClientKernel, getCallOptions, getAttempt, isHeadersValue, kUnprocessed, kBufferBody, type ClientOptions, type ClientCallDefaults } from './client.js';
 export type { SessionPool } from '../hooks.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
-export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions, VerbHeaders } from './options.js';
-export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
+export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions, VerbHeaders, Verb } from './options.js';
+export { checkCallOptionNames } from './options.js';
+export { IterableBody, isIdempotent, isReplayable, stopUpload } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
 export {
   ClientEvent,

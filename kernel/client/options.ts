@@ -4,9 +4,13 @@
  */
 import type { Writable } from 'node:stream';
 import { ArgumentError } from '../errors.js';
+import type { Kernel } from '../kernel.js';
 import type { Body } from '../message/body.js';
+import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
+import { callOptionOwner, describe, pluginCallOptionNames, setKernelCallOptions } from '../plugin.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
+import type { Response } from '../message/response.js';
 import type { ClientEvent } from './trace.js';
 
 /** A request body as the client accepts it. */
@@ -45,17 +49,28 @@ export interface ResponseSink {
 }
 
 /**
- * Headers given in a verb's second position (`get(url, headers, body?, options?)`): any
- * {@link HeadersInit}, except that a plain object may not use an option's name as a header
- * name. At run time an object whose keys are all option names is taken as the options, so a
- * mistyped option (`{ redirectLimit: 'three' }`) is a type error here instead of quietly
- * becoming a header. Give such a header in a `Headers`, a Map or pairs.
+ * Headers in a verb's second position when no body follows (`get(url, headers)`): only values
+ * that cannot be mistaken for options, a `Headers`, pairs or a Map. A plain object there is
+ * the options (`get(url, { headers: { … } })`); a plain object of headers goes in `headers:`,
+ * or in the positional form once a body follows (`post(url, { 'X-A': '1' }, body)`).
  */
 export type VerbHeaders =
   | Headers
   | Iterable<HeaderPair | readonly [string, string | number]>
-  | Map<string, string | number | readonly string[]>
-  | (Record<string, string | number | readonly string[] | undefined> & { readonly [K in keyof CallOptions]?: never });
+  | Map<string, string | number | readonly string[]>;
+
+/**
+ * The call shapes of the request helpers (`get`, `post`, … and the `Client` methods of those
+ * names). An object in the second position is the options, never headers.
+ */
+export interface Verb {
+  /** `(url, options?)`. */
+  (url: string | URL, options?: CallOptions): Promise<Response>;
+  /** `(url, headers, body?, options?)` with headers that cannot be options: a `Headers`, pairs or a Map. */
+  (url: string | URL, headers: VerbHeaders | null, body?: RequestBody, options?: CallOptions): Promise<Response>;
+  /** `(url, headers, body, options?)`: any headers, a plain object too, once the body (or `undefined`) follows. */
+  (url: string | URL, headers: HeadersInit | null, body: RequestBody | undefined, options?: CallOptions): Promise<Response>;
+}
 
 /**
  * Options of one call (`request`, `get`, …, `open`, `dispatch`). Plugins read their own keys
@@ -111,12 +126,73 @@ export interface CallOptions extends TimeoutOptions {
   // option without a word.
 }
 
+/**
+ * The call options the kernel reads itself (every other name belongs to a plugin that
+ * declares it, see `definePlugin`'s `callOptions`, or is unknown). Keep in step with
+ * {@link CallOptions}.
+ */
+export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
+  'connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout',
+  'headers', 'body', 'json', 'query', 'responseStream', 'client', 'context', 'signal', 'statusException', 'basicauth',
+  'httpVersion', 'http2PriorKnowledge', 'verbose', 'trace', 'maxLineBytes', 'maxHeaderBytes',
+]);
+setKernelCallOptions(KERNEL_CALL_OPTIONS);
+
+/**
+ * `proxy` is typed by the kernel (a `Transport` keys its pools by it) but read by the proxy
+ * plugin, which declares it; this stands in when that plugin's module is not loaded at all.
+ */
+const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
+
+/** What to say for an object of other names given where call options go. */
+const BODY_HINT = 'a request body goes in { body: … } (an object there is sent form-encoded), or in { json: … } to send it as JSON';
+
+/** What to say for a header name given where call options go. */
+const HEADERS_HINT = 'request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)';
+
 function describeWhere(w: string | (() => string)): string {
   return typeof w === 'string' ? w : w();
 }
 
-/** @internal Checks the types of the options the kernel itself reads. */
-export function checkCallOptions(o: CallOptions, whereOf: string | (() => string)): void {
+/**
+ * Checks the names of an options object that takes plugins' call options too (a client's, a
+ * call's, `WebSockets.open`'s): a name in `known` (what the caller reads itself) passes; a
+ * plugin's call option is checked by that plugin's check, and refused, naming the plugin, when
+ * `kernel` (null: none) does not have it; any other name is an `ArgumentError` with the nearest
+ * valid one (and `headersHint` for a name that looks like a header's).
+ */
+export function checkCallOptionNames(o: object, where: string, kernel: Kernel | null, known: ReadonlySet<string>, headersHint?: string): void {
+  for (const key in o) {
+    if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
+    const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
+    if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
+    const v = (o as Record<string, unknown>)[key];
+    if (v === undefined) continue;
+    if (kernel === null || !kernel.isRegistered(owner.plugin)) throw needsPlugin(where, key, owner.plugin, kernel);
+    const expected = owner.check(v);
+    if (expected !== null) throw new ArgumentError(`${where}: ${key} must be ${expected}, got ${describe(v)}`);
+  }
+}
+
+/** What to add for an unknown call option `key` that nothing is near: where a header, or a body, goes. */
+function adviceFor(o: object, key: string, known: ReadonlySet<string>, headersHint: string | undefined): string | undefined {
+  if (headersHint === undefined) return undefined;
+  if (looksLikeHeader(key)) return headersHint;
+  // Not one name of the object is an option: it was most likely meant as the body.
+  if (!Object.keys(o).some((k) => known.has(k) || callOptionOwner(k) !== undefined)) return BODY_HINT;
+  return undefined;
+}
+
+/** The error for a plugin's option given to a client whose kernel lacks that plugin. */
+export function needsPlugin(where: string, key: string, plugin: string, kernel: Kernel | null): ArgumentError {
+  const fix = kernel === null
+    ? 'pass a kernel that has it, or use the top-level `switchyard` entry, whose clients run on the default plugins'
+    : `register it on this kernel (kernel.register(${plugin})) before making the client, or leave out kernel to get the default plugins`;
+  return new ArgumentError(`${where}: ${key} needs the ${plugin} plugin, which this client's kernel does not have: ${fix}`);
+}
+
+/** @internal Checks the names and the types of a call's options (`kernel`: the client's, for the options that need a plugin). */
+export function checkCallOptions(o: CallOptions, whereOf: string | (() => string), kernel: Kernel | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
   if (typeof o !== 'object' || o === null) throw new ArgumentError(`${describeWhere(whereOf)}: options must be an object, got ${o === null ? 'null' : typeof o}`);
   // The common call passes no options at all: nothing to check.
   let any = false;
@@ -126,6 +202,7 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   }
   if (!any) return;
   const where = typeof whereOf === 'string' ? whereOf : whereOf();
+  checkCallOptionNames(o, where, kernel, known, known === KERNEL_CALL_OPTIONS ? HEADERS_HINT : undefined);
   for (const k of ['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout'] as const) {
     const v = o[k];
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
@@ -147,6 +224,10 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
     if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw new ArgumentError(`${where}: ${k} must be an integer >= 1, got ${String(v)}`);
   }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
+  // HTTP/2 is the plugins' (h2 by ALPN or demanded over TLS, h2c on plain http://): without them
+  // the call would quietly speak HTTP/1.1. First-party names, as the kernel has no other way to know them.
+  if (o.http2PriorKnowledge === true && (kernel === null || !kernel.isRegistered('h2c'))) throw needsPlugin(where, 'http2PriorKnowledge', 'h2c', kernel);
+  if (o.httpVersion === 'h2' && (kernel === null || !kernel.isRegistered('h2'))) throw needsPlugin(where, "httpVersion: 'h2'", 'h2', kernel);
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
 }
 

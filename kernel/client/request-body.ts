@@ -7,6 +7,7 @@ import { ArgumentError } from '../errors.js';
 import { AbstractBody, adoptStreamErrors, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';
 import { encodeQuery } from '../message/uri.js';
+import { PushBody } from './open.js';
 import type { QueryInit, RequestBody } from './options.js';
 
 /** A streamed request body over an iterable or async iterable (a Node Readable is one); sent chunked. */
@@ -64,6 +65,18 @@ export class IterableBody extends AbstractBody {
   get closed(): boolean {
     return this.isClosed;
   }
+}
+
+/**
+ * Stops a streamed request body its exchange will not send any more (the response came first,
+ * the stream or connection was reset, a timeout, cancellation): the body is closed, so its
+ * source is released (a Readable destroyed, an iterator's `return()` called) and a read still
+ * waiting on it ends. With `err`, writers of an `open()` body waiting on a write reject with it.
+ * Every protocol's client calls this, so a never-ending source is never left behind.
+ */
+export function stopUpload(body: AbstractBody, err: Error | null): void {
+  if (err !== null && body instanceof PushBody) body.abort(err);
+  body.close();
 }
 
 const FORM = 'application/x-www-form-urlencoded';

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { ArgumentError } from '../errors.js';
+import { checkOptionKeys } from '../option-keys.js';
 import type { ClientHooks, ClientSession, ConnectOptions, SessionPool, Tapped } from '../hooks.js';
 import type { RequestContext } from '../message/context.js';
 import { checkLocalAddr, openConnection } from './connect.js';
@@ -33,6 +34,8 @@ export interface TransportOptions {
   /** Negotiate HTTP/2 by ALPN on secure connections when a plugin offers it: the default of the clients on this transport (a client's own `preferHttp2` wins). Default true. */
   preferHttp2?: boolean;
 }
+
+const TRANSPORT_OPTIONS: ReadonlySet<string> = new Set(['maxIdlePerHost', 'maxIdleTotal', 'idleTimeout', 'tlsConfig', 'localAddr', 'proxy', 'maxLineBytes', 'maxHeaderBytes', 'preferHttp2']);
 
 /** Where a request goes: scheme, host and port. */
 export interface Origin {
@@ -117,6 +120,7 @@ export class Transport {
   /** A transport with its own pool. */
   constructor(options: TransportOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Transport options must be an object');
+    checkOptionKeys(options, TRANSPORT_OPTIONS, 'new Transport()');
     this.maxIdlePerHost = int(options.maxIdlePerHost, 'maxIdlePerHost', 100);
     this.maxIdleTotal = int(options.maxIdleTotal, 'maxIdleTotal', 1000);
     this.idleTimeout = int(options.idleTimeout, 'idleTimeout', 90_000);

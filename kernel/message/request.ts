@@ -2,6 +2,7 @@
  * Request: one HTTP request message, client or server side.
  */
 import { ArgumentError } from '../errors.js';
+import { checkOptionKeys, looksLikeHeader, suggestOption, unknownOptionError } from '../option-keys.js';
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { RequestContext } from './context.js';
 import { Headers, headersFromFields, type HeadersInit } from './headers.js';
@@ -35,14 +36,33 @@ const OPTION_KEYS = new Set<string>([
 ]);
 
 /**
- * True when a plain object is an options object rather than a headers object: every key is
- * a known option. This is how `new Request(m, t, x)` tells `x` apart.
+ * @internal Whether a plain object in a constructor's headers-or-options position
+ * (`new Request(m, t, x)`) is the options: an object with an option's name among its keys is
+ * options, and then every other key must be one too (an unknown one is an `ArgumentError`
+ * with the nearest name, never a header nobody meant); an object with none is headers,
+ * unless a key that does not look like a header name is a near miss of an option (`bdy`).
  */
-export function isOptionsObject(x: unknown, keys: ReadonlySet<string>): boolean {
+export function isOptionsObject(x: unknown, keys: ReadonlySet<string>, where: string): boolean {
   if (typeof x !== 'object' || x === null || Array.isArray(x) || x instanceof Headers || x instanceof Map) return false;
   if (Symbol.iterator in x) return false;
-  for (const k of Object.keys(x)) if (!keys.has(k)) return false;
-  return true;
+  const names = Object.keys(x);
+  let unknown: string | null = null;
+  let known = false;
+  for (const k of names) {
+    if (keys.has(k)) known = true;
+    else unknown ??= k;
+  }
+  if (unknown === null) return true;
+  if (known) throw unknownOptionError(where, unknown, keys);
+  for (const k of names) if (!looksLikeHeader(k) && suggestOption(k, keys).length > 0) throw unknownOptionError(where, k, keys);
+  return false;
+}
+
+/** @internal Checks an options object given in the options position (only option names). */
+export function checkOptionsObject(o: unknown, keys: ReadonlySet<string>, where: string): void {
+  if (o === undefined) return;
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object, got ${describeType(o)}`);
+  checkOptionKeys(o, keys, where);
 }
 
 /** @internal Validates a body value. */
@@ -117,7 +137,8 @@ export class Request {
    * `new Request(method, target, options?)` or `new Request(method, target, headers, body?, options?)`.
    * A plain object third argument is options when all its keys are option names, else headers.
    */
-  constructor(method: string, target: string, headersOrOptions?: HeadersInit | RequestOptions | null, body?: Body, options?: RequestOptions);
+  constructor(method: string, target: string, options?: RequestOptions);
+  constructor(method: string, target: string, headers: HeadersInit | null, body?: Body, options?: RequestOptions);
   constructor(method: string, target: string, a?: HeadersInit | RequestOptions | null, b?: Body, c?: RequestOptions) {
     if (a === WIRE) {
       // Internal fast path for the HTTP/1 server: values already parsed and validated.
@@ -142,9 +163,10 @@ export class Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError(`Request method must be a non-empty string, got ${describeType(method)}`);
     if (typeof target !== 'string') throw new ArgumentError(`Request target must be a string, got ${describeType(target)}`);
     let opts: RequestOptions;
-    if (arguments.length <= 3 && (a === undefined || isOptionsObject(a, OPTION_KEYS))) {
+    if (arguments.length <= 3 && (a === undefined || isOptionsObject(a, OPTION_KEYS, 'new Request()'))) {
       opts = (a as RequestOptions | undefined) ?? {};
     } else {
+      checkOptionsObject(c, OPTION_KEYS, 'new Request()');
       opts = { ...(c ?? {}), headers: a as HeadersInit | null, body: b === undefined ? c?.body : b };
     }
     this.method = method;

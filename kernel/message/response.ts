@@ -5,7 +5,8 @@ import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { Headers, type HeadersInit } from './headers.js';
-import { checkBody, checkLength, checkVersion, describeType, isOptionsObject, makeHeaders, Request } from './request.js';
+import { checkOptionKeys } from '../option-keys.js';
+import { checkBody, checkLength, checkVersion, checkOptionsObject, describeType, makeHeaders, Request } from './request.js';
 
 /** Options of {@link Response} (all optional). */
 export interface ResponseOptions {
@@ -120,12 +121,16 @@ export class Response {
       status = checkStatus(a);
       if (arguments.length >= 3 && (!isBodyValue(b) || (b == null && c != null && isBodyValue(c)))) {
         // (status, headers, body, options?)
+        checkOptionsObject(d, OPTION_KEYS, 'new Response()');
         opts = { ...((d as ResponseOptions | undefined) ?? {}), headers: b as HeadersInit, body: c as Body };
-      } else if (arguments.length === 2 && !isBodyValue(b) && isOptionsObject(b, OPTION_KEYS)) {
+      } else if (arguments.length === 2 && !isBodyValue(b) && typeof b === 'object' && !(b instanceof Headers) && !(b instanceof Map) && !Array.isArray(b)) {
+        // (status, options): no (status, headers) form, so every key must be an option's.
+        checkOptionKeys(b as object, OPTION_KEYS, 'new Response()');
         opts = b as ResponseOptions;
       } else if (isBodyValue(b)) {
         const o = (c as ResponseOptions | undefined) ?? EMPTY_OPTIONS;
         if (typeof o !== 'object' || o === null) throw new ArgumentError(`Response options must be an object, got ${describeType(o)}`);
+        if (o !== EMPTY_OPTIONS) checkOptionKeys(o, OPTION_KEYS, 'new Response()');
         opts = o;
         if (b !== undefined) positional = b as Body;
       } else {

@@ -160,3 +160,21 @@ export function encodeQuery(pairs: Iterable<readonly [string, string]>): string 
 function encodeComponent(s: string): string {
   return encodeURIComponent(s).replace(/%20/g, '+');
 }
+
+/** A host (name with a dot, `localhost`, IPv4 or bracketed IPv6), an optional port, then a path, query or nothing. */
+const HOST_FIRST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(:\d{1,5})?(?:[/?#]|$)/;
+
+/**
+ * What to say about a URL string that a client cannot send: one given without its scheme
+ * (`localhost:8080/api` → `did you mean http://localhost:8080/api?`, with `scheme` the one
+ * to suggest), or a path alone (`/api`). Empty when the string is neither.
+ */
+export function urlHint(url: string, scheme: string): string {
+  if (url.includes('://')) return '';
+  if (url.startsWith('/')) return `a path alone; a request needs an absolute URL such as ${scheme}://host${url}`;
+  const m = HOST_FIRST.exec(url);
+  if (m === null) return '';
+  const host = m[1]!;
+  if (m[2] === undefined && !host.includes('.') && host !== 'localhost' && !host.startsWith('[')) return '';
+  return `no scheme: did you mean ${scheme}://${url}?`;
+}

@@ -23,8 +23,9 @@ import { Request, requestFromWire } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { statusHasNoBody } from '../http1/framing.js';
-import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
+import { CONN_CLOSE, CONN_UPGRADE, connectionFlags, HeadParser } from '../http1/head-parser.js';
 import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { notAResponse } from './handler-result.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
@@ -559,7 +560,7 @@ export class H1Connection implements StreamConnection {
   /** Writes a request handler's response. */
   private respond(req: Request, res0: unknown): void {
     if (!(res0 instanceof Response)) {
-      this.handlerFailed(req, new TypeError(`request handler returned ${res0 === null ? 'null' : typeof res0}, not a Response`));
+      this.handlerFailed(req, notAResponse(res0));
       return;
     }
     let res: Response = res0;
@@ -587,6 +588,7 @@ export class H1Connection implements StreamConnection {
       try {
         checkTrailers(res.trailers);
       } catch (err) {
+        if (res.body instanceof AbstractBody) res.body.close();
         this.handlerFailed(req, err);
         return;
       }
@@ -1103,7 +1105,8 @@ function scanHeaders(h: Headers): number {
       case 10:
         if (eqIgnoreCase(n, 'connection')) {
           flags |= H_CONNECTION;
-          if (h._values[i]!.toLowerCase().includes('close')) flags |= H_CONN_CLOSE;
+          // The close token, not the substring: `Connection: x-closed` keeps the connection.
+          if ((connectionFlags(h._values[i]!) & CONN_CLOSE) !== 0) flags |= H_CONN_CLOSE;
         }
         break;
       case 14:

@@ -15,6 +15,7 @@ export { Stream, HOLD_BYTES, type ExchangeConnection, type ResponseWire } from '
 export { getProtocolHost, protocolRequest, type ProtocolHost, type ProtocolConnection, type ExchangeWire, type ServerLimits } from './pipeline.js';
 export { PeerAddr } from './peer.js';
 export { httpDate } from './date.js';
+export { notAResponse } from './handler-result.js';
 export type { ServerOptions } from './options.js';
 export type { RequestHandler, StreamHandler } from './h1-connection.js';
 

@@ -5,6 +5,7 @@
 import type { Server as NetServer } from 'node:net';
 import type { TlsOptions } from 'node:tls';
 import { ArgumentError } from '../errors.js';
+import { optionHint } from '../option-keys.js';
 import { DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_LINE_BYTES } from '../http1/head-parser.js';
 
 /** Options of `serve`, `listen` and `new Server` (all optional). */
@@ -157,7 +158,7 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   if (typeof options !== 'object' || options === null) throw new ArgumentError(`server options must be an object, got ${options === null ? 'null' : typeof options}`);
   const o = options as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (!KNOWN.has(k)) throw new ArgumentError(`unknown server option ${JSON.stringify(k)}`);
+    if (!KNOWN.has(k)) throw new ArgumentError(`unknown server option ${JSON.stringify(k)}${optionHint(k, KNOWN)}`);
   }
   if (stream && o.maxBodyBytes !== undefined) {
     throw new ArgumentError('maxBodyBytes applies to request handlers (serve); a stream handler (listen) reads the body itself');

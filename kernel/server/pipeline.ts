@@ -19,6 +19,8 @@ import { eqIgnoreCase, Headers } from '../message/headers.js';
 import { requestFromWire, type Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { statusHasNoBody } from '../http1/framing.js';
+import { checkTrailers } from '../http1/serialize.js';
+import { notAResponse } from './handler-result.js';
 import type { RequestHandler, StreamHandler } from './h1-connection.js';
 import { writeResponseToStream } from './h1-connection.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -249,7 +251,7 @@ export class PipelineHost implements ProtocolHost {
   /** Writes what a handler resolved to, when it is a Response; 500 otherwise. */
   private checked(req: Request, wire: ExchangeWire, res: unknown, ex: WireExchange | null): Promise<void> | undefined {
     if (!(res instanceof Response)) {
-      this.server.reportError(new TypeError(`request handler returned ${res === null ? 'null' : typeof res}, not a Response`), req);
+      this.server.reportError(notAResponse(res), req);
       return this.errorResponse(req, wire, 500, '', ex === null ? null : ex.extra);
     }
     return this.respond(req, wire, res, ex);
@@ -346,6 +348,17 @@ export class PipelineHost implements ProtocolHost {
     const body = res.body;
     const noBody = statusHasNoBody(status) || req.method === 'HEAD';
     const trailers = res.hasTrailers ? res.trailers : null;
+    if (trailers !== null) {
+      // As over HTTP/1: a field that may not trail (RFC 9110 §6.5.1) is the handler's mistake
+      // whatever the body, told before the head goes out, while a 500 can still replace it.
+      try {
+        checkTrailers(trailers);
+      } catch (err) {
+        if (body instanceof AbstractBody) body.close();
+        this.server.reportError(err, req);
+        return this.errorResponse(req, wire, 500, '', null);
+      }
+    }
     if (body instanceof AbstractBody) {
       return this.respondStreamed(req, wire, status, headers, body, noBody, res.contentLength >= 0 ? res.contentLength : body.length, trailers);
     }

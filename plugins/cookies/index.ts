@@ -30,6 +30,8 @@
 import { parse as parseDomain } from 'tldts';
 import {
   ArgumentError,
+  checkPluginOptions,
+  type OptionCheck,
   Request,
   Response,
   Stage,
@@ -597,6 +599,11 @@ export interface CookieOptions {
   cookiejar?: CookieJar | false;
 }
 
+/** The plugin's options (per call, `Client` defaults, `register`) and their checks. */
+const CALL_OPTIONS: Readonly<Record<keyof CookieOptions, OptionCheck>> = {
+  cookiejar: (v) => (v === false || v instanceof CookieJar ? null : 'a CookieJar (new Cookies.CookieJar()) or false'),
+};
+
 /** The pairs (`name=value`) this plugin added to the call's last request. */
 const kAdded = Symbol('cookies.added');
 
@@ -610,11 +617,9 @@ function jarOf(ctx: RequestContext, base: CookieOptions): CookieJar | undefined 
 /** The `cookies` plugin. Options given at `register` are defaults under `Client` and per-call options. */
 export const cookies = definePlugin({
   name: NAME,
+  callOptions: CALL_OPTIONS,
   register(kernel, options: CookieOptions) {
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('register(cookies, …): options must be an object');
-    if (options.cookiejar !== undefined && options.cookiejar !== false && !(options.cookiejar instanceof CookieJar)) {
-      throw new ArgumentError('register(cookies, …): cookiejar must be a CookieJar');
-    }
+    checkPluginOptions(options, CALL_OPTIONS, 'register(cookies, …)');
     const base = options;
     kernel.hooks.client.onRequest.tap({ name: NAME, stage: Stage.COOKIES }, (req, ctx) => {
       const added = ctx.get<string[]>(kAdded);

@@ -32,6 +32,9 @@ import type { Transform } from 'node:stream';
 import {
   AbstractBody,
   ArgumentError,
+  checkPluginOptions,
+  OptionChecks,
+  type OptionCheck,
   BytesBody,
   DecompressionLimitError,
   Stage,
@@ -77,11 +80,18 @@ export function decodedContentEncoding(response: Response): string | null {
   return decoded.get(response) ?? null;
 }
 
+/** The plugin's options (per call, `Client` defaults, `register`) and their checks. */
+const CALL_OPTIONS: Readonly<Record<keyof DecompressionOptions, OptionCheck>> = {
+  decompress: OptionChecks.boolean,
+  maxDecompressedBytes: (v) => (typeof v === 'number' && v >= 0 && (!Number.isFinite(v) || Number.isInteger(v)) ? null : 'a whole number of bytes >= 0 (0 = no bound)'),
+};
+
 /** The `decompression` plugin. Options given at `register` are defaults under `Client` and per-call options. */
 export const decompression = definePlugin({
   name: NAME,
+  callOptions: CALL_OPTIONS,
   register(kernel, options: DecompressionOptions) {
-    checkOptions(options, 'register(decompression, …)');
+    checkPluginOptions(options, CALL_OPTIONS, 'register(decompression, …)');
     const base = options;
 
     kernel.hooks.client.onRequest.tap({ name: NAME, stage: Stage.DEFAULT }, (req, ctx) => {
@@ -338,8 +348,3 @@ function checkLimit(v: unknown, name: string): void {
   }
 }
 
-function checkOptions(o: DecompressionOptions, where: string): void {
-  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object`);
-  if (o.decompress !== undefined && typeof o.decompress !== 'boolean') throw new ArgumentError(`${where}: decompress must be a boolean`);
-  if (o.maxDecompressedBytes !== undefined) checkLimit(o.maxDecompressedBytes, `${where}: maxDecompressedBytes`);
-}

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { extname, join } from 'node:path';
 import { ArgumentError, Response, type Request, type RequestHandler } from '../../kernel/index.js';
 import { decodeRequestPath, isUnsafeFsPath, splitTarget } from './path-safety.js';
-import { MISSING, badPath, methodNotAllowed, resolveFileOptions, serveFileAt, type ServeFileOptions, type UrlInfo } from './serve-file.js';
+import { MISSING, SERVE_FILE_OPTIONS, badPath, methodNotAllowed, resolveFileOptions, serveFileAt, type ServeFileOptions, type UrlInfo } from './serve-file.js';
 
 /** @internal Marker: the request path is unsafe or invalid (the handler answers 400). */
 export const INVALID: unique symbol = Symbol('invalid');
@@ -32,6 +32,8 @@ export interface CompiledFileServer {
   readonly tryServe: (req: Request) => Promise<Response | typeof MISSING | typeof INVALID | null>;
 }
 
+const FILE_SERVER_OPTIONS: ReadonlySet<string> = new Set<string>([...SERVE_FILE_OPTIONS, 'spaFallback', 'prefix'] satisfies (keyof FileServerOptions)[]);
+
 function normalizePrefix(p: unknown): string {
   if (p === undefined || p === null || p === '' || p === '/') return '';
   if (typeof p !== 'string' || !p.startsWith('/') || p.includes('?') || p.includes('#')) {
@@ -51,7 +53,7 @@ export function compileFileServer(root: string, options: FileServerOptions, fn =
   } catch {
     throw new ArgumentError(`${fn}(root): ${JSON.stringify(root)} is not an existing directory`);
   }
-  const o = resolveFileOptions(options, fn);
+  const o = resolveFileOptions(options, fn, FILE_SERVER_OPTIONS);
   const prefix = normalizePrefix(options.prefix);
   const spa = options.spaFallback ?? null;
   if (spa !== null && (typeof spa !== 'string' || isUnsafeFsPath(spa) || spa.startsWith('/'))) {

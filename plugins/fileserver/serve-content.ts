@@ -8,6 +8,7 @@ import { Buffer } from 'node:buffer';
 import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import {
+  checkOptionKeys,
   AbstractBody,
   ArgumentError,
   BytesBody,
@@ -49,6 +50,8 @@ export interface ServeContentOptions {
   /** Honour `Range` (and send `Accept-Ranges: bytes`). Default true. */
   allowRanges?: boolean;
 }
+
+const SERVE_CONTENT_OPTIONS: ReadonlySet<string> = new Set(['name', 'size', 'modtime', 'contentType', 'etag', 'headers', 'allowRanges'] satisfies (keyof ServeContentOptions)[]);
 
 /** @internal A source the core can size, peek at and stream. */
 export interface Source {
@@ -211,6 +214,7 @@ function optString(x: unknown, what: string): string | null {
 export async function serveContent(req: Request, source: ContentSource, options: ServeContentOptions = {}): Promise<Response> {
   if (!(req instanceof Request)) throw new ArgumentError('serveContent(req, source, options): req must be a Request');
   if (typeof options !== 'object' || options === null) throw new ArgumentError('serveContent: options must be an object');
+  checkOptionKeys(options, SERVE_CONTENT_OPTIONS, 'serveContent');
   const name = optString(options.name, 'name') ?? '';
   const contentType = optString(options.contentType, 'contentType');
   // Refused now, with the caller on the stack, rather than by the serializer when the response goes out.

@@ -5,7 +5,7 @@
  */
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
-import { ArgumentError, Headers, Request, Response, checkFieldValue } from '../../kernel/index.js';
+import { ArgumentError, Headers, Request, Response, checkFieldValue, checkOptionKeys } from '../../kernel/index.js';
 import { normalizeEtag, weakStatEtag } from './etag.js';
 import { closeFd, openServed, type Opened } from './open-file.js';
 import { isUnsafeFsPath, splitTarget } from './path-safety.js';
@@ -53,9 +53,14 @@ export const MISSING: unique symbol = Symbol('missing');
 
 const ALLOW = 'GET, HEAD';
 
-/** @internal Validates {@link ServeFileOptions}. */
-export function resolveFileOptions(o: ServeFileOptions, fn: string): ResolvedFileOptions {
+/** @internal The names of {@link ServeFileOptions}. */
+export const SERVE_FILE_OPTIONS: readonly (keyof ServeFileOptions)[] = ['indexFile', 'redirectCanonical', 'etag', 'cacheControl'];
+const SERVE_FILE_KEYS: ReadonlySet<string> = new Set(SERVE_FILE_OPTIONS);
+
+/** @internal Validates {@link ServeFileOptions}; `known` are the names the caller takes (`fileServer` takes more). */
+export function resolveFileOptions(o: ServeFileOptions, fn: string, known: ReadonlySet<string> = SERVE_FILE_KEYS): ResolvedFileOptions {
   if (typeof o !== 'object' || o === null) throw new ArgumentError(`${fn}: options must be an object`);
+  checkOptionKeys(o, known, fn);
   const indexFile = o.indexFile ?? 'index.html';
   if (typeof indexFile !== 'string' || indexFile === '' || /[\\/\0]/.test(indexFile) || indexFile === '.' || indexFile === '..') {
     throw new ArgumentError(`${fn}: indexFile must be a plain file name (no slashes), got ${JSON.stringify(indexFile)}`);

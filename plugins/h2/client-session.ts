@@ -19,15 +19,17 @@ import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, Outgoi
 import type { Duplex } from 'node:stream';
 import {
   AbstractBody,
+  checkTrailers,
   DEFAULT_MAX_HEADER_BYTES,
   getCallOptions,
   headersFromFields,
   hostPort,
   kUnprocessed,
   nobody,
+  ParseError,
   ProtocolError,
-  PushBody,
   protocolResponse,
+  stopUpload,
   type Response,
   TimeoutError,
   TLSTransportError,
@@ -40,7 +42,7 @@ import {
 } from '../../kernel/index.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { H2StreamResetError } from './errors.js';
-import { addWireHeaders, headerListSize, headersFromObject, type H2HeaderObject } from './headers.js';
+import { addWireHeaders, headerListSize, headersFromObject, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
 import { sinkErrors } from './error-sink.js';
 import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
@@ -86,6 +88,16 @@ export function connectH2Session(socket: Duplex, info: SessionInfo, ping: H2Ping
   const o = info.ctx !== undefined ? getCallOptions(info.ctx) : {};
   const settings = HTTP2Settings.from((o as { http2Settings?: unknown }).http2Settings);
   return new H2ClientSession(socket, info, { settings, pingIntervalMs: ping.pingIntervalMs, pingTimeoutMs: ping.pingTimeoutMs });
+}
+
+/**
+ * Fails a request nothing of which was sent: its streamed body is stopped (a body that cannot be
+ * replayed is never sent again, so nothing else would release its source).
+ */
+function notSent(request: Request, err: Error): Promise<never> {
+  const b = request.body;
+  if (b instanceof AbstractBody) stopUpload(b, null);
+  return Promise.reject(err);
 }
 
 function unprocessed(err: Error): Error {
@@ -193,13 +205,21 @@ export class H2ClientSession implements ClientSession {
   }
 
   dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response> {
-    if (this.closed) return Promise.reject(unprocessed(new ProtocolError('the HTTP/2 connection is closing (GOAWAY); the request was not sent')));
+    if (this.closed) return notSent(request, unprocessed(new ProtocolError('the HTTP/2 connection is closing (GOAWAY); the request was not sent')));
     const headers = this.requestHeaders(request);
     const body = request.body;
     const streamed = body instanceof AbstractBody;
     const bytes = streamed || body === null ? null : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const hasBody = streamed || (bytes !== null && bytes.length > 0);
     const trailers = request.hasTrailers;
+    if (trailers) {
+      // Refused before anything is sent, as over HTTP/1 (RFC 9110 §6.5.1).
+      try {
+        checkTrailers(request.trailers);
+      } catch (err) {
+        return notSent(request, err as Error);
+      }
+    }
     let stream: ClientHttp2Stream;
     try {
       // No options object for the common body-less request: node:http2 copies and extends
@@ -208,7 +228,7 @@ export class H2ClientSession implements ClientSession {
       if (!hasBody && !trailers && !stream.writableEnded) stream.end();
     } catch (err) {
       // GOAWAY arrived or the session died between the pool's check and here: nothing was sent.
-      return Promise.reject(unprocessed(err instanceof Error ? err : new ProtocolError(String(err))));
+      return notSent(request, unprocessed(err instanceof Error ? err : new ProtocolError(String(err))));
     }
     // A session with streams in flight keeps the process alive; an idle one does not (streamClosed).
     if (this.active++ === 0) this.session.ref();
@@ -218,8 +238,14 @@ export class H2ClientSession implements ClientSession {
     if (streamed) ex.holdUpload(body);
     if (trailers) {
       stream.once('wantTrailers', () => {
-        const out: H2HeaderObject = {};
-        addWireHeaders(request.trailers, out);
+        // Checked again: a streamed body may add trailers while it is read.
+        let out: H2HeaderObject;
+        try {
+          out = wireTrailers(request.trailers);
+        } catch (err) {
+          ex.failWith(err);
+          return;
+        }
         stream.sendTrailers(out);
       });
     }
@@ -357,6 +383,10 @@ class H2ClientExchange implements BodySource, CancelListener {
   private bodySkipped = false;
   /** The streamed request body until it was sent in full: closed when the exchange ends first. */
   private upload: AbstractBody | null = null;
+  /** The response's content-length (-1: none, or no body may follow), checked against the DATA received. */
+  private declared = -1;
+  /** Response body bytes received. */
+  private received = 0;
 
   constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
     this.owner = owner;
@@ -435,8 +465,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     const b = this.upload;
     if (b === null) return;
     this.upload = null;
-    if (err !== null && b instanceof PushBody) b.abort(err);
-    b.close();
+    stopUpload(b, err);
   }
 
   /** Sends a streamed request body with flow control; a failure resets the stream. */
@@ -507,6 +536,8 @@ class H2ClientExchange implements BodySource, CancelListener {
     const cl = h.get('Content-Length');
     const length = cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1;
     const ended = (flags & 1) !== 0;
+    // A HEAD or 304 response's length is the one a GET would have had: no DATA follows.
+    if (!ended && length >= 0 && status !== 304 && this.req.method !== 'HEAD') this.declared = length;
     let body: Response['body'];
     if (ended) body = nobody;
     else {
@@ -534,6 +565,7 @@ class H2ClientExchange implements BodySource, CancelListener {
 
   /** @internal */
   onData(chunk: Buffer): void {
+    this.received += chunk.length;
     if (this.timer !== null && this.timerWhat === 'readIdleTimeout') this.timer.refresh();
     if (this.pending !== null) {
       if (chunk.length === 0) return;
@@ -546,10 +578,15 @@ class H2ClientExchange implements BodySource, CancelListener {
 
   /** @internal */
   onTrailers(trailers: IncomingHttpHeaders): void {
-    const t = headersFromObject(trailers as Record<string, string | string[] | undefined>);
+    const t = trailersFromObject(trailers as Record<string, string | string[] | undefined>);
     // A buffered response carries its trailers itself (its body is bytes).
     if (this.pending !== null) this.pending.trailers = t;
     else if (this.body !== null) this.body.trailerFields = t;
+  }
+
+  /** @internal The request could not be finished (trailers that may not be sent): fails the exchange with `err`. */
+  failWith(err: unknown): void {
+    this.fail(err);
   }
 
   /** @internal The call's context was canceled (see RequestContext.addCancelListener). */
@@ -567,6 +604,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (this.finished || !this.headDone) return;
     const code = this.stream.rstCode;
     if (code !== undefined && code !== NGHTTP2_NO_ERROR) return;
+    if (this.truncated()) return;
     this.finished = true;
     this.cleanup();
     // Our side never sent its body, or not all of it: end the stream without an error (RFC 9113 §8.1).
@@ -592,6 +630,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       err = unprocessed(new ProtocolError('the server did not process the request (HTTP/2 stream past GOAWAY)'));
     } else if (this.headDone && code === 0) {
       // Closed without an error after the head: the body ended (the 'end' event may follow 'close' on a destroyed stream).
+      if (this.truncated()) return;
       this.finished = true;
       this.cleanup();
       this.dropUpload(null);
@@ -601,6 +640,20 @@ class H2ClientExchange implements BodySource, CancelListener {
       err = this.owner.transportError() ?? new H2StreamResetError(code, this.headDone);
     }
     this.fail(err);
+  }
+
+  /**
+   * True (and the exchange failed) when the body ended short of its content-length: a server's
+   * RST_STREAM(NO_ERROR) ends the stream as END_STREAM does, and RFC 9113 §8.1.1 makes a
+   * response whose DATA does not add up to its content-length malformed. (nghttp2 checks the
+   * length itself at END_STREAM; a reset is this check's case.) The error is HTTP/1's for a
+   * response cut short.
+   */
+  private truncated(): boolean {
+    const n = this.declared;
+    if (n < 0 || this.received === n) return false;
+    this.fail(new ParseError(`the server ended the HTTP/2 stream ${n - this.received} bytes short of the response's content-length ${n} (truncated body)`));
+    return true;
   }
 
   /** @internal See {@link BodySource}. */

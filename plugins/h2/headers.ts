@@ -3,7 +3,7 @@
  * lowercase on the wire, connection-specific fields (RFC 9113 §8.2.2) are dropped, pseudo-headers
  * never become ordinary headers, and names read from the wire are stored in canonical form.
  */
-import { eqIgnoreCase, headersFromFields, type Headers } from '../../kernel/index.js';
+import { checkTrailers, eqIgnoreCase, headersFromFields, isForbiddenTrailer, type Headers } from '../../kernel/index.js';
 
 /** An outgoing header block for node:http2: lowercase names, repeated names as arrays. */
 export type H2HeaderObject = Record<string, string | string[] | number>;
@@ -58,6 +58,35 @@ export function headersFromObject(obj: Record<string, string | string[] | number
     else fields.push(name, String(v));
   }
   return headersFromFields(fields, false);
+}
+
+/**
+ * Received trailers as kernel Headers, without the fields that may not trail (RFC 9110 §6.5.1:
+ * framing, routing, authentication, content format, controls; the kernel's FORBIDDEN_TRAILERS):
+ * a trailer must not change how the message before it is read, so they are dropped as the
+ * HTTP/1 reader drops them.
+ */
+export function trailersFromObject(obj: Record<string, string | string[] | number | undefined>): Headers {
+  const fields: string[] = [];
+  for (const name of Object.keys(obj)) {
+    const v = obj[name];
+    if (v === undefined || isForbiddenTrailer(name)) continue;
+    if (Array.isArray(v)) for (const x of v) fields.push(name, x);
+    else fields.push(name, String(v));
+  }
+  return headersFromFields(fields, false);
+}
+
+/**
+ * Trailers to send in wire form. Throws `ArgumentError` for a field that may not trail or an
+ * invalid name or value (the kernel's `checkTrailers`, as HTTP/1 applies it), instead of
+ * dropping it as {@link addWireHeaders} drops connection-specific header fields.
+ */
+export function wireTrailers(trailers: Headers): H2HeaderObject {
+  checkTrailers(trailers);
+  const out: H2HeaderObject = {};
+  addWireHeaders(trailers, out);
+  return out;
 }
 
 /** The size of a header list as HTTP/2 counts it (RFC 9113 §6.5.2): name + value + 32 per field. */

@@ -22,7 +22,7 @@
  * settings are those of the call that opens a session: later calls multiplexed onto it share
  * its windows whatever they pass (give a `Client` of its own to calls that need others).
  */
-import { ArgumentError, definePlugin, Stage, type Kernel } from '../../kernel/index.js';
+import { ArgumentError, checkOptionKeys, definePlugin, Stage, type Kernel, type OptionCheck } from '../../kernel/index.js';
 import { connectH2Session, type H2PingOptions } from './client-session.js';
 import { serveH2 } from './server-connection.js';
 
@@ -46,6 +46,9 @@ export type H2PluginOptions = H2PingOptions;
 /** The h2 plugin. */
 export const h2 = definePlugin<H2PluginOptions>({
   name: NAME,
+  callOptions: {
+    http2Settings: (v) => (v === null || (typeof v === 'object' && !Array.isArray(v)) ? null : 'an HTTP2Settings or { initialWindowSize, connectionWindowSize }'),
+  } satisfies Record<keyof H2Options, OptionCheck>,
   register(kernel, options) {
     const ping = pingOptions(options);
     pingByKernel.set(kernel, ping);
@@ -79,6 +82,8 @@ export const h2 = definePlugin<H2PluginOptions>({
   },
 });
 
+const PING_OPTIONS: ReadonlySet<string> = new Set(['pingIntervalMs', 'pingTimeoutMs']);
+
 const pingByKernel = new WeakMap<Kernel, H2PingOptions>();
 
 /** The ping options the h2 plugin was registered with on `kernel` (plugin h2c's sessions use them too). */
@@ -90,6 +95,7 @@ export function h2PingOptions(kernel: Kernel): H2PingOptions {
 function pingOptions(options: H2PluginOptions | undefined): H2PingOptions {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object') throw new ArgumentError('h2 plugin options must be an object');
+  checkOptionKeys(options, PING_OPTIONS, 'register(h2, …)');
   for (const key of ['pingIntervalMs', 'pingTimeoutMs'] as const) {
     const v = options[key];
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) throw new ArgumentError(`h2 plugin option ${key} must be a positive number of milliseconds, got ${String(v)}`);

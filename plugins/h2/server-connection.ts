@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { nobody, PeerAddr, protocolRequest, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
+import { isValidHost, nobody, PeerAddr, protocolRequest, requestTargetError, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
 import { sinkErrors } from './error-sink.js';
 import { headerListSize, normalizeRequestFields, sameAuthority } from './headers.js';
 import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
@@ -140,6 +140,8 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
   private lastStreamId = 0;
   /** The begun, incomplete header block's stream id the previous check saw, or 0. */
   private pendingId = 0;
+  /** The last request authority found valid (see targetError). */
+  private validAuthority: string | undefined = undefined;
 
   constructor(session: ServerHttp2Session, socket: Duplex, host: ProtocolHost, config: H2ServerConfig) {
     this.session = session;
@@ -243,11 +245,16 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
         return;
       }
     }
+    method ??= 'GET';
+    const bad = this.targetError(method, path, authority);
+    if (bad !== null) {
+      refuse(stream, 400, bad);
+      return;
+    }
     // With :authority, Host is made from it (the host field it agrees with is left out);
     // split cookie fields are joined for readers of one Cookie header (RFC 9113 §8.2.3).
     const dropHost = hosts > 0 && authority !== host;
     if (cookies > 1 || dropHost) list = normalizeRequestFields(list, dropHost);
-    method ??= 'GET';
     const target = method === 'CONNECT' ? (authority ?? '') : (path ?? '/');
     const ended = (flags & 1) !== 0; // END_STREAM on HEADERS: no body
     let length = -1;
@@ -268,6 +275,29 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
       this.active++;
     }
   };
+
+  /**
+   * Why a request's target is malformed (RFC 9113 §8.3.1, §8.5), as a sentence, or null: `:path`
+   * is origin-form, or `*` for OPTIONS; CONNECT has no `:path` and a `host:port` authority; the
+   * authority (`:authority`, or `host` without it) is `host[:port]` as HTTP/1's Host is, so no
+   * userinfo and a numeric port. The rules are the kernel's HTTP/1 ones (`requestTargetError`,
+   * `isValidHost`); the last authority found valid is remembered, as a connection's requests
+   * usually all carry the same.
+   */
+  private targetError(method: string, path: string | undefined, authority: string | undefined): string | null {
+    if (method === 'CONNECT') {
+      if (path !== undefined) return 'a CONNECT request has no :path (RFC 9113 §8.5)';
+      return requestTargetError(method, authority ?? '');
+    }
+    if (path !== undefined && path.charCodeAt(0) !== 0x2f && !(path === '*' && method === 'OPTIONS')) {
+      return requestTargetError(method, path) ?? `:path ${JSON.stringify(path.length > 60 ? `${path.slice(0, 60)}...` : path)} is not a path starting with "/" (RFC 9113 §8.3.1: HTTP/2 carries the authority in :authority)`;
+    }
+    if (authority !== undefined && authority !== this.validAuthority) {
+      if (!isValidHost(authority)) return `request authority ${JSON.stringify(authority.length > 60 ? `${authority.slice(0, 60)}...` : authority)} is not host[:port] (no userinfo, a numeric port)`;
+      this.validAuthority = authority;
+    }
+    return null;
+  }
 
   /** A stream closed; `aborted`: the client reset it before its response ended. */
   streamClosed(aborted: boolean): void {

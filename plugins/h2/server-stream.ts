@@ -6,7 +6,7 @@
 import { Buffer } from 'node:buffer';
 import type { ServerHttp2Stream } from 'node:http2';
 import { httpDate, peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
-import { addWireHeaders, headersFromObject, type H2HeaderObject } from './headers.js';
+import { addWireHeaders, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
 import { H2RequestBody } from './server-body.js';
 import { sinkErrors } from './error-sink.js';
 
@@ -213,11 +213,11 @@ export class H2ServerStream implements ExchangeWire {
   /** @internal */
   onWantTrailers(): void {
     const t = this.slow === null ? null : this.slow.trailers;
-    const out: H2HeaderObject = {};
-    if (t !== null) addWireHeaders(t, out);
     try {
-      // Empty trailers end the stream with an empty DATA frame (node's way).
-      this.stream.sendTrailers(out);
+      // Empty trailers end the stream with an empty DATA frame (node's way). A field that may
+      // not trail resets the stream: the body is out, so no 500 can replace it any more (the
+      // pipeline and Stream.addTrailer refuse them before the head; this holds without them).
+      this.stream.sendTrailers(t === null ? {} : wireTrailers(t));
     } catch {
       this.stream.close(NGHTTP2_INTERNAL_ERROR);
     }
@@ -344,7 +344,7 @@ const END_OPTIONS = { endStream: true };
 const TRAILER_OPTIONS = { endStream: false, waitForTrailers: true };
 const BODY_OPTIONS = undefined;
 
-/** Trailers received with a request (node's 'trailers' event), as kernel Headers. */
+/** Trailers received with a request (node's 'trailers' event), as kernel Headers, less those that may not trail. */
 export function trailersOf(obj: Record<string, string | string[] | undefined>): Headers {
-  return headersFromObject(obj);
+  return trailersFromObject(obj);
 }

@@ -14,7 +14,7 @@
  * stream handlers and Routers (which are both) alike.
  */
 import { performance } from 'node:perf_hooks';
-import { AbstractBody, ArgumentError, Request, Response, type RequestHandler, type Stream, type StreamHandler } from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, notAResponse, Request, Response, type RequestHandler, type Stream, type StreamHandler } from '../../kernel/index.js';
 import { DUAL, type DualHandler } from '../router/index.js';
 import { checkLogger, getDefaultLogger, isLogLevel, logAt, type Logger, type LogLevel } from './logger.js';
 
@@ -81,7 +81,7 @@ export function loggingMiddleware(handler: RequestHandler | StreamHandler | Dual
       (res) => {
         // Not a Response: the server answers 500 for it.
         if (res instanceof Response) write(record(req, res.status, t0, lengthOf(res)), level);
-        else write(record(req, 500, t0, null, new TypeError(`handler returned ${typeof res}, not a Response`)), 'error');
+        else write(record(req, 500, t0, null, notAResponse(res, 'handler')), 'error');
         return res;
       },
       (err: unknown) => {

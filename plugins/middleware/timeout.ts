@@ -10,7 +10,7 @@
  * `r.WithContext`; like it, the copy shares headers and body with the original.
  */
 import { performance } from 'node:perf_hooks';
-import { AbstractBody, ArgumentError, Request, Response, type RequestHandler } from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, checkFieldValue, Request, Response, type RequestHandler } from '../../kernel/index.js';
 import type { Middleware } from '../router/index.js';
 
 /** Options of {@link handlerTimeout}. */
@@ -39,6 +39,8 @@ export function handlerTimeout(timeoutMs: number, options: HandlerTimeoutOptions
   const contentType = options.contentType ?? 'text/plain; charset=utf-8';
   if (typeof body !== 'string' && !(body instanceof Uint8Array)) throw new ArgumentError(`handlerTimeout body must be a string or Uint8Array, got ${typeof body}`);
   if (typeof contentType !== 'string') throw new ArgumentError(`handlerTimeout contentType must be a string, got ${typeof contentType}`);
+  // Refused now, with the caller on the stack, rather than by the serializer at the first timeout.
+  checkFieldValue('Content-Type', contentType);
   // Built once to validate the status now rather than at the first timeout.
   new Response(status, body);
   const timedOut = (): Response => new Response(status, body, { headers: [['Content-Type', contentType]] });

@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
-import { AbstractBody, ArgumentError, Headers, ParseError, adoptStreamErrors, checkFieldValue, isToken } from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -101,6 +101,8 @@ export interface FormOptions {
   type?: MultipartType;
 }
 
+const FORM_OPTIONS: ReadonlySet<string> = new Set(['boundary', 'type'] satisfies (keyof FormOptions)[]);
+
 /** What a {@link Form} accepts as its parts. */
 export type FormParts = Iterable<readonly [string, unknown]> | Record<string, unknown>;
 
@@ -161,6 +163,8 @@ export class Form extends AbstractBody {
    */
   constructor(parts: FormParts, options: FormOptions = {}) {
     super();
+    if (typeof options !== 'object' || options === null) throw new ArgumentError(`new Form(parts, options): options must be an object such as { boundary }, got ${options === null ? 'null' : typeof options}`);
+    checkOptionKeys(options, FORM_OPTIONS, 'new Form()');
     const type = options.type ?? 'formdata';
     if (type !== 'formdata' && type !== 'mixed') throw new ArgumentError(`Form type must be 'formdata' or 'mixed', got ${String(type)}`);
     const boundary = options.boundary ?? randomBoundary();

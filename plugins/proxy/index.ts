@@ -31,6 +31,8 @@
 import {
   ArgumentError,
   Stage,
+  checkPluginOptions,
+  type OptionCheck,
   definePlugin,
   getCallOptions,
   type Request,
@@ -57,6 +59,11 @@ export interface ProxyPluginOptions {
   proxy?: ProxyOption;
 }
 
+/** The plugin's option (per call, `Client`, `Transport`, `register`) and its check. */
+const CALL_OPTIONS: Readonly<Record<keyof ProxyPluginOptions, OptionCheck>> = {
+  proxy: (v) => (v === null || v === false || v instanceof ProxyConfig || v instanceof URL || typeof v === 'string' ? null : 'a ProxyConfig, a proxy URL string or null'),
+};
+
 /** The `Proxy-Authorization` value this plugin added to the call's request, so a later hop can take it off. */
 const kAddedAuth = Symbol('proxy.addedAuthorization');
 /** The proxy `client.onRequest` chose forward mode with for the request in flight (read by `client.connect`). */
@@ -65,8 +72,9 @@ const kForward = Symbol('proxy.forward');
 /** The `proxy` plugin. */
 export const proxy = definePlugin({
   name: NAME,
+  callOptions: CALL_OPTIONS,
   register(kernel, options: ProxyPluginOptions) {
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('register(proxy, …): options must be an object');
+    checkPluginOptions(options, CALL_OPTIONS, 'register(proxy, …)');
     const fallback = options.proxy === undefined ? null : toConfig(options.proxy, 'register(proxy, …): proxy');
     const policy = (v: unknown): ProxyConfig | null => (v === undefined ? fallback : toConfig(v, 'proxy'));
 

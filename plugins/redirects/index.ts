@@ -30,6 +30,9 @@
 import {
   AbstractBody,
   ArgumentError,
+  checkPluginOptions,
+  OptionChecks,
+  type OptionCheck,
   Headers,
   Request,
   Stage,
@@ -37,6 +40,7 @@ import {
   definePlugin,
   getCallOptions,
   isReplayable,
+  isToken,
   type Response,
 } from '../../kernel/index.js';
 
@@ -81,8 +85,16 @@ const BODY_HEADERS = ['Content-Length', 'Content-Type', 'Content-Encoding', 'Con
 const BODY_HEADERS_LC = new Set(BODY_HEADERS.map((h) => h.toLowerCase()));
 /** Credentials that never cross an origin change. */
 const CREDENTIAL_HEADERS = ['Authorization', 'Cookie', 'Proxy-Authorization'];
-const METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const EMPTY = new Uint8Array(0);
+
+/** The plugin's options (per call, `Client` defaults, `register`) and their checks. */
+const CALL_OPTIONS: Readonly<Record<keyof RedirectOptions, OptionCheck>> = {
+  redirect: OptionChecks.boolean,
+  redirectLimit: OptionChecks.integer(0),
+  redirectMethod: (v) => (v === 'same' || (typeof v === 'string' && isToken(v)) ? null : "'same' or a method name such as 'GET'"),
+  forwardHeaders: OptionChecks.boolean,
+  checkRedirect: OptionChecks.function,
+};
 
 /** Redirects followed so far in one call; `call` is that call's options object (one per call). */
 interface HopState {
@@ -94,8 +106,9 @@ const kHops = Symbol('redirects.hops');
 /** The `redirects` plugin. Options given at `register` are defaults under `Client` and per-call options. */
 export const redirects = definePlugin({
   name: NAME,
+  callOptions: CALL_OPTIONS,
   register(kernel, options: RedirectOptions) {
-    checkOptions(options, `register(redirects, …)`);
+    checkPluginOptions(options, CALL_OPTIONS, 'register(redirects, …)');
     const base = options;
     kernel.hooks.client.onResponseHead.tap({ name: NAME, stage: Stage.REDIRECT }, (res, ctx) => {
       const status = res.status;
@@ -197,18 +210,8 @@ export const redirects = definePlugin({
 });
 
 function checkMethod(m: unknown): asserts m is string {
-  if (typeof m !== 'string' || !METHOD.test(m)) {
+  if (typeof m !== 'string' || !isToken(m)) {
     throw new ArgumentError(`redirectMethod must be 'same' or a method name such as 'GET', got ${JSON.stringify(m)}`);
   }
 }
 
-function checkOptions(o: RedirectOptions, where: string): void {
-  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object`);
-  if (o.redirect !== undefined && typeof o.redirect !== 'boolean') throw new ArgumentError(`${where}: redirect must be a boolean`);
-  if (o.forwardHeaders !== undefined && typeof o.forwardHeaders !== 'boolean') throw new ArgumentError(`${where}: forwardHeaders must be a boolean`);
-  if (o.redirectLimit !== undefined && (typeof o.redirectLimit !== 'number' || !Number.isInteger(o.redirectLimit) || o.redirectLimit < 0)) {
-    throw new ArgumentError(`${where}: redirectLimit must be an integer >= 0, got ${String(o.redirectLimit)}`);
-  }
-  if (o.redirectMethod !== undefined && o.redirectMethod !== 'same') checkMethod(o.redirectMethod);
-  if (o.checkRedirect !== undefined && typeof o.checkRedirect !== 'function') throw new ArgumentError(`${where}: checkRedirect must be a function`);
-}

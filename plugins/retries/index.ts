@@ -33,6 +33,9 @@
  */
 import {
   ArgumentError,
+  checkPluginOptions,
+  OptionChecks,
+  type OptionCheck,
   ConnectError,
   DNSError,
   TLSTransportError,
@@ -194,11 +197,24 @@ interface Taken {
 }
 const kTaken = Symbol('retries.taken');
 
+/** The plugin's options (per call, `Client` defaults, `register`) and their checks. */
+const CALL_OPTIONS: Readonly<Record<keyof RetryOptions, OptionCheck>> = {
+  retry: (v) => (typeof v === 'boolean' ? null : 'a boolean (to set how many retries, use retries)'),
+  retries: OptionChecks.integer(0),
+  retryBucket: OptionChecks.instance(RetryBucket, 'RetryBucket'),
+  retryIf: OptionChecks.function,
+  retryNonIdempotent: OptionChecks.boolean,
+  respectRetryAfter: OptionChecks.boolean,
+  retryDelayScale: OptionChecks.milliseconds,
+  retryMaxDelay: OptionChecks.milliseconds,
+};
+
 /** The `retries` plugin. Options given at `register` are defaults under `Client` and per-call options. */
 export const retries = definePlugin({
   name: NAME,
+  callOptions: CALL_OPTIONS,
   register(kernel, options: RetryOptions) {
-    checkOptions(options, 'register(retries, …)');
+    checkPluginOptions(options, CALL_OPTIONS, 'register(retries, …)');
     const base = options;
     const ownBucket = base.retryBucket ?? new RetryBucket();
     kernel.hooks.client.onRetry.tap({ name: NAME, stage: Stage.RETRY }, (state, ctx): RetryDecision | undefined => {
@@ -290,18 +306,3 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-function checkOptions(o: RetryOptions, where: string): void {
-  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object`);
-  for (const k of ['retry', 'retryNonIdempotent', 'respectRetryAfter'] as const) {
-    if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new ArgumentError(`${where}: ${k} must be a boolean`);
-  }
-  if (o.retries !== undefined && (typeof o.retries !== 'number' || !Number.isInteger(o.retries) || o.retries < 0)) {
-    throw new ArgumentError(`${where}: retries must be an integer >= 0, got ${String(o.retries)}`);
-  }
-  for (const k of ['retryDelayScale', 'retryMaxDelay'] as const) {
-    const v = o[k];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) throw new ArgumentError(`${where}: ${k} must be a number of ms >= 0`);
-  }
-  if (o.retryBucket !== undefined && !(o.retryBucket instanceof RetryBucket)) throw new ArgumentError(`${where}: retryBucket must be a RetryBucket`);
-  if (o.retryIf !== undefined && typeof o.retryIf !== 'function') throw new ArgumentError(`${where}: retryIf must be a function`);
-}

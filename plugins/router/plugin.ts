@@ -19,6 +19,7 @@ import {
   Response,
   Stage,
   definePlugin,
+  notAResponse,
   type Request,
   type RequestHandler,
   type ServerExchange,
@@ -82,7 +83,7 @@ export const router = definePlugin({
       const finish = (res: unknown): void => {
         // Anything but a Response would read as "not mine" to the hook and fall through to the
         // server's handler: make it the failure it is.
-        if (!(res instanceof Response)) done(new TypeError(`route handler for ${req.method} ${req.target} returned ${res === null ? 'null' : typeof res}, not a Response`));
+        if (!(res instanceof Response)) done(notAResponse(res, `route handler for ${req.method} ${req.target}`));
         else done(null, allow === null ? res : withAllow(res, allow));
       };
       let res: Response | Promise<Response>;

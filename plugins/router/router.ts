@@ -6,7 +6,7 @@
  * its argument, and calls its routes' handlers with the same argument. The match is left on
  * the request's context for `getRoute`, `getParams` and `getParam`.
  */
-import { ArgumentError, Request, type RequestHandler, type Response, type Stream, type StreamHandler } from '../../kernel/index.js';
+import { ArgumentError, checkOptionKeys, isToken, Request, type RequestHandler, type Response, type Stream, type StreamHandler } from '../../kernel/index.js';
 import { emptyStreamResponse, methodNotAllowedResponse, notFoundResponse, withAllow } from './defaults.js';
 import { targetPath } from './path.js';
 import { setRouteData } from './route-data.js';
@@ -32,8 +32,6 @@ export interface RouteInfo {
   /** The pattern, such as `/users/{id}`. */
   readonly pattern: string;
 }
-
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** A Router is callable: a request handler and a stream handler in one. */
 export interface Router<H extends RouteHandler = RequestHandler> extends DualHandler {}
@@ -157,7 +155,7 @@ export class Router<H extends RouteHandler = RequestHandler> {
 
   private add(method: string | null, path: string, handler: H | undefined): void {
     if (method !== null) {
-      if (typeof method !== 'string' || !TOKEN.test(method)) throw new ArgumentError(`route method must be a method name such as "GET", got ${JSON.stringify(method)}`);
+      if (typeof method !== 'string' || !isToken(method)) throw new ArgumentError(`route method must be a method name such as "GET", got ${JSON.stringify(method)}`);
       method = method === '*' ? null : method.toUpperCase();
     }
     if (typeof handler !== 'function') throw new ArgumentError(`route ${method ?? '*'} ${JSON.stringify(path)}: handler must be a function, got ${typeof handler}`);
@@ -216,8 +214,11 @@ export class Router<H extends RouteHandler = RequestHandler> {
 Object.setPrototypeOf(Router.prototype, Function.prototype);
 Object.defineProperty(Router.prototype, DUAL, { value: true });
 
+const ROUTER_OPTIONS: ReadonlySet<string> = new Set(['notFound', 'methodNotAllowed', 'middleware', 'ignoreTrailingSlash'] satisfies (keyof RouterOptions)[]);
+
 function checkOptions<H extends RouteHandler>(a: unknown): RouterOptions<H> {
   if (a === undefined) return {};
   if (typeof a !== 'object' || a === null) throw new ArgumentError(`Router takes an options object or handler functions, got ${typeof a}`);
+  checkOptionKeys(a, ROUTER_OPTIONS, 'new Router()');
   return a as RouterOptions<H>;
 }

@@ -22,7 +22,7 @@ import { isEventStream } from './response.js';
 
 /** Options of {@link sseConnect}: those of a call (headers, timeouts, proxy, …) plus these. */
 export interface SSEConnectOptions extends CallOptions {
-  /** The client to connect with; default a private `Client` without plugins, closed at the end. */
+  /** The client to connect with; default a private `Client` (see `new Client()` for its kernel), closed at the end. */
   client?: Client;
   /** The id to resume from on the first connection (sent as `Last-Event-ID`). */
   lastEventId?: string;
@@ -35,6 +35,9 @@ export interface SSEConnectOptions extends CallOptions {
   /** Called with each failure that leads to a reconnect (network errors, 408, 429, 5xx); if it throws, sseConnect rejects with that. */
   onError?: (error: unknown) => unknown;
 }
+
+/** The names sseConnect reads itself; the rest of its options are the calls'. */
+const OWN_OPTIONS = ['client', 'lastEventId', 'retryDelay', 'maxLen', 'onOpen', 'onError'] as const satisfies readonly (keyof SSEConnectOptions)[];
 
 /** Default reconnection delay: 3 s, what browsers use. */
 export const DEFAULT_SSE_RETRY_DELAY = 3000;
@@ -76,6 +79,8 @@ export async function sseConnect(url: string | URL, callback: SSECallback, optio
   }
   const client = given ?? new Client();
   try {
+    // Checked now: the loop below would take a refused call for a failed connection and retry it.
+    client.checkOptions(options, 'sseConnect', OWN_OPTIONS);
     while (!ctx.canceled) {
       const headers = new Headers(call.headers ?? undefined);
       if (!headers.has('Accept')) headers.set('Accept', 'text/event-stream');

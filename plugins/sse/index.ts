@@ -19,8 +19,8 @@
  * `sseConnect(url, callback, options)` reconnects as EventSource does; it parses the stream
  * itself and needs no plugin.
  */
-import { AbstractBody, BytesBody, Stage, definePlugin, getCallOptions } from '../../kernel/index.js';
-import { SSECallbackBody, checkSSEOptions, type SSECallback } from './callback.js';
+import { AbstractBody, BytesBody, Stage, checkOptionKeys, definePlugin, getCallOptions, type OptionCheck } from '../../kernel/index.js';
+import { SSECallbackBody, checkSSEOptions, type SSECallback, type SSEOptions } from './callback.js';
 import { DEFAULT_SSE_MAX_LEN, checkMaxLen } from './event.js';
 import { SSEParser } from './parser.js';
 import { isEventStream } from './response.js';
@@ -41,10 +41,17 @@ export interface SSEPluginOptions {
   maxLen?: number;
 }
 
+const PLUGIN_OPTIONS: ReadonlySet<string> = new Set(['maxLen']);
+
 /** The `sse` plugin: `sseCallback` on client calls. */
 export const sse = definePlugin({
   name: NAME,
+  callOptions: {
+    sseCallback: (v) => (typeof v === 'function' ? null : 'a function (event, response) => void'),
+    sseMaxLen: (v) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 ? null : 'a whole number of bytes >= 1'),
+  } satisfies Record<keyof SSEOptions, OptionCheck>,
   register(kernel, options: SSEPluginOptions) {
+    checkOptionKeys(options, PLUGIN_OPTIONS, 'register(sse, …)');
     const base = options.maxLen === undefined ? DEFAULT_SSE_MAX_LEN : checkMaxLen(options.maxLen, 'register(sse, …): maxLen');
 
     kernel.hooks.client.onRequest.tap({ name: NAME, stage: Stage.DEFAULT }, (req, ctx) => {

@@ -2,7 +2,7 @@
  * sseStream(): a Response whose body is an SSEStream, optionally with a producer function
  * that runs on its own task and ends the response when it returns.
  */
-import { ArgumentError, Response, type ResponseOptions } from '../../kernel/index.js';
+import { ArgumentError, checkOptionKeys, Response, type ResponseOptions } from '../../kernel/index.js';
 import { SSEStream } from './stream.js';
 
 /** Writes events to a stream; the response ends when it returns (or its promise settles). */
@@ -57,6 +57,13 @@ export function sseStream(a?: unknown, b?: unknown, c?: unknown): SSEResponse | 
 }
 
 /** (status?, options?) or (options): the Response with a fresh stream. */
+/** The names {@link SSEResponseOptions} takes (and `body`/`contentLength`, refused below with a reason). */
+const OPTIONS: ReadonlySet<string> = new Set([
+  ...(['headers', 'reason', 'trailers', 'protoMajor', 'protoMinor', 'close', 'request', 'copyHeaders', 'maxLen'] satisfies (keyof SSEResponseOptions)[]),
+  'body',
+  'contentLength',
+]);
+
 function build(a: unknown, b: unknown): SSEResponse {
   let status = 200;
   let options: SSEResponseOptions = {};
@@ -68,6 +75,7 @@ function build(a: unknown, b: unknown): SSEResponse {
     options = a as SSEResponseOptions;
   }
   if (typeof options !== 'object' || options === null) throw new ArgumentError(`sseStream: options must be an object, got ${describe(options)}`);
+  checkOptionKeys(options, OPTIONS, 'sseStream');
   const { maxLen, body, contentLength, ...rest } = options as SSEResponseOptions & { body?: unknown; contentLength?: unknown };
   if (body !== undefined) throw new ArgumentError('sseStream: the body is the SSEStream; do not pass body');
   if (contentLength !== undefined) throw new ArgumentError('sseStream: an event stream has no content length; do not pass contentLength');

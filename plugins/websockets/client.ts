@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import { ArgumentError, Headers, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
+import { ArgumentError, checkCallOptionNames, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
 import { WebSocketHandshakeError } from './errors.js';
 import { acceptKey, hasToken } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
@@ -29,9 +29,14 @@ function target(to: string | URL | Duplex, o: WebSocketOpenOptions): { shown: st
   try {
     u = to instanceof URL ? new URL(to.href) : new URL(to);
   } catch {
-    throw new ArgumentError(`WebSockets.open: invalid URL ${JSON.stringify(String(to))}`);
+    const hint = typeof to === 'string' ? urlHint(to, 'ws') : '';
+    throw new ArgumentError(`WebSockets.open: invalid URL ${JSON.stringify(String(to))}${hint !== '' ? `: ${hint}` : ''}`);
   }
-  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') throw new ArgumentError(`WebSockets.open takes ws:// or wss:// URLs, got ${u.protocol}//…`);
+  if (u.protocol !== 'ws:' && u.protocol !== 'wss:') {
+    const hint = typeof to === 'string' ? urlHint(to, 'ws') : '';
+    if (hint !== '') throw new ArgumentError(`WebSockets.open: invalid URL ${JSON.stringify(to)}: ${hint}`);
+    throw new ArgumentError(`WebSockets.open takes ws:// or wss:// URLs, got ${u.protocol}//…`);
+  }
   if (u.hash !== '') throw new ArgumentError('WebSockets.open: a WebSocket URL has no fragment (#…)');
   const shown = u.href;
   u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
@@ -68,6 +73,12 @@ function check101(mod: WsModule, response: Response, key: string, offered: reado
   return deflate;
 }
 
+/** The names of {@link WebSocketOpenOptions} that `open` reads itself (`proxy` and `cookiejar` are the plugins'). */
+const OPEN_OPTIONS: ReadonlySet<string> = new Set([
+  'maxFrameSize', 'maxFragmentation', 'headers', 'subprotocols', 'compress', 'connectTimeout', 'requestTimeout', 'responseHeaderTimeout',
+  'readIdleTimeout', 'writeIdleTimeout', 'tls', 'localAddr', 'kernel', 'context', 'signal', 'target', 'host',
+] satisfies (keyof WebSocketOpenOptions)[]);
+
 /**
  * Opens a WebSocket to a `ws://` or `wss://` URL, or over `socket` (a byte stream the caller
  * connected and keeps owning: never ended or destroyed here; pass `host` and `target`), runs
@@ -83,6 +94,9 @@ function check101(mod: WsModule, response: Response, key: string, offered: reado
 export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandler<T>, options: WebSocketOpenOptions = {}): Promise<T> {
   if (typeof handler !== 'function') throw new ArgumentError(`WebSockets.open(url, handler, options): handler must be a function (ws) => …, got ${typeof handler}`);
   if (typeof options !== 'object' || options === null) throw new ArgumentError('WebSockets.open: options must be an object');
+  const kernel = options.kernel ?? defaultKernel();
+  // proxy and cookiejar are the plugins' options: checked as a client call's are, against this kernel.
+  checkCallOptionNames(options, 'WebSockets.open', kernel, OPEN_OPTIONS);
   const { shown, httpUrl } = target(to, options);
   const limits = resolveLimits(options, 'WebSockets.open');
   const offered = subprotocolList(options.subprotocols, 'WebSockets.open');
@@ -116,7 +130,7 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
   try {
     let agreed: Deflate | null = null;
     const { response, socket, head } = await upgradeRequest(request, {
-      kernel: options.kernel ?? defaultKernel(),
+      kernel,
       socket: owned ? null : borrow(to),
       connectTimeout: options.connectTimeout,
       requestTimeout: options.requestTimeout,

@@ -4,7 +4,7 @@
  */
 import type { ConnectionOptions } from 'node:tls';
 import type { CookieJar } from '../cookies/index.js';
-import { ArgumentError, type HeadersInit, type Kernel, type Request, type RequestContext, type ServeOptions } from '../../kernel/index.js';
+import { ArgumentError, isToken, type HeadersInit, type Kernel, type Request, type RequestContext, type ServeOptions } from '../../kernel/index.js';
 
 /** Default `maxFrameSize`: 16 MiB (the reference's `maxframesize`). */
 export const DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024;
@@ -109,12 +109,10 @@ function boolOpt(o: Record<string, unknown>, key: string, where: string): boolea
   return v;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
 /** @internal Checks a subprotocol list (tokens, RFC 6455 §4.1). */
 export function subprotocolList(v: unknown, where: string): readonly string[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v) || !v.every((p) => typeof p === 'string' && TOKEN.test(p))) {
+  if (!Array.isArray(v) || !v.every((p) => typeof p === 'string' && isToken(p))) {
     throw new ArgumentError(`${where}: subprotocols must be an array of tokens (such as ['chat', 'v2.json']), got ${JSON.stringify(v)}`);
   }
   return Object.freeze([...(v as string[])]);

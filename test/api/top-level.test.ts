@@ -262,17 +262,17 @@ describe('top-level helpers on the default stack', () => {
     expect(Buffer.concat(chunks).toString()).toBe('zipped GET');
   });
 
-  it('HTTP.get(url, { client }) uses that client (no default plugins, its default headers)', async () => {
+  it('HTTP.get(url, { client }) uses that client (its kernel without plugins, its default headers)', async () => {
     const seen: (string | undefined)[] = [];
     const { origin } = await serveHere((req) => {
       seen.push(req.headers.get('X-Client'));
       if (req.target === '/start') return new HTTP.Response(302, 'moved', { headers: { Location: '/final' } });
       return new HTTP.Response(200, 'final');
     });
-    const client = new HTTP.Client({ defaultHeaders: { 'X-Client': 'mine' } });
+    const client = new HTTP.Client({ kernel: HTTP.createKernel(), defaultHeaders: { 'X-Client': 'mine' } });
     clients.add(client);
     const res = await HTTP.get(`${origin}/start`, { client });
-    // A client without a kernel has no redirects plugin: the 302 comes back as it is.
+    // A client on a kernel without plugins has no redirects plugin: the 302 comes back as it is.
     expect(res.status).toBe(302);
     expect(res.text()).toBe('moved');
     expect(seen).toEqual(['mine']);

@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
-import { Client, StatusError, type Response } from '../../kernel/index.js';
+import { Client, createKernel, StatusError, type Response } from '../../kernel/index.js';
 import { nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir, type Peer } from './helpers.js';
 
 let dir = '';
@@ -25,8 +25,9 @@ const INDEX = '<!doctype html><title>switchyard interop</title><p>hello from ngi
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(5000); // ~225 KB, compressible
 const BINARY = randomBytes(2 * 1024 * 1024 + 17);
 
+/** The kernel's own client, no plugins (a Client given no kernel would run on the default ones). */
 function client(): Client {
-  const c = new Client();
+  const c = new Client({ kernel: createKernel() });
   clients.push(c);
   return c;
 }

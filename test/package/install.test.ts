@@ -54,6 +54,8 @@ export async function main(): Promise<number> {
   const res: HTTP.Response = await client.get('http://127.0.0.1:' + server.port + '/items/1', { requestTimeout: 1_000 });
   // @ts-expect-error a misspelt option is a type error for the user too
   new HTTP.Client({ redirectLimt: 2 });
+  // @ts-expect-error and so is one in a call's options
+  await HTTP.get('http://127.0.0.1/', { requestTimeot: 1_000 });
   await server.close();
   return res.status;
 }

@@ -63,6 +63,11 @@ describe('TLS', () => {
     expect(err).toBeInstanceOf(TLSHandshakeError);
     expect((err as TLSHandshakeError).cause).toBeInstanceOf(Error);
     expect(c.transport.connectionCount()).toBe(0);
+    // It says how to trust the certificate, and carries Node's reason for programs (a command line) to act on.
+    expect((err as TLSHandshakeError).certificateError).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+    expect(err.message).toBe(
+      "TLS handshake failed: self-signed certificate; the server's certificate is not signed by a CA this client trusts: pass that CA's certificate as tlsConfig: { ca } (tls: { ca } for WebSockets.open), or for a test only turn checking off with tlsConfig: { rejectUnauthorized: false }",
+    );
   });
 
   it('succeeds with tlsConfig: { ca } (by IP and by name) and reuses the TLS connection', async () => {
@@ -88,6 +93,8 @@ describe('TLS', () => {
     const c = newClient({ tlsConfig: { ca: other.cert } });
     const err = await rejection(c.get(`https://127.0.0.1:${s.port}/`));
     expect(err).toBeInstanceOf(TLSHandshakeError);
+    expect((err as TLSHandshakeError).certificateError).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+    expect(err.message).toMatch(/the certificate is for another name: connect by a name it lists, or set tlsConfig: \{ servername \}/);
     const named = newClient({ tlsConfig: { ca: other.cert, servername: 'service.test' } });
     expect(text(await named.get(`https://127.0.0.1:${s.port}/sni`))).toBe('secure /sni');
   });
@@ -95,7 +102,11 @@ describe('TLS', () => {
   it('an https:// URL to a plain HTTP server is a TLSHandshakeError', async () => {
     const s = await startServer(() => new Response(200, 'plain'));
     const c = newClient();
-    expect(await rejection(c.get(`https://127.0.0.1:${s.port}/`))).toBeInstanceOf(TLSHandshakeError);
+    const err = await rejection(c.get(`https://127.0.0.1:${s.port}/`));
+    expect(err).toBeInstanceOf(TLSHandshakeError);
+    // Not a certificate matter: nothing about trusting one.
+    expect((err as TLSHandshakeError).certificateError).toBeNull();
+    expect(err.message).not.toMatch(/tlsConfig/);
   });
 });
 

@@ -15,6 +15,7 @@ import { closeAfter, closeNetServerAfter, destroyAfter, forceCloseAfter, killAft
 import { within } from '../server/helpers.js';
 import {
   Client,
+  createKernel,
   listen,
   serve,
   type ClientOptions,
@@ -30,9 +31,9 @@ import {
 
 export { onCleanup } from '../../cleanup.js';
 
-/** A `Client` closed after the test. */
+/** A `Client` closed after the test; on a kernel without plugins unless `options.kernel` (these tests are the kernel's own). */
 export function newClient(options: ClientOptions = {}): Client {
-  return closeAfter(new Client(options));
+  return closeAfter(new Client({ kernel: createKernel(), ...options }));
 }
 
 /** Tracks a child process: killed after the test. */

@@ -418,7 +418,7 @@ describe('round trips', () => {
   it('HEAD response keeps Content-Length but sends no body', async () => {
     const head = new Request('HEAD', '/');
     const { wire } = await roundTripResponse(new Response(200, 'the body'), head, '');
-    expect(wire).toBe('HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n');
+    expect(wire).toBe('HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 8\r\n\r\n');
     const given = await roundTripResponse(new Response(200, null, { headers: [['Content-Length', '1234']] }), head, '');
     expect(given.wire).toBe('HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n');
     const streamed = new Response(200, partsBody(['x']));
@@ -435,7 +435,7 @@ describe('round trips', () => {
     const sink = new MemorySink();
     await writeResponse(sink, new Response(100));
     await writeResponse(sink, new Response(200, 'ok'));
-    expect(sink.text).toBe('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    expect(sink.text).toBe('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 2\r\n\r\nok');
     const parsed = await readResponse(sink.bytes);
     expect(parsed.status).toBe(200);
     expect(await bodyText(parsed.body)).toBe('ok');
@@ -449,13 +449,13 @@ describe('round trips', () => {
     const ka = await readRequest(b('GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n'));
     const sink2 = new MemorySink();
     await writeResponse(sink2, new Response(200, 'x'), ka);
-    expect(sink2.text).toBe('HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx');
+    expect(sink2.text).toBe('HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx');
   });
 
   it('custom reason phrase and caller framing headers', async () => {
     const res = new Response(201, 'abc', { reason: 'Made It', headers: [['content-length', '3']] });
     const { wire } = await roundTripResponse(res, null, 'abc');
-    expect(wire).toBe('HTTP/1.1 201 Made It\r\ncontent-length: 3\r\n\r\nabc');
+    expect(wire).toBe('HTTP/1.1 201 Made It\r\ncontent-length: 3\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nabc');
     const ch = new Response(200, partsBody(['q']), { headers: [['Transfer-Encoding', 'chunked']] });
     const c = await roundTripResponse(ch, null, 'q');
     expect(c.wire).toBe('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nq\r\n0\r\n\r\n');

@@ -201,6 +201,27 @@ describe('request handlers: errors', () => {
     expect(errors).toHaveLength(2);
     for (const e of errors) expect(e.error).toBeInstanceOf(TypeError);
     expect(errors.map((e) => (e.request as Request).target)).toEqual(['/not-a-response', '/null']);
+    // The report says what came back and what to return instead.
+    expect(errors.map((e) => (e.error as Error).message)).toEqual([
+      "request handler returned a plain object, not a Response: to send JSON, return new Response(200, JSON.stringify(value), { headers: { 'Content-Type': 'application/json' } })",
+      'request handler returned null, not a Response: return new Response(status, body, { headers })',
+    ]);
+  });
+
+  it('a handler that returns nothing, a string or a fetch Response is told what to return', async () => {
+    const { port, errors } = await startServer(async (req) => {
+      if (req.target === '/undefined') return undefined as unknown as Response;
+      if (req.target === '/string') return 'hello' as unknown as Response;
+      return new globalThis.Response('fetch') as unknown as Response;
+    });
+    const c = await rawClient(port);
+    await c.write(get('/undefined') + get('/string') + get('/fetch'));
+    expect((await c.responses(3)).map((r) => r.status)).toEqual([500, 500, 500]);
+    expect(errors.map((e) => (e.error as Error).message)).toEqual([
+      'request handler returned undefined, not a Response: return new Response(status, body) from every path of the handler (a missing return gives undefined)',
+      'request handler returned a string ("hello"), not a Response: return new Response(200, body) instead',
+      "request handler returned the fetch API's Response, not a Response: return this library's Response (new Response(status, body, { headers }))",
+    ]);
   });
 });
 
@@ -390,6 +411,10 @@ describe('Date and Connection fields', () => {
     if (req.target === '/keep') return new Response(200, 'k', { headers: { Connection: 'keep-alive' } });
     if (req.target === '/close') return new Response(200, 'c', { headers: { Connection: 'close' } });
     if (req.target === '/res-close') return new Response(200, 'rc', { close: true });
+    // A token that merely contains "close" is not the close option (RFC 9110 §7.6.1).
+    if (req.target === '/x-closed') return new Response(200, 'x', { headers: { Connection: 'x-closed' } });
+    if (req.target === '/x-closed-streamed') return new Response(200, new BytesBody(Buffer.from('xs')), { headers: { Connection: 'x-closed, not-close' } });
+    if (req.target === '/token-close') return new Response(200, 't', { headers: { Connection: 'Keep-Alive , CLOSE' } });
     return new Response(200, 'plain');
   };
 
@@ -436,6 +461,21 @@ describe('Date and Connection fields', () => {
         expect(res.headers.getAll('Connection')).toEqual(['close']);
         const all = await c.untilClosed();
         expect(all.toString('latin1').split('HTTP/1.1 ').length - 1).toBe(1);
+      });
+
+      it('a Connection token that only contains "close" keeps the connection; a close token in a list closes it', async () => {
+        const { port } = await start();
+        const c = await rawClient(port);
+        await c.write(get('/x-closed'));
+        const res = await c.response();
+        expect(res.text).toBe('x');
+        expect(res.headers.getAll('Connection')).toEqual(['x-closed']);
+        await c.write(get('/x-closed-streamed'));
+        expect((await c.response()).text).toBe('xs');
+        await c.write(get('/token-close') + get('/never'));
+        expect((await c.response()).text).toBe('t');
+        const all = await c.untilClosed();
+        expect(all.toString('latin1').split('HTTP/1.1 ').length - 1).toBe(3);
       });
 
       it('Response close: true closes the connection and says so', async () => {

@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, CallbackBody, Response, type Request, type Stream } from '../../../kernel/index.js';
+import { ArgumentError, Client, CallbackBody, Request as KRequest, Response, type Request, type Stream } from '../../../kernel/index.js';
 import { closeAfter, closeNetServerAfter, destroyAfter } from '../../cleanup.js';
 import { rawClient, startServer, startStreamServer, within } from './helpers.js';
 
@@ -120,5 +120,44 @@ describe('reading trailers', () => {
     expect(Buffer.from(res.body as Uint8Array).toString()).toBe('hello');
     expect(res.trailers.toArray()).toEqual([['X-Sum', '5']]);
     expect(res.headers.get('Content-Type')).toBe('text/plain');
+  });
+});
+
+describe('client: sending trailers', () => {
+  it('refuses request trailers that may not trail before the head goes out; the connection stays usable and a streamed body is closed', async () => {
+    let received = '';
+    let connections = 0;
+    const server = closeNetServerAfter(
+      net.createServer((sock) => {
+        connections++;
+        destroyAfter(sock);
+        sock.on('error', () => undefined);
+        sock.on('data', (d: Buffer) => {
+          received += d.toString('latin1');
+          if (d.includes('\r\n\r\n')) sock.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        });
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
+    const client = closeAfter(new Client());
+    // A first request leaves a pooled connection the refused one must not break.
+    expect((await within(client.get(url), 5000, 'the first response')).status).toBe(200);
+    let closed = 0;
+    const body = partsBody(['a', 'b']);
+    const close = body.close.bind(body);
+    body.close = () => {
+      closed++;
+      close();
+    };
+    const req = new KRequest('POST', '/refused', { body, trailers: [['X-Ok', '1'], ['Transfer-Encoding', 'chunked']] });
+    req.url = url;
+    const err = await within(client.dispatch(req).then(() => null, (e: unknown) => e), 5000, 'the refusal');
+    expect(err).toBeInstanceOf(ArgumentError);
+    expect((err as Error).message).toContain('"Transfer-Encoding" cannot be sent as a trailer');
+    expect(closed).toBeGreaterThan(0);
+    expect((await within(client.get(url), 5000, 'the second response')).status).toBe(200);
+    expect(received).not.toContain('POST');
+    expect(connections).toBe(1);
   });
 });

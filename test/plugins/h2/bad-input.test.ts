@@ -106,6 +106,25 @@ describe('streams reset with an error code', () => {
   });
 });
 
+describe('a request body whose DATA does not add up to its content-length (RFC 9113 §8.1.1)', () => {
+  it('is malformed: the stream is reset with PROTOCOL_ERROR and no handler runs; a matching one is served', async () => {
+    const seen: string[] = [];
+    const { port } = await startServer((req) => {
+      seen.push(`${req.target} ${Buffer.from(req.body as Uint8Array).toString()}`);
+      return new Response(200, 'ok');
+    });
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    for (const [path, body] of [['/short', 'abc'], ['/long', 'abcdefghijklmnop']] as const) {
+      const r = await nodeRequest(s, { ':method': 'POST', ':path': path, 'content-length': '10' }, body);
+      expect(r.status, path).toBe(0);
+      expect(r.rstCode, path).toBe(http2.constants.NGHTTP2_PROTOCOL_ERROR);
+    }
+    const ok = await nodeRequest(s, { ':method': 'POST', ':path': '/exact', 'content-length': '10' }, 'abcdefghij');
+    expect(ok.status).toBe(200);
+    expect(seen).toEqual(['/exact abcdefghij']);
+  });
+});
+
 describe('a request body cut by the client resetting its stream', () => {
   // node:http2 ends a reset stream's readable side as if the body had ended. The client asks
   // for trailers it never sends, so close() sends no END_STREAM of its own before RST_STREAM.

@@ -8,7 +8,7 @@
 import http2 from 'node:http2';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { AbstractBody, ProtocolError, type Response } from '../../../kernel/index.js';
+import { AbstractBody, ParseError, ProtocolError, type Response } from '../../../kernel/index.js';
 import { readAll } from '../../../kernel/message/body.js';
 import { H2StreamResetError } from '../../../plugins/h2/index.js';
 import { h2Client, nodeServer, waitFor } from './helpers.js';
@@ -177,6 +177,52 @@ describe('a stream the server resets', () => {
     expect(err.errorName).toBe('CANCEL');
     expect(err.code).toBe('SWY_ERR_PROTOCOL');
     expect(err.message).toMatch(/reset the HTTP\/2 stream before the response head \(CANCEL, code 8\)/);
+  });
+});
+
+describe('RST_STREAM(NO_ERROR) in the middle of a response body', () => {
+  it('fails the call with a ParseError when the body is short of its content-length (buffered and streamed, any request body)', async () => {
+    const { port } = await resettingServer();
+    const c = await h2Client({ http2PriorKnowledge: true });
+    const failures: string[] = [];
+    for (const mode of ['buffered', 'streamed'] as const) {
+      for (const method of METHODS) {
+        for (const kind of BODIES) {
+          const what = `${mode} ${method} with body ${kind}`;
+          const { body, released } = bodyOf(kind);
+          const call = c.request(method, `http://127.0.0.1:${port}/0/after-response-head`, { body: body as never, ...(mode === 'streamed' ? { trace: () => undefined } : {}) });
+          let err: unknown;
+          try {
+            const res: Response = await settleWithin(call, 2000, what);
+            if (res.body instanceof AbstractBody) await settleWithin(readAll(res.body), 2000, `${what} (body)`);
+            err = new Error(`resolved with ${(res.body as Uint8Array).length} body bytes`);
+          } catch (e) {
+            err = e;
+          }
+          if (!(err instanceof ParseError)) failures.push(`${what}: ${String(err)}`);
+          else if (!/93 bytes short of the response's content-length 100/.test(err.message)) failures.push(`${what}: ${err.message}`);
+          if (!released()) failures.push(`${what}: the request body was not released`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('a body that is complete when the server resets with NO_ERROR, and a HEAD answer with a length, are taken', async () => {
+    const { port } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      if (h[':method'] === 'HEAD') {
+        st.respond({ ':status': 200, 'content-length': '100' }, { endStream: true });
+        return;
+      }
+      st.respond({ ':status': 200, 'content-length': '5' }, { waitForTrailers: true });
+      st.write('whole', () => st.close(http2.constants.NGHTTP2_NO_ERROR));
+    });
+    const c = await h2Client({ http2PriorKnowledge: true });
+    const res = await settleWithin(c.get(`http://127.0.0.1:${port}/`), 2000, 'GET');
+    expect(Buffer.from(res.body as Uint8Array).toString()).toBe('whole');
+    const head = await settleWithin(c.head(`http://127.0.0.1:${port}/`), 2000, 'HEAD');
+    expect(head.headers.get('Content-Length')).toBe('100');
   });
 });
 

@@ -1,7 +1,9 @@
 /**
  * Request fields the HTTP/2 server settles before any handler sees them: one authority
  * (`:authority` and `host` must agree, RFC 9113 §8.3.1; `request.host` and the Host header are
- * then the same), and split `cookie` fields joined into one Cookie header (RFC 9113 §8.2.3).
+ * then the same), the authority and CONNECT target grammar HTTP/1 applies to Host and targets
+ * (userinfo, a non-numeric port, CONNECT without a port: 400), and split `cookie` fields joined
+ * into one Cookie header (RFC 9113 §8.2.3).
  * Peers: a bare node:http2 client, nghttp (sends `-H host:` beside `:authority`), curl (h2c
  * prior knowledge and `Upgrade: h2c`), and a raw frame writer for two `host` fields.
  */
@@ -108,6 +110,51 @@ describe(':authority and host', () => {
     const r = await run(CURL, ['-sS', '--http2', '--request-target', 'http://allowed.example.com/x?y=1', '-H', 'Host: internal-admin', `http://127.0.0.1:${port}/`]);
     expect(r.stdout).toBe('handled');
     expect(seen).toEqual(['/x?y=1 allowed.example.com allowed.example.com HTTP/2']);
+  });
+});
+
+describe('the request target and authority grammar (RFC 9113 §8.3.1, §8.5)', () => {
+  it('an authority with userinfo, a non-numeric port or a broken literal is refused with 400 before the handler; valid ones pass', async () => {
+    const { port, seen } = await recordingServer();
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    for (const authority of ['user@evil.example', 'user:pw@evil.example', 'host:abc', 'h%zz', '[::1', '[fe80::1%25eth0]']) {
+      const r = await nodeRequest(s, { ':path': '/', ':authority': authority });
+      expect(r.status, authority).toBe(400);
+      expect(r.body.toString()).toContain('is not host[:port]');
+    }
+    // The same rule for a host field that stands in for a missing :authority.
+    const viaHost = await nodeRequest(s, { ':path': '/', host: 'u@h' });
+    expect(viaHost.status).toBe(400);
+    for (const authority of ['example.com', 'Example.COM:8080', '[::1]:8443', '127.0.0.1', 'h%41']) {
+      expect((await nodeRequest(s, { ':path': '/', ':authority': authority })).status, authority).toBe(200);
+    }
+    expect(seen.map((x) => x.host)).toEqual(['example.com', 'Example.COM:8080', '[::1]:8443', '127.0.0.1', 'h%41']);
+  });
+
+  it('curl and nghttp sending an authority with userinfo get the 400 too', async () => {
+    const { port, seen } = await recordingServer();
+    const c = await run(CURL, ['-sS', '--http2-prior-knowledge', '-H', 'Host: admin@internal', '-w', '%{http_code}', `http://127.0.0.1:${port}/c`]);
+    expect(c.stdout).toMatch(/is not host\[:port\][\s\S]*400$/);
+    const n = await run(NGHTTP, ['-v', '-H', ':authority: admin@internal', `http://127.0.0.1:${port}/n`]);
+    expect(n.stdout).toMatch(/:status: 400/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('CONNECT needs host:port in :authority: without a port it is refused; with one the handler sees it as the target', async () => {
+    const targets: string[] = [];
+    const { port } = await startServer((req: Request) => {
+      targets.push(`${req.method} ${req.target}`);
+      return new Response(200, 'handled');
+    });
+    const s = nodeSession(`http://127.0.0.1:${port}`);
+    const bad = await nodeRequest(s, { ':method': 'CONNECT', ':authority': 'example.com' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.toString()).toContain('CONNECT needs a host:port');
+    expect((await nodeRequest(s, { ':method': 'CONNECT', ':authority': 'user@example.com:443' })).status).toBe(400);
+    expect((await nodeRequest(s, { ':method': 'CONNECT', ':authority': 'example.com:443' })).status).toBe(200);
+    // OPTIONS * keeps its asterisk-form.
+    expect((await nodeRequest(s, { ':method': 'OPTIONS', ':path': '*' })).status).toBe(200);
+    expect(targets).toEqual(['CONNECT example.com:443', 'OPTIONS *']);
   });
 });
 

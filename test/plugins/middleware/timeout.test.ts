@@ -148,4 +148,12 @@ describe('handlerTimeout', () => {
     expect(() => handlerTimeout(10, { contentType: 5 as unknown as string })).toThrow(ArgumentError);
     expect(() => handlerTimeout(10)('x' as unknown as RequestHandler)).toThrow(ArgumentError);
   });
+
+  it('a contentType with CR, LF or another control character is refused when the middleware is made, not at the first timeout', () => {
+    for (const bad of ['text/plain\r\nX-Injected: 1', 'text/plain\nX-Injected: 1', 'text/plain\r', 'text/\0plain', 'text/plain\x7f', 'text/plain\x01']) {
+      expect(() => handlerTimeout(10, { contentType: bad }), JSON.stringify(bad)).toThrow(/invalid character .* in the value of header "Content-Type"/);
+    }
+    // Neighbours that are valid field values: HTAB inside, obs-text.
+    for (const ok of ['text/plain;\tcharset=utf-8', 'text/plain; x=\u00e9', 'application/problem+json']) expect(() => handlerTimeout(10, { contentType: ok })).not.toThrow();
+  });
 });

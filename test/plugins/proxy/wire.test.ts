@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { Request, Transport } from '../../../kernel/index.js';
 import { websockets, WebSockets } from '../../../plugins/websockets/index.js';
 import { ProxyConfig } from '../../../plugins/proxy/index.js';
+import { h2 } from '../../../plugins/h2/index.js';
+import { h2c } from '../../../plugins/h2c/index.js';
 import { afterBytes, afterHead, onCleanup, rawProxy, startMicrosocks, startSquid } from './peers.js';
 import { bootKernel, certificate, makeClient, rejection, startOrigin } from './setup.js';
 
@@ -107,7 +109,7 @@ describe('forward mode (plain http through an http proxy)', () => {
 
   it('h2c prior knowledge is not forwarded: it tunnels', async () => {
     const r = await recordingProxy('HTTP/1.1 403 Forbidden\r\n\r\n');
-    const client = await makeClient({ proxy: `http://127.0.0.1:${r.port}` });
+    const client = await makeClient({ proxy: `http://127.0.0.1:${r.port}` }, await bootKernel([h2, h2c]));
     await rejection(client.get('http://example.test:8080/', { httpVersion: 'h2' }));
     expect(r.heads[0]).toMatch(/^CONNECT example\.test:8080 HTTP\/1\.1\r\n/);
   });

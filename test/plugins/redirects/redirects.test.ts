@@ -363,6 +363,8 @@ describe('redirects: options', () => {
     // 303 is always GET.
     expect((await client.post(`${o.base}/see`, { body: 'b', redirectMethod: 'same' })).json()).toEqual({ method: 'GET', body: '' });
     await expect(client.post(`${o.base}/go`, { body: 'b', redirectMethod: 'not a method' })).rejects.toThrow(ArgumentError);
+    // The kernel's token rule: a method with CR LF or a non-ASCII letter is no method name either.
+    for (const m of ['GET\r\nX: 1', 'G\u00c9T', '']) await expect(client.post(`${o.base}/go`, { body: 'b', redirectMethod: m })).rejects.toThrow(/redirectMethod must be 'same' or a method name/);
   });
 
   it('checkRedirect sees each hop and can stop the chain', async () => {

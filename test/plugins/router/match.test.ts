@@ -327,6 +327,9 @@ describe('errors at registration', () => {
     expect(() => r.get('/a/{other}', named('y'))).toThrow(/already registered/);
     expect(() => r.all('/b', named('b2'))).toThrow(ArgumentError);
     expect(() => r.register('GE T', '/c', named('c'))).toThrow(ArgumentError);
+    // The method rule is the kernel's token rule (isToken): no CTL, no non-ASCII, not empty.
+    for (const m of ['GET\r\n', 'GET\n', '', 'G\u00c9T', 'GET/1', 'GE\tT']) expect(() => new Router().register(m, '/c', named('c')), JSON.stringify(m)).toThrow(/route method must be a method name/);
+    for (const m of ['M-SEARCH', 'x.y_z~!', 'PROPFIND']) expect(() => new Router().register(m, '/c', named('c'))).not.toThrow();
     expect(() => r.get('/c', 'nope' as unknown as RequestHandler)).toThrow(ArgumentError);
     expect(() => register({} as Router, '/c', named('c'))).toThrow(ArgumentError);
     expect(() => new Router({ notFound: 5 as unknown as RequestHandler })).toThrow(ArgumentError);

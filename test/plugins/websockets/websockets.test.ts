@@ -253,6 +253,8 @@ describe('WebSockets: negotiation', () => {
     expect(await WebSockets.open(url, async (ws) => [ws.subprotocol, await ws.receive()], { subprotocols: ['v3', 'v2', 'chat'] })).toEqual(['v2', 'v2']);
     expect(await WebSockets.open(url, async (ws) => [ws.subprotocol, await ws.receive()], { subprotocols: ['unknown'] })).toEqual([null, 'none']);
     await expect(WebSockets.open(url, () => 1, { subprotocols: ['bad name'] })).rejects.toBeInstanceOf(ArgumentError);
+    // The kernel's token rule: no CR LF, no non-ASCII, not empty.
+    for (const p of ['chat\r\nX: 1', 'ch\u00e2t', '']) await expect(WebSockets.open(url, () => 1, { subprotocols: [p] })).rejects.toThrow(/subprotocols must be an array of tokens/);
   });
 
   it('checkOrigin: refuses with 403, allows same origin, lists and functions', async () => {
@@ -552,8 +554,9 @@ describe('WebSockets: kernel hooks on the client', () => {
   it('runs the client.connect taps (a proxy would) and the client.onUpgrade taps; a throwing onUpgrade tap refuses', async () => {
     const seen: string[] = [];
     let refuse = false;
+    // Named 'proxy': it stands in for the proxy plugin, which owns the proxy option (a kernel without one refuses it).
     const probe = definePlugin({
-      name: 'probe',
+      name: 'proxy',
       register(kernel) {
         kernel.hooks.client.connect.tap({ name: 'probe', stage: Stage.PROXY }, (o) => {
           seen.push(`connect ${o.host}:${o.port} ${o.alpnProtocols.join()} ${String(o.proxy)}`);

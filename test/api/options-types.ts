@@ -1,0 +1,78 @@
+/**
+ * Type-level checks: the types refuse what the runtime refuses (test/api/options.test.ts).
+ * Not a test file: `tsc --noEmit` checks it (tsconfig includes test/), and every
+ * `@ts-expect-error` must meet an error or tsc reports it unused. Nothing here runs.
+ */
+import * as HTTP from '../../index.js';
+
+export async function slips(url: string, c: HTTP.Client, name: string, count: number): Promise<void> {
+  // What passes: options in the second position, headers in `headers:` or positionally before a body.
+  await HTTP.get(url, { requestTimeout: 1000, headers: { 'X-Header': 'v' }, query: { a: 1 } });
+  await HTTP.post(url, { 'Content-Type': 'text/plain' }, 'body');
+  await HTTP.post(url, { 'Content-Type': 'text/plain' }, 'body', { retries: 2 });
+  await HTTP.get(url, new HTTP.Headers([['X-Header', 'v']]));
+  await HTTP.get(url, [['X-Header', 'v']]);
+  await HTTP.get(url, { 'X-Header': 'v' }, undefined);
+  await c.post(url, { body: { name, count } });
+  await HTTP.post(url, { json: { name, count } });
+  const made: HTTP.Response = HTTP.Response.json({ name }, { status: 201 });
+  void made;
+
+  // @ts-expect-error timeout is not an option (requestTimeout, connectTimeout, readIdleTimeout)
+  await HTTP.get(url, { timeout: 1000 });
+  // @ts-expect-error a plain object in the options position is options, not the body
+  await HTTP.post(url, { name, count });
+  // @ts-expect-error a plain object in the options position is options, not headers
+  await HTTP.get(url, { 'X-Header': 'v' });
+  // @ts-expect-error misspelt
+  await HTTP.get(url, { requestTimeot: 1000 });
+  // @ts-expect-error misspelt
+  await HTTP.post(url, { jsn: { a: 1 } });
+  // @ts-expect-error json is per call, not a Client default
+  new HTTP.Client({ json: { a: 1 } });
+  // @ts-expect-error data is body
+  await HTTP.post(url, { data: 'x' });
+  // @ts-expect-error params is query
+  await HTTP.get(url, { params: { a: 1 } });
+  // @ts-expect-error followRedirects is redirect
+  await HTTP.get(url, { followRedirects: true });
+  // @ts-expect-error maxRedirects is redirectLimit
+  await HTTP.get(url, { maxRedirects: 3 });
+  // @ts-expect-error retries is a number
+  await HTTP.get(url, { retries: '3' });
+  // @ts-expect-error a string is not options: post(url, { body }) or post(url, headers, body)
+  await HTTP.post(url, 'a string');
+  // @ts-expect-error the Client methods take the same shapes
+  await c.get(url, { timeout: 1000 });
+  // @ts-expect-error the Client methods take the same shapes
+  await c.post(url, { name, count });
+  // @ts-expect-error the URL comes first
+  await HTTP.get({ url });
+  // @ts-expect-error the method comes first: request(method, url, options)
+  await HTTP.request(url, { method: 'POST' });
+
+  // @ts-expect-error a client's headers are defaultHeaders
+  void new HTTP.Client({ headers: { a: '1' } });
+  // @ts-expect-error not a client option
+  void new HTTP.Client({ timeout: 5 });
+  // @ts-expect-error retries is a number
+  void new HTTP.Client({ retries: '3' });
+  // @ts-expect-error not a transport option
+  void new HTTP.Transport({ maxIdle: 3 });
+  // @ts-expect-error not an option of WebSockets.open
+  await HTTP.WebSockets.open(url, () => undefined, { timeout: 5 });
+  // @ts-expect-error a stray key beside an option
+  void new HTTP.Request('GET', '/', { headers: { a: '1' }, bdy: 'x' });
+  // @ts-expect-error misspelt
+  void new HTTP.Response(200, 'x', { header: { a: '1' } });
+  // @ts-expect-error misspelt
+  void new HTTP.Router({ notFund: () => new HTTP.Response(404) });
+  // @ts-expect-error misspelt
+  void HTTP.fileServer('.', { index: 'a.html' });
+  // @ts-expect-error misspelt
+  void new HTTP.Form({ a: '1' }, { boundry: 'x' });
+  // @ts-expect-error misspelt
+  void HTTP.sseStream({ maxLength: 10 });
+  // @ts-expect-error misspelt
+  await HTTP.sseConnect(url, () => undefined, { retrydelay: 5 });
+}
