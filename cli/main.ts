@@ -4,7 +4,7 @@
  * `main()` takes the arguments and streams, for callers that bring their own.
  */
 import { readFileSync } from 'node:fs';
-import { ArgumentError } from '../kernel/index.js';
+import { ArgumentError, TLSHandshakeError } from '../kernel/index.js';
 import { ExitCode, UsageError } from './errors.js';
 import { TOP_HELP } from './help.js';
 import { writeOut, type Io } from './io.js';
@@ -58,8 +58,28 @@ async function report(err: unknown, cmd: string, io: Io): Promise<number> {
     await writeOut(io.stderr, `switchyard ${cmd}: ${err.message}\n`);
     return ExitCode.USAGE;
   }
+  const tls = certificateFailure(err);
+  if (tls !== null) {
+    // The library's advice names its own options; a command line has --cacert and -k for them.
+    const fix =
+      tls.certificateError === 'ERR_TLS_CERT_ALTNAME_INVALID' || tls.certificateError === 'HOSTNAME_MISMATCH'
+        ? 'the certificate is for another name: use a URL with a name it lists'
+        : tls.certificateError === 'CERT_HAS_EXPIRED' || tls.certificateError === 'CERT_NOT_YET_VALID'
+          ? "the certificate is outside its validity dates (check the server certificate, and this machine's clock)"
+          : "the server's certificate is not signed by a CA this machine trusts: pass that CA's certificate with --cacert FILE, or for a test only skip the check with -k";
+    await writeOut(io.stderr, `switchyard: TLS handshake failed: ${describe(tls.cause)}; ${fix}\n`);
+    return ExitCode.FAILURE;
+  }
   await writeOut(io.stderr, `switchyard: ${describe(err)}\n`);
   return ExitCode.FAILURE;
+}
+
+/** The TLS handshake failure about the server's certificate in `err`'s cause chain, or null. */
+function certificateFailure(err: unknown): TLSHandshakeError | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof TLSHandshakeError && e.certificateError !== null) return e;
+  }
+  return null;
 }
 
 function describe(err: unknown): string {

@@ -385,6 +385,13 @@ describe('in-process: -o and TLS options', () => {
     expect(s.stderr).toBe('');
   });
 
+  it('a certificate this machine does not trust: the message names --cacert and -k, not the library options', async () => {
+    const r = await runMain(['get', `${tlsBase}/hello`, '--retry', '0']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^switchyard: TLS handshake failed: .*certificate.*; .*--cacert FILE.*-k\n/);
+    expect(r.stderr).not.toMatch(/tlsConfig/);
+  });
+
   it('-k skips certificate verification; an unreadable --cacert is a usage error', async () => {
     const a = await runMain(['get', '-k', `${tlsBase}/hello`]);
     expect(a.out).toBe('hello world\n');
