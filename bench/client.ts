@@ -150,7 +150,7 @@ export interface ClientRow {
   note?: string;
 }
 
-/** A target of the issue and whether it held. */
+/** A performance target of the client and whether it held. */
 export interface TargetCheck {
   target: string;
   ratio: number;
@@ -628,7 +628,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
       }
     }
 
-    // The issue's targets.
+    // The client's performance targets: at least undici's request, at least 3x axios.
     const sy = (s: ScenarioName): ClientRow | undefined => result.scenarios.find((x) => x.name === s)?.rows.find((r) => r.client === 'switchyard');
     for (const s of opts.scenarios) {
       const row = sy(s);
@@ -639,7 +639,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
     }
     if (result.targets.length > 0) {
       log();
-      log('### targets (issue 4, Performance)');
+      log('### targets');
       printTable(
         ['target', 'measured', 'holds'],
         result.targets.map((t) => [t.target, fmtRatio(t.ratio), t.holds ? 'yes' : 'NO']),
