@@ -5,7 +5,7 @@
  * (`serve`, `listen`) run on a default kernel booted lazily with `presets.defaults` when the
  * caller passes none; the request helpers (`request`, `get`, …, `dispatch`) use a default
  * `Client` on that kernel unless given `client`. Plugin namespaces (`Handlers`, `Cookies`,
- * `WebSockets`) join as their issues land.
+ * `WebSockets`) are re-exported from their plugins.
  */
 import {
   ArgumentError,

@@ -1,7 +1,7 @@
 /**
  * switchyard/plugins: the feature plugins and the presets that bundle them.
  *
- * Each plugin lives in `plugins/<name>/` and is re-exported here as it lands.
+ * Each plugin lives in `plugins/<name>/` and is re-exported here.
  */
 import type { AnyPlugin } from '../kernel/index.js';
 import './options.js';

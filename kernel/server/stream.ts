@@ -393,8 +393,8 @@ export class Stream implements ServerExchange {
   }
 
   /**
-   * The head on a wire (HTTP/2): sent now, as the issue asks (at `startWrite` or the first
-   * write); the wire frames the body, so only the declared length is checked here.
+   * The head on a wire (HTTP/2): sent now (at `startWrite` or the first
+   * write), as HTTP/1 does; the wire frames the body, so only the declared length is checked here.
    */
   private decideWire(wire: ResponseWire, h: Headers, ending: boolean): void {
     h.delete('Transfer-Encoding');

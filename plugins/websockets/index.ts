@@ -1,7 +1,7 @@
 /**
  * The WebSockets plugin and API: WebSocket clients (`ws://`, `wss://`, or over a caller's
- * byte stream), servers, and upgrades of in-flight server streams, framed by `ws` with
- * permessage-deflate (RFC 7692) on request.
+ * byte stream), servers, and upgrades of in-flight server streams, framed by the plugin's own
+ * codec (`FrameConnection`), with permessage-deflate (RFC 7692) on request (negotiated through `ws`).
  *
  * - `websockets`: the plugin; its `server.onUpgrade` tap takes the upgrades of
  *   `WebSockets.listen` servers before `onRequest`.

@@ -1,6 +1,6 @@
 /**
  * The request commands against the project's own server (started in this process on port 0).
- * The real binary (a child process) for what the issue names: exit codes, -v output, -F
+ * The real binary (a child process) for what a user runs: exit codes, -v output, -F
  * upload, -o with a 20 MiB body, HTTPS; the same code in-process through `main()` (no process
  * start, so the folder stays fast) for the variations: bodies, redirects, timeouts, the
  * progress bar on a (pretend) terminal.

@@ -70,7 +70,7 @@ describe('the packed package', () => {
     // command's tests run it when it is current.
     const stage = join(scratch, 'stage');
     await run(join(root, 'node_modules/.bin/tsup'), ['--out-dir', join(stage, 'dist')], { cwd: root });
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'plugin-api.md', 'bin']) await cp(join(root, f), join(stage, f), { recursive: true });
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'plugin-api.md', 'bin', 'docs']) await cp(join(root, f), join(stage, f), { recursive: true });
     await npm(['pack', '--ignore-scripts', '--pack-destination', scratch], stage);
     const tarball = (await readdir(scratch)).find((f) => f.endsWith('.tgz'));
     if (tarball === undefined) throw new Error(`npm pack left no tarball in ${scratch}`);
@@ -87,7 +87,7 @@ describe('the packed package', () => {
 
   it('holds the files a user needs and no source maps', async () => {
     const files = await readdir(join(scratch, 'node_modules/switchyard'), { recursive: true });
-    for (const f of ['LICENSE', 'README.md', 'plugin-api.md', 'package.json', 'bin/switchyard.js', 'dist/index.js', 'dist/index.d.ts']) {
+    for (const f of ['LICENSE', 'README.md', 'plugin-api.md', 'docs/kernel.md', 'package.json', 'bin/switchyard.js', 'dist/index.js', 'dist/index.d.ts']) {
       expect(files, f).toContain(f);
     }
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * Large streamed uploads (issue 5): a 50 MiB file sent with Form by the project's client to a
+ * Large streamed uploads: a 50 MiB file sent with Form by the project's client to a
  * Python http.server that hashes the raw body as it streams in, and to the project's own server
  * that parses it with parseMultipartForm; the client's resident memory stays flat during the upload.
  */
@@ -143,7 +143,7 @@ describe('50 MiB streamed Form upload', () => {
     onCleanup(() => client.close());
     const form = new Form([['f', createReadStream(filePath)]]);
 
-    // Resident memory, sampled every 5 ms with no forced GC: the issue's measure. The form
+    // Resident memory, sampled every 5 ms with no forced GC: what a user's process sees. The form
     // reads the file straight into the client's send buffer (no per-chunk allocation), so
     // RSS stays flat; before that, each 64 KiB read left garbage that RSS carried until a GC.
     const baseline = process.memoryUsage().rss;

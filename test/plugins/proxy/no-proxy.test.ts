@@ -86,7 +86,7 @@ describe('NoProxy table', () => {
     expect(new NoProxy(spec).matches(host, port)).toBe(expected);
   });
 
-  it('has the cases the issue asks for (at least 25)', () => {
+  it('has the cases of the NO_PROXY grammar (at least 25)', () => {
     expect(TABLE.length).toBeGreaterThanOrEqual(25);
   });
 
