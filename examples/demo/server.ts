@@ -4,6 +4,7 @@
  * start; nothing is read from disk or fetched). The page in ./public shows each feature live:
  *
  *   GET  /api/items/{id}    router, JSON
+ *   GET  /api/whoami        the protocol the request came over (HTTP/1.1 or HTTP/2)
  *   GET  /events            server-sent events (the browser's EventSource)
  *   GET  /chat              WebSocket chat with permessage-deflate (the browser's WebSocket)
  *   POST /upload            multipart form upload, answered with the parsed parts
@@ -11,8 +12,9 @@
  *   GET  /…                 the page itself (fileServer)
  *
  * PORT (default 8080; 0 picks free ports) and HOST (default 127.0.0.1) choose where; the
- * HTTPS port is PORT + 1 (also free when PORT is 0). Every request is logged by
- * loggingMiddleware; Ctrl-C (SIGINT) or SIGTERM closes gracefully.
+ * HTTPS port is PORT + 1 (also free when PORT is 0). Every request, the WebSocket upgrade
+ * included (as `GET /chat 101`), is logged by loggingMiddleware; Ctrl-C (SIGINT) or SIGTERM
+ * closes gracefully.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -54,6 +56,11 @@ router.get('/api/items/{id}', (req) => {
   const item = items.get(HTTP.getParam(req, 'id') ?? '');
   return item === undefined ? json(404, { error: 'no such item', id: HTTP.getParam(req, 'id') }) : json(200, item);
 });
+
+// HTTP/2 requests carry protoMajor 2 (h2 over TLS by ALPN, h2c on the plain port).
+router.get('/api/whoami', (req) =>
+  json(200, { protocol: req.protoMajor === 2 ? 'HTTP/2' : `HTTP/${req.protoMajor}.${req.protoMinor}` }),
+);
 
 router.get('/events', (req) =>
   HTTP.sseStream(
@@ -108,23 +115,32 @@ async function chat(ws: WebSocket): Promise<void> {
 
 // ---- one stream handler for both listeners -----------------------------------------------
 
+const logger = HTTP.Handlers.createLogger({ format: 'pretty' });
+
+// Routes are request handlers, logged when their response is ready (so /events shows up
+// as it starts, not when the browser leaves).
 const requestHandler = HTTP.streamHandler(
   HTTP.Handlers.loggingMiddleware(
     (req) => {
       requests++;
       return router(req);
     },
-    { logger: HTTP.Handlers.createLogger({ format: 'pretty' }) },
+    { logger },
   ),
 );
 
-async function handle(stream: HTTP.Stream): Promise<void> {
-  if (HTTP.WebSockets.isUpgrade(stream.message) && new HTTP.URI(stream.message.target).path === '/chat') {
+// The chat needs the stream itself to upgrade; the same access log records its 101.
+const chatHandler = HTTP.Handlers.loggingMiddleware(
+  (stream: HTTP.Stream) => {
     requests++;
-    await HTTP.WebSockets.upgrade(stream, chat, { compress: true });
-    return;
-  }
-  await requestHandler(stream);
+    return HTTP.WebSockets.upgrade(stream, chat, { compress: true });
+  },
+  { logger },
+);
+
+async function handle(stream: HTTP.Stream): Promise<void> {
+  if (HTTP.WebSockets.isUpgrade(stream.message) && new HTTP.URI(stream.message.target).path === '/chat') await chatHandler(stream);
+  else await requestHandler(stream);
 }
 
 const plain = await HTTP.listen(handle, { host, port });

@@ -325,6 +325,17 @@ export class Stream implements ServerExchange {
     this.committed = true;
     this.writeClosed = true;
     this.readClosed = true;
+    const listeners = this.upgradeListeners;
+    if (listeners !== null) {
+      this.upgradeListeners = null;
+      try {
+        for (const l of listeners) l();
+      } catch (err) {
+        // The caller gets the error instead of the socket, so nobody would close it.
+        taken.socket.destroy();
+        throw err;
+      }
+    }
     return taken;
   }
 
@@ -333,7 +344,20 @@ export class Stream implements ServerExchange {
     return this.upgraded;
   }
 
+  /**
+   * Runs `listener` once {@link Stream.upgrade} has handed the socket over, while the new
+   * protocol is only starting (an access log records the switch here, not when the
+   * connection ends); at once if the stream was upgraded already. A listener that throws
+   * fails the upgrade: the socket is destroyed and `upgrade()` throws that error.
+   */
+  onUpgraded(listener: () => void): void {
+    if (typeof listener !== 'function') throw new ArgumentError(`onUpgraded(listener): listener must be a function, got ${typeof listener}`);
+    if (this.upgraded) listener();
+    else (this.upgradeListeners ??= []).push(listener);
+  }
+
   private upgraded = false;
+  private upgradeListeners: (() => void)[] | null = null;
 
   /** The response as built so far (status, headers, trailers). */
   response(): Response {

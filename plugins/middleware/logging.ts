@@ -10,6 +10,10 @@
  * handler the middleware ends the response (`closeWrite`) before logging, so a failure
  * there (a body shorter than its Content-Length) is logged as that failure.
  *
+ * A stream the handler upgrades (`WebSockets.upgrade`) is logged when it switches, with
+ * status 101 and `elapsedMs` up to the switch, not when the new protocol ends; a throw after
+ * the switch adds an error record with status 101.
+ *
  * The wrapper tells a request from a stream by its argument, so it wraps request handlers,
  * stream handlers and Routers (which are both) alike.
  */
@@ -94,6 +98,13 @@ export function loggingMiddleware(handler: RequestHandler | StreamHandler | Dual
   const onStream = async (stream: Stream): Promise<void> => {
     const t0 = performance.now();
     const req = stream.request;
+    // An upgraded stream (WebSockets) is logged at the switch, with status 101: its
+    // exchange ends there, and the new protocol may run for hours.
+    stream.onUpgraded(() => {
+      const rec = record(req, 101, t0, null);
+      rec.peer = peerOf(stream);
+      write(rec, level);
+    });
     try {
       await h(stream);
       await stream.closeWrite();
@@ -103,10 +114,9 @@ export function loggingMiddleware(handler: RequestHandler | StreamHandler | Dual
       write(rec, 'error');
       throw err;
     }
-    // An upgraded stream (WebSockets) answered 101 itself and has no response of its own.
-    const upgraded = (stream as { readonly isUpgraded?: boolean }).isUpgraded === true;
+    if (stream.isUpgraded) return;
     const res = stream.response();
-    const rec = upgraded ? record(req, 101, t0, null) : record(req, res.status, t0, headerLength(res));
+    const rec = record(req, res.status, t0, headerLength(res));
     rec.peer = peerOf(stream);
     write(rec, level);
   };
@@ -151,6 +161,7 @@ function headerLength(res: Response): number | null {
  * already sent (the server then closes the connection).
  */
 function sentStatus(stream: Stream): number {
+  if (stream.isUpgraded) return 101;
   const committed = (stream as { readonly isCommitted?: boolean }).isCommitted ?? stream.headersSent;
   return committed ? stream.response().status : 500;
 }

@@ -57,4 +57,12 @@ $('range-button').addEventListener('click', async () => {
   show($('range-result'), `${res.status} Content-Range: ${res.headers.get('Content-Range')}\n${[...bytes].map((b) => b.toString(16).padStart(2, '0')).join(' ')}`);
 });
 
-show($('protocol'), `Page loaded from ${location.origin}`);
+// The protocol, as the server saw this page's requests (h2 over TLS, by ALPN; h2c is the
+// cleartext form, which browsers do not speak).
+fetch('/api/whoami')
+  .then((res) => res.json())
+  .then(({ protocol }) => {
+    const name = protocol === 'HTTP/2' ? ` (${location.protocol === 'https:' ? 'h2' : 'h2c'})` : '';
+    show($('protocol'), `Loaded over ${protocol}${name} from ${location.origin}`);
+  })
+  .catch((err) => show($('protocol'), `Page loaded from ${location.origin} (protocol unknown: ${err.message})`));

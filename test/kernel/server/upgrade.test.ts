@@ -65,4 +65,54 @@ describe('Stream.upgrade', () => {
     expect(thrown).toBeInstanceOf(ArgumentError);
     expect((thrown as Error).message).toMatch(/already started/);
   });
+
+  it('onUpgraded listeners run once upgrade() handed the socket over, before the handler goes on; at once when registered after', async () => {
+    const order: string[] = [];
+    const { port } = await startStreamServer(async (stream) => {
+      stream.onUpgraded(() => order.push(`listener (upgraded: ${stream.isUpgraded})`));
+      order.push('before upgrade');
+      const { socket } = stream.upgrade();
+      order.push('after upgrade');
+      stream.onUpgraded(() => order.push('late listener'));
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+    });
+    const c = await rawClient(port);
+    c.socket.write(UPGRADE);
+    await within(c.closed, 3000, 'the 101 and the close');
+    expect(order).toEqual(['before upgrade', 'listener (upgraded: true)', 'after upgrade', 'late listener']);
+  });
+
+  it('a listener that throws fails the upgrade: upgrade() throws its error and the socket is destroyed', async () => {
+    const boom = new Error('listener failed');
+    let thrown: unknown;
+    const { port } = await startStreamServer(async (stream) => {
+      stream.onUpgraded(() => {
+        throw boom;
+      });
+      try {
+        stream.upgrade();
+      } catch (err) {
+        thrown = err;
+      }
+    });
+    const c = await rawClient(port);
+    c.socket.write(UPGRADE);
+    await within(c.closed, 3000, 'the connection closed');
+    expect(thrown).toBe(boom);
+    expect(c.received.length).toBe(0);
+  });
+
+  it('onUpgraded takes a function', async () => {
+    let thrown: unknown;
+    const { port } = await startStreamServer(async (stream) => {
+      try {
+        stream.onUpgraded('not a function' as unknown as () => void);
+      } catch (err) {
+        thrown = err;
+      }
+      stream.setHeader('Content-Length', '0');
+    });
+    expect((await expectServing(port)).status).toBe(200);
+    expect(thrown).toBeInstanceOf(ArgumentError);
+  });
 });

@@ -4,6 +4,7 @@
  * rethrown; for streams the response is finished before logging. Loggers: a capturing
  * pino-shaped object, real pino (the logger fastify ships), and the built-in default logger.
  */
+import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -99,19 +100,48 @@ describe('stream handlers', () => {
     expect(entries[0]!.obj).toMatchObject({ group: 'access', method: 'GET', target: '/st', status: 202, length: 3, peer: `127.0.0.1:${c.socket.localPort}` });
   });
 
-  it('a stream the handler upgraded is logged with status 101 once the handler returns', async () => {
+  it('a stream the handler upgraded is logged with status 101 at the switch, while the new protocol still runs', async () => {
     const { logger, entries } = capture();
     const h = loggingMiddleware(async (s: Stream) => {
       const { socket } = s.upgrade();
-      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+      // The new protocol: runs until the client says bye.
+      socket.on('data', () => socket.end('BYE'));
+      socket.resume();
+      await once(socket, 'close');
     }, { logger });
     const { port } = await startStreamServer(h);
     const c = await rawClient(port);
     await c.write('GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
-    await waitFor(() => entries.length === 1);
-    expect(entries[0]!.obj).toMatchObject({ group: 'access', method: 'GET', target: '/up', status: 101, length: null });
-    await waitFor(() => c.ended, 3000, 'the 101 and the end the handler wrote');
-    expect(c.received.toString('latin1')).toMatch(/^HTTP\/1\.1 101 /);
+    await waitFor(() => c.received.toString('latin1').includes('\r\n\r\n'), 3000, 'the 101');
+    await waitFor(() => entries.length === 1, 3000, 'the record of the switch, with the connection still open');
+    expect(entries[0]!.level).toBe('info');
+    expect(entries[0]!.obj).toMatchObject({ group: 'access', method: 'GET', target: '/up', status: 101, length: null, peer: `127.0.0.1:${c.socket.localPort}` });
+    expect(entries[0]!.msg).toMatch(/^GET \/up 101 [\d.]+ms$/);
+    c.socket.write('bye');
+    await waitFor(() => c.ended, 3000, 'the end the handler wrote');
+    expect(c.received.toString('latin1')).toMatch(/^HTTP\/1\.1 101 [^]*BYE$/);
+    // One record for the exchange: none more when the session ends.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(entries).toHaveLength(1);
+  });
+
+  it('a handler that throws after the upgrade is logged at error level with the 101 it sent, not 200', async () => {
+    const { logger, entries } = capture();
+    const err = new Error('session broke');
+    const h = loggingMiddleware(async (s: Stream) => {
+      const { socket } = s.upgrade();
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+      throw err;
+    }, { logger });
+    const { port, errors } = await startStreamServer(h);
+    const c = await rawClient(port);
+    await c.write('GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+    await waitFor(() => entries.length === 2, 3000, 'the switch and the failure');
+    expect(entries.map((e) => [e.level, e.obj.status])).toEqual([['info', 101], ['error', 101]]);
+    expect(entries[1]!.obj.err).toBe(err);
+    await waitFor(() => errors.length === 1, 3000, 'the error reported to the server');
+    expect(errors[0]!.error).toBe(err);
   });
 
   it('a body shorter than its Content-Length is logged as that failure, status 500, and the server answers 500', async () => {
