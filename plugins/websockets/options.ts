@@ -24,7 +24,9 @@ export const DEFAULT_MAX_FRAGMENTATION = 1024;
  * - A list of origins (`['https://app.example', 'http://localhost:5173']`): exactly these
  *   (compared as origins: letter case and default ports do not matter); a request without
  *   Origin is refused. `'null'` in the list allows `Origin: null`.
- * - A function `(origin, request) => boolean` (or a promise of one) decides alone.
+ * - A function `(origin, request) => boolean` (or a promise of one) decides.
+ *
+ * A request with two `Origin` fields is refused under every policy but `'any'`.
  */
 export type CheckOrigin = 'same-origin' | 'any' | boolean | readonly string[] | ((origin: string | null, request: Request) => boolean | Promise<boolean>);
 
