@@ -137,7 +137,7 @@ export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/inde
 export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
 export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';
 export { HTTP2Settings } from './plugins/h2/index.js';
-export { fileServer, serveFile, serveContent, type FileServerOptions, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';
+export { fileServer, serveFile, serveContent, type FileServerOptions, type DotfilesPolicy, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';
 export { ProxyConfig, NoProxy, ProxyEndpoint, proxyURL, proxyFromEnvironment, ProxyError, ProxyStatusError, Socks5Error, connectThroughProxy } from './plugins/proxy/index.js';
 export { Router, register, getRoute, getParams, getParam } from './plugins/router/index.js';
 export { Handlers } from './plugins/middleware/index.js';

@@ -5,30 +5,36 @@
  *
  * - Names are HTML-escaped in the text and percent-encoded in the links, so any file name
  *   (`<script>`, `a&b`, `?`, `#`, `%`, quotes, spaces) shows as itself and links to itself.
- * - Dotfiles are neither listed nor listed into (`/.git/` gets the file server's 404).
- * - A path with `..`, `.`, an empty segment, a backslash or NUL (encoded or not) is never
- *   listed, and the directory's real path (symlinks resolved) must be under the root.
+ * - Dotfiles are neither listed nor listed into (`/.git/` gets the file server's answer),
+ *   unless `dotfiles` is true (the file server serves them too, `--dotfiles allow`).
+ * - The path is decoded as the file server decodes it: one with `..`, `.`, an empty segment,
+ *   a backslash or NUL (encoded or not) is never listed, and the directory's real path
+ *   (symlinks resolved) must be under the root.
  * - The page runs nothing: `Content-Security-Policy: default-src 'none'`.
  */
 import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { Response, type Request, type RequestHandler } from '../kernel/index.js';
+import { decodeRequestPath, isDotPath } from '../plugins/fileserver/path-safety.js';
 
-/** `files`, answering its 404s for directory URLs under `root` with a listing. */
-export function withDirectoryListing(files: RequestHandler, root: string): RequestHandler {
+/**
+ * `files`, answering its 404s for directory URLs under `root` with a listing; `dotfiles`
+ * true lists dotfiles and dot-directories as well.
+ */
+export function withDirectoryListing(files: RequestHandler, root: string, dotfiles = false): RequestHandler {
   const rootReal = realpath(root);
   return async (req: Request): Promise<Response> => {
     const res = await files(req);
     if (res.status !== 404 || (req.method !== 'GET' && req.method !== 'HEAD')) return res;
-    const listing = await listDirectory(req.target, await rootReal);
+    const listing = await listDirectory(req.target, await rootReal, dotfiles);
     return listing ?? res;
   };
 }
 
 /** The listing page for `target`, or null when it does not name a listable directory. */
-async function listDirectory(target: string, rootReal: string): Promise<Response | null> {
-  const segments = directorySegments(target);
+async function listDirectory(target: string, rootReal: string, dotfiles: boolean): Promise<Response | null> {
+  const segments = directorySegments(target, dotfiles);
   if (segments === null) return null;
   let dir: string;
   try {
@@ -45,7 +51,7 @@ async function listDirectory(target: string, rootReal: string): Promise<Response
   }
   const shown: { name: string; isDir: boolean }[] = [];
   for (const e of entries) {
-    if (e.name.startsWith('.')) continue;
+    if (!dotfiles && e.name.startsWith('.')) continue;
     let isDir = e.isDirectory();
     if (e.isSymbolicLink()) {
       // A link is shown as what it points to; a dangling one is left out.
@@ -80,23 +86,11 @@ async function listDirectory(target: string, rootReal: string): Promise<Response
  * The decoded segments of a directory URL path (`/a%20b/c/` is `['a b', 'c']`), or null for a
  * path that is not one (no trailing slash) or may not be listed (see the module notes).
  */
-function directorySegments(target: string): string[] | null {
-  const end = target.search(/[?#]/);
-  const path = end < 0 ? target : target.slice(0, end);
-  if (!path.startsWith('/') || !path.endsWith('/')) return null;
-  if (path === '/') return [];
-  const segments: string[] = [];
-  for (const raw of path.slice(1, -1).split('/')) {
-    let s: string;
-    try {
-      s = decodeURIComponent(raw);
-    } catch {
-      return null;
-    }
-    if (s === '' || s.startsWith('.') || /[/\\\0]/.test(s)) return null;
-    segments.push(s);
-  }
-  return segments;
+function directorySegments(target: string, dotfiles: boolean): string[] | null {
+  const d = decodeRequestPath(target);
+  if (d === null || !(d.trailingSlash || d.rawPath === '/')) return null;
+  if (!dotfiles && isDotPath(d.segments)) return null;
+  return [...d.segments];
 }
 
 /** Text for HTML (element content and quoted attribute values). */

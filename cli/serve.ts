@@ -1,7 +1,7 @@
 /**
  * `switchyard serve [DIR]`: a static file server on the default preset, through `fileServer`
  * (weak ETags from size and mtime, conditional and range requests, canonical-path
- * redirects, `index.html` for directories), a listing for directories without one (unless
+ * redirects, `index.html` for directories, dotfiles refused unless `--dotfiles allow`), a listing for directories without one (unless
  * `--no-list`; dir-listing.ts), wrapped in `loggingMiddleware` writing one access line per
  * request to stdout.
  *
@@ -14,7 +14,7 @@
 import { stat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Response, selfSignedCertificate, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
-import { fileServer } from '../plugins/fileserver/index.js';
+import { fileServer, type DotfilesPolicy } from '../plugins/fileserver/index.js';
 import { loggingMiddleware, type Logger } from '../plugins/middleware/index.js';
 import { intOption, parseArgs, type OptionSpec } from './args.js';
 import { withDirectoryListing } from './dir-listing.js';
@@ -26,6 +26,7 @@ import { bootKernel } from './stack.js';
 const COMMAND = 'serve';
 /** How long a graceful close may take before connections are cut. */
 const CLOSE_GRACE_MS = 5000;
+const DOTFILES: readonly DotfilesPolicy[] = ['ignore', 'deny', 'allow'];
 
 /** Options of `switchyard serve`. */
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
@@ -34,7 +35,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'tls-self-signed', kind: 'flag', help: 'serve HTTPS (and HTTP/2) with a certificate made at start' },
   { name: 'cert-out', kind: 'value', metavar: 'FILE', help: 'with --tls-self-signed: save the certificate (PEM) so clients can trust it' },
   { name: 'spa', kind: 'value', metavar: 'FILE', help: 'answer missing extension-less paths with FILE (a single-page app, e.g. index.html)' },
-  { name: 'no-list', kind: 'flag', help: 'do not list directories that have no index.html (listed by default; dotfiles never)' },
+  { name: 'no-list', kind: 'flag', help: 'do not list directories that have no index.html (listed by default; dotfiles only with --dotfiles allow)' },
+  { name: 'dotfiles', kind: 'value', metavar: 'POLICY', help: 'dotfiles and dot-directories: ignore (404, default), deny (403) or allow; .well-known/ is served' },
   { name: 'cors', kind: 'flag', help: 'allow cross-origin requests (Access-Control-Allow-Origin: *, preflights answered)' },
   { name: 'quiet', short: 'q', kind: 'flag', help: 'no access log' },
   { name: 'help', short: 'h', kind: 'flag', help: 'this help' },
@@ -48,6 +50,7 @@ export function serveHelp(): string {
       'Serves the files under DIR (default: the current directory) with ETags, conditional and range requests,\n' +
       'HTTP/2 (h2c on the plain port; h2 over TLS with --tls-self-signed) and an access log on stdout.\n' +
       'A directory without index.html gets a listing of its entries (not of dotfiles) unless --no-list or --spa.\n' +
+      'Dotfiles and dot-directories (.env, .git/) are not served unless --dotfiles allow; .well-known/ is.\n' +
       'Ctrl-C stops it gracefully.',
     options: SERVE_OPTIONS,
     examples: [
@@ -55,6 +58,8 @@ export function serveHelp(): string {
       'switchyard serve',
       '# files only: no listings',
       'switchyard serve public --no-list',
+      '# dotfiles too (.htaccess, .config/...)',
+      'switchyard serve site --dotfiles allow',
       '# a built single-page app, on every interface, callable from other origins',
       'switchyard serve dist --host 0.0.0.0 --port 3000 --spa index.html --cors',
       '# HTTPS and HTTP/2; trust the certificate in a client',
@@ -83,9 +88,11 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
   const certOut = o['cert-out'] as string | undefined;
   if (certOut !== undefined && !tls) throw new UsageError('--cert-out needs --tls-self-signed', COMMAND);
   const spa = o.spa as string | undefined;
+  const dotfiles = (o.dotfiles as string | undefined) ?? 'ignore';
+  if (!DOTFILES.includes(dotfiles as DotfilesPolicy)) throw new UsageError(`--dotfiles takes ignore, deny or allow, got ${JSON.stringify(dotfiles)}`, COMMAND);
 
-  let handler: RequestHandler = fileServer(root, { etag: 'weak_stat', ...(spa !== undefined ? { spaFallback: spa } : {}) });
-  if (o['no-list'] !== true) handler = withDirectoryListing(handler, root);
+  let handler: RequestHandler = fileServer(root, { etag: 'weak_stat', dotfiles: dotfiles as DotfilesPolicy, ...(spa !== undefined ? { spaFallback: spa } : {}) });
+  if (o['no-list'] !== true) handler = withDirectoryListing(handler, root, dotfiles === 'allow');
   if (o.cors === true) handler = withCors(handler);
   if (o.quiet !== true) handler = loggingMiddleware(handler, { logger: accessLogger(io.stdout) });
 

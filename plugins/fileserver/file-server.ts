@@ -4,14 +4,29 @@
 import fs from 'node:fs';
 import { extname, join } from 'node:path';
 import { ArgumentError, Response, type Request, type RequestHandler } from '../../kernel/index.js';
-import { decodeRequestPath, isUnsafeFsPath, splitTarget } from './path-safety.js';
+import { decodeRequestPath, isDotPath, isUnsafeFsPath, splitTarget } from './path-safety.js';
 import { MISSING, SERVE_FILE_OPTIONS, badPath, methodNotAllowed, resolveFileOptions, serveFileAt, type ServeFileOptions, type UrlInfo } from './serve-file.js';
 
 /** @internal Marker: the request path is unsafe or invalid (the handler answers 400). */
 export const INVALID: unique symbol = Symbol('invalid');
 
-/** Options of {@link fileServer} (all optional): those of `serveFile` plus the two below. */
+/**
+ * What {@link fileServer} does with a request for a dotfile or for something inside a
+ * dot-directory (`/.env`, `/.git/config`, `/%2eenv`): `'ignore'` answers as if it did not
+ * exist (404; the plugin goes on to the router), `'deny'` answers 403, `'allow'` serves it.
+ * `/.well-known/…` (RFC 8615) is served under every policy.
+ */
+export type DotfilesPolicy = 'ignore' | 'allow' | 'deny';
+
+const DOTFILES: readonly DotfilesPolicy[] = ['ignore', 'allow', 'deny'];
+
+/** Options of {@link fileServer} (all optional): those of `serveFile` plus the three below. */
 export interface FileServerOptions extends ServeFileOptions {
+  /**
+   * Dotfiles and dot-directories (see {@link DotfilesPolicy}). Default `'ignore'`: a site's
+   * `.env`, `.git/` or `.htpasswd` is not served by accident.
+   */
+  dotfiles?: DotfilesPolicy;
   /**
    * A file under `root` (such as `index.html`) answering a missing path whose last segment
    * does not look like a file name (no extension): client-side routes of a single-page app.
@@ -32,7 +47,16 @@ export interface CompiledFileServer {
   readonly tryServe: (req: Request) => Promise<Response | typeof MISSING | typeof INVALID | null>;
 }
 
-const FILE_SERVER_OPTIONS: ReadonlySet<string> = new Set<string>([...SERVE_FILE_OPTIONS, 'spaFallback', 'prefix'] satisfies (keyof FileServerOptions)[]);
+const FILE_SERVER_OPTIONS: ReadonlySet<string> = new Set<string>([...SERVE_FILE_OPTIONS, 'spaFallback', 'prefix', 'dotfiles'] satisfies (keyof FileServerOptions)[]);
+
+/** @internal Validates `dotfiles`. */
+export function resolveDotfiles(v: unknown, fn: string): DotfilesPolicy {
+  if (v === undefined) return 'ignore';
+  if (!DOTFILES.includes(v as DotfilesPolicy)) {
+    throw new ArgumentError(`${fn}: dotfiles must be 'ignore' (404, the default), 'deny' (403) or 'allow', got ${typeof v === 'string' ? JSON.stringify(v) : typeof v}`);
+  }
+  return v as DotfilesPolicy;
+}
 
 function normalizePrefix(p: unknown): string {
   if (p === undefined || p === null || p === '' || p === '/') return '';
@@ -55,6 +79,7 @@ export function compileFileServer(root: string, options: FileServerOptions, fn =
   }
   const o = resolveFileOptions(options, fn, FILE_SERVER_OPTIONS);
   const prefix = normalizePrefix(options.prefix);
+  const dotfiles = resolveDotfiles(options.dotfiles, fn);
   const spa = options.spaFallback ?? null;
   if (spa !== null && (typeof spa !== 'string' || isUnsafeFsPath(spa) || spa.startsWith('/'))) {
     throw new ArgumentError(`${fn}: spaFallback must be a path relative to root without '..', got ${JSON.stringify(spa)}`);
@@ -75,6 +100,8 @@ export function compileFileServer(root: string, options: FileServerOptions, fn =
     const d = decodeRequestPath(req.target);
     if (d === null) return INVALID;
     const segments = skip === 0 ? d.segments : d.segments.slice(skip);
+    // On the decoded segments, so `%2eenv` and `%2Egit/config` are dotfiles too.
+    if (dotfiles !== 'allow' && isDotPath(segments)) return dotfiles === 'deny' ? new Response(403, null) : MISSING;
     const fsPath = segments.length === 0 ? rootReal : join(rootReal, ...segments);
     const last = d.trailingSlash || segments.length === 0 ? '' : segments[segments.length - 1]!;
     const url: UrlInfo = { rawPath: d.rawPath, query: d.query, trailingSlash: d.trailingSlash || d.rawPath === '/', lastSegment: last };
@@ -97,7 +124,8 @@ export function compileFileServer(root: string, options: FileServerOptions, fn =
  * A request handler serving the files under the directory `root` through `serveFile`: the
  * request path is percent-decoded once and mapped under `root`; unsafe paths (`..`, encoded
  * `%2e%2e`, backslashes, NUL, empty segments) get 400, and a file whose real path (symlinks
- * resolved) is outside `root` is treated as missing (404). With `spaFallback`, a missing path
+ * resolved) is outside `root` is treated as missing (404). Dotfiles and dot-directories are
+ * treated as missing too, unless `dotfiles` says otherwise. With `spaFallback`, a missing path
  * whose last segment has no extension gets that file instead. Throws `ArgumentError` when
  * `root` is not an existing directory. Works with `serve` directly and with stream servers
  * through `streamHandler`.

@@ -12,7 +12,7 @@
  * Files are streamed from disk with positional reads (never read whole), so a response is
  * the same over HTTP/1.1 and HTTP/2.
  */
-export { fileServer, type FileServerOptions } from './file-server.js';
+export { fileServer, type FileServerOptions, type DotfilesPolicy } from './file-server.js';
 export { serveFile, type ServeFileOptions, type EtagOption } from './serve-file.js';
 export { serveContent, type ServeContentOptions, type ContentSource } from './serve-content.js';
 export { sniffContentType, SNIFF_LENGTH } from './sniff.js';

@@ -122,6 +122,19 @@ export function decodeRequestPath(target: string): DecodedPath | null {
 }
 
 /**
+ * True when decoded request path segments name a dotfile or something inside a
+ * dot-directory (`.env`, `.git/config`): a segment starting with `.`, except `.well-known`
+ * as the first one (RFC 8615's well-known URIs: ACME challenges, `security.txt`).
+ */
+export function isDotPath(segments: readonly string[]): boolean {
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
+    if (seg.charCodeAt(0) === 0x2e && !(i === 0 && seg === '.well-known')) return true;
+  }
+  return false;
+}
+
+/**
  * True when a file-system path given to `serveFile` is unsafe: it contains NUL or a `..`
  * component (either separator is checked, so a Windows-style path cannot sneak one past).
  */

@@ -36,12 +36,14 @@ export function isH2cUpgrade(request: Request): boolean {
 /**
  * Switches the connection of an `Upgrade: h2c` request to HTTP/2 and answers the request as
  * stream 1. Resolves to `true` when it took the socket, `undefined` when the upgrade is not
- * served here (h2c not allowed on this listener, a request body, a socket of no server): the
+ * served here (h2c not allowed on this listener, an HTTP/1.0 request, a request body, a socket of no server): the
  * request then goes on as HTTP/1.1.
  */
 export async function upgradeToH2c(request: Request, socket: Duplex, head: Uint8Array): Promise<true | undefined> {
   const host = getProtocolHost(socket);
   if (host === undefined || !host.info.allowH2c || host.closing) return undefined;
+  // RFC 9110 §7.8: a server MUST ignore Upgrade in an HTTP/1.0 request.
+  if (request.protoMajor === 1 && request.protoMinor === 0) return undefined;
   // The body would have to be read before switching; such requests stay HTTP/1.1 (RFC 7540 §3.2 allows it).
   if (request.contentLength > 0 || request.headers.has('Transfer-Encoding')) return undefined;
   const block = requestBlock(request);

@@ -9,8 +9,10 @@ export const NORMAL_CLOSE_CODES: ReadonlySet<number> = new Set([1000, 1001, 1005
 
 /**
  * The connection is closed: thrown by `receive`, `send` and `ping` once it is, and by
- * iteration when it closed abnormally. `code` is the close code received (1005 when the
- * close frame carried none, 1006 when the connection dropped without one).
+ * iteration when it closed abnormally. `closeCode` is the close code received (1005 when the
+ * close frame carried none), the one sent when this end failed the connection because the
+ * peer broke the protocol (1002, 1007, 1008, 1009; the violation is the `cause`), or 1006
+ * when the connection dropped without a close frame.
  */
 export class WebSocketError extends HTTPError {
   /** Always `SWY_ERR_WEBSOCKET`. */

@@ -25,8 +25,9 @@
  * then the socket is destroyed); a close frame received is answered with one echoing its code
  * and reason, and the socket ends once both went (after the last is written). After a
  * protocol error the close frame goes out and the socket ends without waiting. The code
- * reported on 'close' is the peer's (1005 when its frame had none), or 1006 when the
- * connection ended without one.
+ * reported on 'close' is the peer's (1005 when its frame had none), the one we sent when we
+ * failed the connection for a protocol error (1002, 1007, 1008, 1009), or 1006 when the
+ * connection ended without a close frame.
  */
 import { Buffer } from 'node:buffer';
 import { isUtf8 } from 'node:buffer';
@@ -369,8 +370,11 @@ export class FrameConnection extends EventEmitter {
     // Keep reading (and dropping) so the peer's FIN, and 'close', come.
     this.socket.resume();
     this.emit('error', new FrameError(code, message));
-    if (this.readyState === OPEN) this.close(code, '');
-    else if (this.closeWritten) this.socket.end();
+    if (this.readyState === OPEN) {
+      // The peer's answer is not read after a failure: the code we sent is the one to report.
+      this.closeCode = code;
+      this.close(code, '');
+    } else if (this.closeWritten) this.socket.end();
   }
 
   private readonly onEnd = (): void => {

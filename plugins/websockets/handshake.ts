@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Headers, type Request } from '../../kernel/index.js';
-import type { CheckOrigin, ResolvedServerOptions } from './options.js';
+import { normalizeOrigin, type ResolvedCheckOrigin, type ResolvedServerOptions } from './options.js';
 import { PERMESSAGE_DEFLATE, type Deflate, type WsModule } from './ws-lib.js';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -44,32 +44,61 @@ function refuse(status: number, message: string, extra?: [string, string]): Nego
   return { ok: false, status, message, headers };
 }
 
-async function originAllowed(check: CheckOrigin, request: Request): Promise<boolean> {
-  if (check === false) return true;
-  const origin = request.headers.get('Origin') ?? null;
-  if (typeof check === 'function') return (await check(origin, request)) === true;
-  if (check === true) {
-    // Same origin: no Origin (not a browser) or one naming the host the request was sent to.
-    if (origin === null) return true;
-    try {
-      return new URL(origin).host.toLowerCase() === (request.headers.get('Host') ?? '').toLowerCase();
-    } catch {
-      return false;
-    }
+/**
+ * True when `origin` names the host the request was sent to: the Origin's host and port
+ * equal the `Host` header's, the port defaulting to the Origin scheme's where not written.
+ */
+function isSameOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  let o: URL;
+  let h: URL;
+  try {
+    o = new URL(origin);
+    const secure = o.protocol === 'https:' || o.protocol === 'wss:';
+    if (!secure && o.protocol !== 'http:' && o.protocol !== 'ws:') return false;
+    // Parsed under the Origin's scheme, so URL drops the same default port from both.
+    h = new URL(`${secure ? 'https' : 'http'}://${host}`);
+  } catch {
+    return false;
   }
-  return origin !== null && check.includes(origin);
+  if (h.username !== '' || h.password !== '' || h.pathname !== '/' || h.search !== '' || h.hash !== '') return false;
+  return o.hostname === h.hostname && o.port === h.port;
+}
+
+async function originAllowed(check: ResolvedCheckOrigin, request: Request): Promise<boolean> {
+  if (check === 'any') return true;
+  const all = request.headers.getAll('Origin');
+  // Two Origin fields are no origin a browser sends: refused unless anything goes.
+  if (all.length > 1) return false;
+  const origin = all.length === 1 ? all[0]!.trim() : null;
+  if (typeof check === 'function') return (await check(origin, request)) === true;
+  if (check === 'same-origin') {
+    // A request without Origin does not come from a browser page: no ambient credentials to abuse.
+    return origin === null || isSameOrigin(origin, request.headers.get('Host'));
+  }
+  // A list names exactly who may connect.
+  if (origin === null) return false;
+  const normalized = normalizeOrigin(origin);
+  return normalized !== null && check.has(normalized);
 }
 
 /**
  * Checks an upgrade request and decides the answer: 426 (with `Upgrade: websocket`) for a
- * request that is not a WebSocket upgrade or speaks another version, 400 for a bad key, 403
- * when `checkOrigin` refuses. The subprotocol is the first the client offers that the server
- * lists; permessage-deflate is agreed when both want it, and quietly left out when the
- * client's offer cannot be accepted (plain frames, RFC 7692 §5).
+ * request that is not a WebSocket upgrade or speaks another version; 400 for an HTTP/1.0
+ * request (RFC 6455 §4.2.1 asks for HTTP/1.1 or higher), for one declaring a body (its bytes
+ * would be read as frames) and for a bad key; 403 when `checkOrigin` refuses. The subprotocol
+ * is the first the client offers that the server lists; permessage-deflate is agreed when
+ * both want it, and quietly left out when the client's offer cannot be accepted (plain
+ * frames, RFC 7692 §5).
  */
 export async function negotiate(mod: WsModule, request: Request, o: ResolvedServerOptions): Promise<Negotiation> {
   if (!isUpgrade(request)) {
     return refuse(426, 'this endpoint speaks WebSocket: send a GET with Connection: Upgrade and Upgrade: websocket', ['Upgrade', 'websocket']);
+  }
+  // 400, not 426: the client already asks for websocket; its request is what is wrong.
+  if (request.protoMajor === 1 && request.protoMinor === 0) return refuse(400, 'a WebSocket handshake must be an HTTP/1.1 request, not HTTP/1.0');
+  if (request.contentLength !== 0 || request.headers.has('Transfer-Encoding')) {
+    return refuse(400, 'a WebSocket handshake has no body: send it without Content-Length or Transfer-Encoding');
   }
   const h = request.headers;
   const version = h.get('Sec-WebSocket-Version');

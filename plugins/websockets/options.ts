@@ -13,11 +13,59 @@ export const DEFAULT_MAX_FRAGMENTATION = 1024;
 
 /**
  * Who may open a WebSocket, judged on the `Origin` header (null when absent, as from
- * non-browser clients): `true` allows no Origin or one whose host equals the request's
- * `Host` (same origin), a list allows exactly those origins (`https://app.example`), a
- * function decides. A refusal is answered 403.
+ * non-browser clients; browsers always send it). A refusal is answered 403.
+ *
+ * - `'same-origin'` (default; also `true`): no Origin, or one whose host and port equal the
+ *   request's `Host` (letter case ignored, the scheme's default port assumed where none is
+ *   written). `Origin: null` (sandboxed frames, `file:` pages) is refused.
+ * - `'any'` (also `false`): every request, whatever its Origin. Only for endpoints that do not
+ *   act on cookies or other credentials a browser adds by itself: a page on any site can
+ *   open such a WebSocket as its visitor (cross-site WebSocket hijacking, RFC 6455 §10.2).
+ * - A list of origins (`['https://app.example', 'http://localhost:5173']`): exactly these
+ *   (compared as origins: letter case and default ports do not matter); a request without
+ *   Origin is refused. `'null'` in the list allows `Origin: null`.
+ * - A function `(origin, request) => boolean` (or a promise of one) decides.
+ *
+ * A request with two `Origin` fields is refused under every policy but `'any'`.
  */
-export type CheckOrigin = boolean | readonly string[] | ((origin: string | null, request: Request) => boolean | Promise<boolean>);
+export type CheckOrigin = 'same-origin' | 'any' | boolean | readonly string[] | ((origin: string | null, request: Request) => boolean | Promise<boolean>);
+
+/** @internal `checkOrigin` resolved: a policy name, the allowed origins normalized, or the function. */
+export type ResolvedCheckOrigin = 'same-origin' | 'any' | ReadonlySet<string> | ((origin: string | null, request: Request) => boolean | Promise<boolean>);
+
+/**
+ * @internal An origin as compared: `scheme://host[:port]` in lower case without the scheme's
+ * default port, `'null'` as is; null when `s` is not an origin (a path, a query, user info).
+ */
+export function normalizeOrigin(s: string): string | null {
+  if (s === 'null') return s;
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return null;
+  }
+  if (u.host === '' || u.username !== '' || u.password !== '' || (u.pathname !== '' && u.pathname !== '/') || u.search !== '' || u.hash !== '') return null;
+  if (s.includes('?') || s.includes('#')) return null;
+  // URL drops a special scheme's default port and lowercases its host; other schemes keep theirs.
+  return `${u.protocol}//${u.host}`.toLowerCase();
+}
+
+function resolveCheckOrigin(c: unknown, where: string): ResolvedCheckOrigin {
+  if (c === undefined || c === true || c === 'same-origin') return 'same-origin';
+  if (c === false || c === 'any') return 'any';
+  if (typeof c === 'function') return c as ResolvedCheckOrigin;
+  if (Array.isArray(c)) {
+    const out = new Set<string>();
+    for (const x of c as unknown[]) {
+      const o = typeof x === 'string' ? normalizeOrigin(x) : null;
+      if (o === null) throw new ArgumentError(`${where}: checkOrigin lists origins as scheme://host[:port] (such as 'https://app.example'), without a path; got ${JSON.stringify(x)}`);
+      out.add(o);
+    }
+    return out;
+  }
+  throw new ArgumentError(`${where}: checkOrigin must be 'same-origin', 'any', a list of origins or a function (origin, request) => boolean, got ${typeof c === 'string' ? JSON.stringify(c) : typeof c}`);
+}
 
 /** Limits shared by both ends. */
 export interface WebSocketLimits {
@@ -33,7 +81,7 @@ export interface WebSocketServerOptions extends WebSocketLimits {
   compress?: boolean;
   /** Subprotocols this server speaks; the first one the client offers that is here is selected, none otherwise. */
   subprotocols?: readonly string[];
-  /** Origin policy; default: any origin. */
+  /** Who may connect, by `Origin` (see {@link CheckOrigin}). Default `'same-origin'`. */
   checkOrigin?: CheckOrigin;
 }
 
@@ -92,7 +140,7 @@ export interface ResolvedLimits {
 export interface ResolvedServerOptions extends ResolvedLimits {
   readonly compress: boolean;
   readonly subprotocols: readonly string[];
-  readonly checkOrigin: CheckOrigin;
+  readonly checkOrigin: ResolvedCheckOrigin;
 }
 
 function intOpt(o: Record<string, unknown>, key: string, dflt: number, min: number, where: string): number {
@@ -131,10 +179,7 @@ export function resolveLimits(o: WebSocketLimits, where: string): ResolvedLimits
 export function resolveServerOptions(o: WebSocketServerOptions | undefined, where: string): ResolvedServerOptions {
   if (o === undefined) o = {};
   if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where}: options must be an object`);
-  const c = o.checkOrigin ?? false;
-  if (typeof c !== 'boolean' && typeof c !== 'function' && !(Array.isArray(c) && c.every((x) => typeof x === 'string'))) {
-    throw new ArgumentError(`${where}: checkOrigin must be a boolean, a list of origins or a function (origin, request) => boolean`);
-  }
+  const c = resolveCheckOrigin(o.checkOrigin, where);
   return Object.freeze({
     ...resolveLimits(o, where),
     compress: boolOpt(o as Record<string, unknown>, 'compress', where),

@@ -116,7 +116,7 @@ export class WebSocket implements AsyncIterable<Message> {
     return this.ws.readyState !== 1;
   }
 
-  /** The close code once closed (1005: none sent, 1006: dropped without a close frame), else null. */
+  /** The close code once closed (1005: none sent, 1006: dropped without a close frame; after a protocol error, the code this end sent), else null. */
   get closeCode(): number | null {
     return this.closeInfo?.closeCode ?? null;
   }

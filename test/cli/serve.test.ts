@@ -1,7 +1,7 @@
 /**
  * `switchyard serve`, run as the real binary, checked with curl (a client nobody here wrote):
  * files, index, ETag and 304, ranges, the access log, --spa, --cors, --tls-self-signed with
- * --cert-out, and a graceful stop on SIGINT.
+ * --cert-out, dotfiles (--dotfiles), and a graceful stop on SIGINT.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { cleanEnv } from '../interop/helpers.js';
-import { startCli, tempDir, type Running } from './helpers.js';
+import { runMain, startCli, tempDir, type Running } from './helpers.js';
 
 const run = promisify(execFile);
 
@@ -183,6 +183,40 @@ describe('switchyard serve: directory listings', () => {
     expect(h.headers['content-type']).toBe('text/html; charset=utf-8');
     c.child.kill('SIGINT');
     expect(await c.exited).toBe(0);
+  });
+
+  it('refuses dotfiles and dot-directories by default (404, also encoded), serves .well-known; --dotfiles deny gives 403, allow serves and lists them', async () => {
+    const dir = await site();
+    await writeFile(join(dir, '.env'), 'API_KEY=secret\n');
+    await mkdir(join(dir, '.git'));
+    await writeFile(join(dir, '.git', 'config'), '[core]\n');
+    await mkdir(join(dir, 'files'));
+    await writeFile(join(dir, 'files', '.htpasswd'), 'admin:x\n');
+    await writeFile(join(dir, 'files', 'a.txt'), 'a\n');
+    await mkdir(join(dir, '.well-known'));
+    await writeFile(join(dir, '.well-known', 'security.txt'), 'Contact: mailto:s@example.com\n');
+    const dotPaths = ['.env', '%2eenv', '%2Eenv', '.git/config', '%2egit/config', '.git/', 'files/.htpasswd', 'files/%2ehtpasswd'];
+    for (const [policy, status] of [[null, 404], ['ignore', 404], ['deny', 403], ['allow', 200]] as const) {
+      const c = startCli(['serve', dir, '--port', '0', '-q', ...(policy !== null ? ['--dotfiles', policy] : [])]);
+      const url = await started(c);
+      for (const p of dotPaths) {
+        const r = await curl(['--path-as-is', `${url}${p}`]);
+        expect([policy, p, r.status]).toEqual([policy, p, status]);
+        if (status !== 200) expect(r.body).not.toMatch(/secret|core|admin/);
+      }
+      expect((await curl([`${url}.well-known/security.txt`])).body).toBe('Contact: mailto:s@example.com\n');
+      const listing = (await curl([`${url}files/`])).body;
+      expect(listing).toContain('a.txt');
+      if (policy === 'allow') {
+        expect(listing).toContain('.htpasswd');
+        expect((await curl([`${url}.git/`])).body).toContain('<title>Index of /.git/</title>');
+      } else expect(listing).not.toContain('.htpasswd');
+      c.child.kill('SIGINT');
+      expect(await c.exited).toBe(0);
+    }
+    const bad = await runMain(['serve', dir, '--dotfiles', 'hide']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--dotfiles takes ignore, deny or allow, got "hide"/);
   });
 
   it('--no-list answers a directory without index.html with 404', async () => {

@@ -3,11 +3,13 @@
  * WebSocket to the same server (a stream handler that upgrades on `/ws`), echoes text and
  * binary messages up to 1 MiB, with and without permessage-deflate, and closes with a code.
  * Chromium is Debian's /usr/bin/chromium driven by playwright-core, started with the flags of
- * the environment notes (no background networking on this closed network).
+ * the environment notes (no background networking on this closed network). With the default
+ * `checkOrigin`, a page opening a WebSocket to another origin is refused (403, the page sees
+ * an error and 1006) and a page of the same origin is accepted.
  */
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKernel, listen } from '../../../kernel/index.js';
+import { createKernel, listen, type Stream } from '../../../kernel/index.js';
 import { WebSockets, websockets } from '../../../plugins/websockets/index.js';
 import { trackServer, waitFor } from './helpers.js';
 
@@ -37,6 +39,19 @@ async function run() {
   ws.close(4100, 'from the page');
   result.close = await closed;
   return result;
+}
+</script>`;
+
+/** Opens a WebSocket to `url`: did it open, its first message, the close code. */
+const PROBE = `<!doctype html><meta charset="utf-8"><title>probe</title><script>
+function probe(url) {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    const r = { opened: false };
+    ws.onopen = () => { r.opened = true; };
+    ws.onmessage = (e) => { r.message = e.data; };
+    ws.onclose = (e) => { r.code = e.code; resolve(r); };
+  });
 }
 </script>`;
 
@@ -101,4 +116,36 @@ describe('WebSockets interop: headless Chromium', () => {
       }
     });
   }
+
+  it('default checkOrigin: a page of another origin is refused, a page of the same origin accepted', async () => {
+    const kernel = await createKernel().register(websockets).ready();
+    let sessions = 0;
+    // Serves the probe page, and a WebSocket echo on /ws with the default options.
+    const site = async (stream: Stream): Promise<void> => {
+      if (stream.message.target === '/ws') {
+        await WebSockets.upgrade(stream, async (ws) => {
+          sessions++;
+          await ws.send('welcome');
+        });
+        return;
+      }
+      stream.setHeader('Content-Type', 'text/html; charset=utf-8');
+      await stream.write(PROBE);
+    };
+    const a = await listen(site, { port: 0, kernel });
+    trackServer(a);
+    const b = await listen(site, { port: 0, kernel });
+    trackServer(b);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`http://127.0.0.1:${a.port}/`);
+      // Another port is another origin; the browser sends the page's cookies all the same.
+      expect(await page.evaluate(`probe('ws://127.0.0.1:${b.port}/ws')`)).toEqual({ opened: false, code: 1006 });
+      expect(sessions).toBe(0);
+      expect(await page.evaluate(`probe('ws://127.0.0.1:${a.port}/ws')`)).toEqual({ opened: true, message: 'welcome', code: 1000 });
+      expect(sessions).toBe(1);
+    } finally {
+      await page.close();
+    }
+  });
 });
