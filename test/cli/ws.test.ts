@@ -142,7 +142,8 @@ describe('switchyard ws when stdin ends', () => {
     } finally {
       await WebSockets.forceClose(own);
     }
-  });
+    // Ten command runs, each lingering 1 s after its answer: more than the default ceiling on a busy machine.
+  }, 60_000);
 
   it('fails, saying so, when the server never answers the close frame (--linger 0 closes at once)', async () => {
     // A server that completes the handshake and then reads and ignores every frame.
