@@ -105,7 +105,9 @@ export class H1Connection implements StreamConnection {
   private phase = P_HEAD;
   /** Waiting for the first byte of a request (a graceful close may drop the connection now). */
   private idle = true;
-  private stash: Buffer | null = null;
+  /** Bytes read while an exchange runs (or writes are backed up), in arrival order; joined once when taken. */
+  private stash: Buffer[] | null = null;
+  private stashed = 0;
   private paused = false;
   /**
    * Responses wait for the peer to read them (the socket asked for 'drain'): no further request
@@ -259,9 +261,12 @@ export class H1Connection implements StreamConnection {
   private stashBytes(buf: Buffer, off: number): void {
     let rest = off === 0 ? buf : buf.subarray(off);
     // A small rest of a large read is copied out, so it does not keep the whole read alive.
-    if (this.stash === null && rest.length <= buf.buffer.byteLength >> 2) rest = Buffer.from(rest);
-    this.stash = this.stash === null ? rest : Buffer.concat([this.stash, rest]);
-    if (this.stash.length > STASH_HIGH_WATER && !this.paused) {
+    if (rest.length <= buf.buffer.byteLength >> 2) rest = Buffer.from(rest);
+    // Kept as a list: joining per read would copy the stash again for every small read.
+    if (this.stash === null) this.stash = [rest];
+    else this.stash.push(rest);
+    this.stashed += rest.length;
+    if (this.stashed > STASH_HIGH_WATER && !this.paused) {
       this.paused = true;
       this.socket.pause();
     }
@@ -277,12 +282,21 @@ export class H1Connection implements StreamConnection {
     }
   }
 
+  /** The stashed bytes as one buffer (null when none), and the stash emptied. */
+  private takeStash(): Buffer | null {
+    const s = this.stash;
+    if (s === null) return null;
+    this.stash = null;
+    const n = this.stashed;
+    this.stashed = 0;
+    return s.length === 1 ? s[0]! : Buffer.concat(s, n);
+  }
+
   /** The responses drained: parse what was kept and read again. */
   private unblockReads(): void {
     this.writeBlocked = false;
     if (this.phase !== P_HEAD) return;
-    const s = this.stash;
-    this.stash = null;
+    const s = this.takeStash();
     if (this.paused) {
       this.paused = false;
       this.socket.resume();
@@ -519,8 +533,7 @@ export class H1Connection implements StreamConnection {
     const socket = this.socket;
     socket.pause();
     socket.removeListener('data', this.onData);
-    const head = this.stash ?? EMPTY;
-    this.stash = null;
+    const head = this.takeStash() ?? EMPTY;
     setUpgradeHost(socket, this.host.protocolHost);
     hook.promise(req, socket, head).then(
       (claimed) => {
@@ -781,8 +794,7 @@ export class H1Connection implements StreamConnection {
     const socket = this.socket;
     socket.pause();
     this.paused = true;
-    const head = this.stash ?? EMPTY;
-    this.stash = null;
+    const head = this.takeStash() ?? EMPTY;
     this.phase = P_UPGRADED;
     this.detach();
     return { socket, head };
@@ -897,9 +909,8 @@ export class H1Connection implements StreamConnection {
     const opts = this.host.opts;
     // The idle wait starts once the response has left; until then writeTimeout guards it.
     if (opts.idleTimeout > 0 && !this.socket.writableNeedDrain) this.arm(opts.idleTimeout, T_IDLE);
-    const s = this.stash;
+    const s = this.takeStash();
     if (s !== null) {
-      this.stash = null;
       if (this.paused) {
         this.paused = false;
         this.socket.resume();
@@ -1042,6 +1053,7 @@ export class H1Connection implements StreamConnection {
     this.phase = P_CLOSED;
     // Drop what was read or queued for this connection now, not when the object goes.
     this.stash = null;
+    this.stashed = 0;
     this.out.length = 0;
     this.queue.length = 0;
     if (this.timer !== null) this.disarm();
