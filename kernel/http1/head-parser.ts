@@ -271,6 +271,8 @@ export class HeadParser {
   // head is in split mode.
   private acc: Buffer | null = null;
   private accWords: Int32Array | null = null;
+  /** This head is held as bytes until it completes, whatever the size of the chunks (`holdAsBytes`). */
+  private compact = false;
   private accLen = 0;
   private lineStart = 0;
   /** Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. */
@@ -329,6 +331,7 @@ export class HeadParser {
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
     this.accLen = 0;
     this.lineStart = 0;
+    this.compact = false;
     this.pendN = 0;
     this.error = null;
     this.sBuf = null;
@@ -384,6 +387,8 @@ export class HeadParser {
       pos = this.continueSplit(buf, pos, end);
       if (pos < 0 || this.state === S_DONE) return (pos < 0 ? end : pos) - start;
     }
+    // The head begins in this chunk (see `holdAsBytes`).
+    const fresh = this.headBytes === 0 && pos === start;
     const maxLine = this.maxLineBytes + 2;
     while (pos < end) {
       const headRoom = this.maxHeaderBytes - this.headBytes;
@@ -394,7 +399,8 @@ export class HeadParser {
       const next = this.state === S_HEADERS ? this.headerLine(buf, pos, lim) : this.startLine(buf, pos, lim);
       if (next < 0) {
         if (lim < end) throw this.limitError(headRoom < maxLine);
-        this.saveLine(buf, pos, end);
+        if (fresh) this.holdAsBytes(buf, start, end);
+        else this.saveLine(buf, pos, end);
         return end - start;
       }
       this.headBytes += next - pos;
@@ -408,7 +414,31 @@ export class HeadParser {
         break;
       }
     }
+    if (fresh && this.state !== S_DONE && pos > start) this.holdAsBytes(buf, start, end);
     return pos - start;
+  }
+
+  /**
+   * The head that began at `buf[start]` did not end in this chunk. The strings cut from it so
+   * far (each a string object, many of them slices pinning decoded text) would be held until it
+   * does, several times the head's size; a peer can keep many heads unfinished. So the head is
+   * parsed again as a split head instead, held as its bytes in `acc` with strings deferred to
+   * `flush`, and it stays so until it completes (`compact`). A head that arrives whole never
+   * comes here.
+   */
+  private holdAsBytes(buf: Buffer, start: number, end: number): void {
+    const acc = this.acc;
+    const accWords = this.accWords;
+    this.reset();
+    if (this.acc === null && acc !== null && acc.length >= end - start) {
+      this.acc = acc;
+      this.accWords = accWords;
+    }
+    if (this.acc === null) this.reserve(end - start);
+    this.pendHeader = 0;
+    this.compact = true;
+    // The same bytes parse the same way again: the head stays unfinished (-1).
+    this.continueSplit(buf, start, end);
   }
 
   /**
@@ -474,7 +504,7 @@ export class HeadParser {
     if (pos >= end) return -1;
     const w0 = this.accLen;
     if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
-    if (end - pos > 256) {
+    if (end - pos > 256 && !this.compact) {
       // A big chunk: finish the partial line, then parse the rest in place.
       if (w0 > this.lineStart) return this.finishSplitLine(buf, pos, end);
       this.flush();

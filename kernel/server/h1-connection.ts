@@ -77,6 +77,11 @@ const T_IDLE = 3;
 const BODY_HIGH_WATER = 65536;
 /** Stashed pipelined bytes above which the socket is paused until the exchange ends. */
 const STASH_HIGH_WATER = 65536;
+/**
+ * Responses batched from one read above which they are written before the next request is
+ * parsed, so the socket's own high-water mark (and the pause below) can take effect mid-read.
+ */
+const BATCH_HIGH_WATER = 65536;
 /** Batched output up to this size is copied into one buffer; larger goes out as a writev. */
 const COALESCE_BYTES = 16384;
 /** Unread request-body bytes the server drops to keep a connection reusable after a stream handler. */
@@ -100,11 +105,20 @@ export class H1Connection implements StreamConnection {
   private phase = P_HEAD;
   /** Waiting for the first byte of a request (a graceful close may drop the connection now). */
   private idle = true;
-  private stash: Buffer | null = null;
+  /** Bytes read while an exchange runs (or writes are backed up), in arrival order; joined once when taken. */
+  private stash: Buffer[] | null = null;
+  private stashed = 0;
   private paused = false;
+  /**
+   * Responses wait for the peer to read them (the socket asked for 'drain'): no further request
+   * is parsed, and reading is paused, until they drain. A peer that pipelines without reading
+   * would otherwise make the server run handlers and queue responses without bound.
+   */
+  private writeBlocked = false;
   // Batching: responses produced while processing one read go out in one write.
   private batching = false;
   private out: (Buffer | string)[] = [];
+  private outBytes = 0;
   // Timers exist only when the server has timeouts.
   private timer: NodeJS.Timeout | null = null;
   private timerKind = T_NONE;
@@ -194,7 +208,7 @@ export class H1Connection implements StreamConnection {
 
   private readonly onData = (chunk: Buffer): void => {
     const phase = this.phase;
-    if (phase === P_BUSY) {
+    if (phase === P_BUSY || this.writeBlocked) {
       this.stashBytes(chunk, 0);
       return;
     }
@@ -214,6 +228,11 @@ export class H1Connection implements StreamConnection {
       const phase = this.phase;
       if (phase === P_HEAD) {
         if (this.idle) {
+          if (this.outBytes > BATCH_HIGH_WATER) this.flush();
+          if (this.socket.writableNeedDrain) {
+            this.blockReads(buf, off);
+            return;
+          }
           this.idle = false;
           // The first byte of a request: the idle wait is over, the head's own limit starts.
           if (this.host.opts.timeouts) this.arm(this.host.opts.readHeaderTimeout, T_HEADER);
@@ -240,12 +259,49 @@ export class H1Connection implements StreamConnection {
   }
 
   private stashBytes(buf: Buffer, off: number): void {
-    const rest = off === 0 ? buf : buf.subarray(off);
-    this.stash = this.stash === null ? rest : Buffer.concat([this.stash, rest]);
-    if (this.stash.length > STASH_HIGH_WATER && !this.paused) {
+    let rest = off === 0 ? buf : buf.subarray(off);
+    // A small rest of a large read is copied out, so it does not keep the whole read alive.
+    if (rest.length <= buf.buffer.byteLength >> 2) rest = Buffer.from(rest);
+    // Kept as a list: joining per read would copy the stash again for every small read.
+    if (this.stash === null) this.stash = [rest];
+    else this.stash.push(rest);
+    this.stashed += rest.length;
+    if (this.stashed > STASH_HIGH_WATER && !this.paused) {
       this.paused = true;
       this.socket.pause();
     }
+  }
+
+  /** The socket's writes are backed up: keep `buf[off..]` for later and stop reading until 'drain'. */
+  private blockReads(buf: Buffer, off: number): void {
+    this.writeBlocked = true;
+    this.stashBytes(buf, off);
+    if (!this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    }
+  }
+
+  /** The stashed bytes as one buffer (null when none), and the stash emptied. */
+  private takeStash(): Buffer | null {
+    const s = this.stash;
+    if (s === null) return null;
+    this.stash = null;
+    const n = this.stashed;
+    this.stashed = 0;
+    return s.length === 1 ? s[0]! : Buffer.concat(s, n);
+  }
+
+  /** The responses drained: parse what was kept and read again. */
+  private unblockReads(): void {
+    this.writeBlocked = false;
+    if (this.phase !== P_HEAD) return;
+    const s = this.takeStash();
+    if (this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+    if (s !== null) this.onData(s);
   }
 
   private onHead(): void {
@@ -477,8 +533,7 @@ export class H1Connection implements StreamConnection {
     const socket = this.socket;
     socket.pause();
     socket.removeListener('data', this.onData);
-    const head = this.stash ?? EMPTY;
-    this.stash = null;
+    const head = this.takeStash() ?? EMPTY;
     setUpgradeHost(socket, this.host.protocolHost);
     hook.promise(req, socket, head).then(
       (claimed) => {
@@ -739,8 +794,7 @@ export class H1Connection implements StreamConnection {
     const socket = this.socket;
     socket.pause();
     this.paused = true;
-    const head = this.stash ?? EMPTY;
-    this.stash = null;
+    const head = this.takeStash() ?? EMPTY;
     this.phase = P_UPGRADED;
     this.detach();
     return { socket, head };
@@ -855,9 +909,8 @@ export class H1Connection implements StreamConnection {
     const opts = this.host.opts;
     // The idle wait starts once the response has left; until then writeTimeout guards it.
     if (opts.idleTimeout > 0 && !this.socket.writableNeedDrain) this.arm(opts.idleTimeout, T_IDLE);
-    const s = this.stash;
+    const s = this.takeStash();
     if (s !== null) {
-      this.stash = null;
       if (this.paused) {
         this.paused = false;
         this.socket.resume();
@@ -874,7 +927,9 @@ export class H1Connection implements StreamConnection {
   send(data: Uint8Array | string): Promise<void> | undefined {
     if (this.phase === P_CLOSED || this.socket.destroyed) return undefined;
     if (this.batching) {
-      this.out.push(typeof data === 'string' ? Buffer.from(data, 'latin1') : (data as Buffer));
+      const b = typeof data === 'string' ? Buffer.from(data, 'latin1') : (data as Buffer);
+      this.out.push(b);
+      this.outBytes += b.length;
       return undefined;
     }
     const ok = typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data);
@@ -909,6 +964,7 @@ export class H1Connection implements StreamConnection {
       clearTimeout(this.writeTimer);
       this.writeTimer = null;
     }
+    if (this.writeBlocked) this.unblockReads();
     const opts = this.host.opts;
     if (this.phase === P_HEAD && this.idle && opts.idleTimeout > 0 && this.timerKind === T_NONE) this.arm(opts.idleTimeout, T_IDLE);
     const w = this.drainWaiters;
@@ -921,6 +977,7 @@ export class H1Connection implements StreamConnection {
     const out = this.out;
     const n = out.length;
     if (n === 0) return;
+    this.outBytes = 0;
     const sock = this.socket;
     if (sock.destroyed) {
       out.length = 0;
@@ -994,6 +1051,11 @@ export class H1Connection implements StreamConnection {
   private readonly onClose = (): void => {
     const wasClosed = this.phase === P_CLOSED;
     this.phase = P_CLOSED;
+    // Drop what was read or queued for this connection now, not when the object goes.
+    this.stash = null;
+    this.stashed = 0;
+    this.out.length = 0;
+    this.queue.length = 0;
     if (this.timer !== null) this.disarm();
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);

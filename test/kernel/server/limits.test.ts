@@ -5,6 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, listen, Response, serve, Server, type Request, type Stream } from '../../../kernel/index.js';
 import { expectClosed, expectServing, get, rawClient, startServer, startStreamServer, statusOf, waitConnections } from './helpers.js';
+import { unfinishedHead } from './fixtures/unfinished-heads.js';
+
+/** A whole request head of about `size` bytes. */
+function headOf(size: number): Buffer {
+  return Buffer.concat([unfinishedHead(size - 2), Buffer.from('\r\n')]);
+}
 
 /** A request handler answering with the body length it got; counts its calls. */
 async function lengthServer(options: Parameters<typeof startServer>[1] = {}): Promise<{ port: number; calls: () => number; server: Server }> {
@@ -294,5 +300,30 @@ describe('options validation', () => {
   it('valid options start a server', async () => {
     const { port } = await startServer(ok, { readHeaderTimeout: 1000, readTimeout: 1000, writeTimeout: 1000, idleTimeout: 1000, maxBodyBytes: 0, maxHeaderBytes: 4096, maxLineBytes: 1024 });
     await expectServing(port);
+  });
+});
+
+describe('default head limits', () => {
+  it('a head over 64 KiB gets 431; one just under is served', async () => {
+    const { port } = await startServer(() => new Response(200, 'ok'));
+    const ok = await rawClient(port);
+    await ok.write(headOf(63 * 1024));
+    expect((await ok.response()).status).toBe(200);
+    const big = await rawClient(port);
+    await big.write(headOf(70 * 1024));
+    expect((await big.response()).status).toBe(431);
+  });
+
+  it('a request line over 32 KiB gets 414, a header line over 32 KiB gets 431', async () => {
+    const { port } = await startServer(() => new Response(200, 'ok'));
+    const line = await rawClient(port);
+    await line.write(get(`/${'a'.repeat(33 * 1024)}`));
+    expect((await line.response()).status).toBe(414);
+    const field = await rawClient(port);
+    await field.write(get('/', `X-Big: ${'b'.repeat(33 * 1024)}\r\n`));
+    expect((await field.response()).status).toBe(431);
+    const fits = await rawClient(port);
+    await fits.write(get(`/${'a'.repeat(31 * 1024)}`, `X-Big: ${'b'.repeat(31 * 1024)}\r\n`));
+    expect((await fits.response()).status).toBe(200);
   });
 });
