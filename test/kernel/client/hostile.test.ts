@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ArgumentError, HTTPError, ProtocolError, ResponseTooLargeError } from '../../../kernel/index.js';
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../../../kernel/client/client.js';
 import { bytes, newClient, rawServer, readRequests, rejection, text, within } from './helpers.js';
+import { h2Client, nodeServer } from '../../plugins/h2/helpers.js';
 
 const MiB = 1024 * 1024;
 
@@ -102,6 +103,36 @@ describe('client: buffered bodies are bounded by maxResponseBytes', () => {
     const res = await client.get(`${srv.origin}/d`, { maxResponseBytes: 1024, responseStream: sink });
     expect(res.body).toBeNull();
     expect(written).toBe(MiB);
+  });
+
+  it('HTTP/2 (h2c): an endless body stops at the bound too, and the stream is reset', async () => {
+    let closed = false;
+    const piece = Buffer.alloc(16 * 1024, 0x63);
+    const { port } = await nodeServer((stream) => {
+      stream.respond({ ':status': 200 });
+      stream.on('close', () => (closed = true));
+      stream.on('error', () => undefined);
+      const pump = (): void => {
+        while (!stream.destroyed && !stream.closed) {
+          if (!stream.write(piece)) {
+            stream.once('drain', pump);
+            return;
+          }
+        }
+      };
+      pump();
+    });
+    const client = await h2Client();
+    const e = (await within(rejection(client.get(`http://127.0.0.1:${port}/`, { http2PriorKnowledge: true, maxResponseBytes: MiB })), 10_000, 'the endless h2 body to be cut')) as ResponseTooLargeError;
+    expect(e).toBeInstanceOf(ResponseTooLargeError);
+    expect(e.limit).toBe(MiB);
+    await within(
+      (async () => {
+        while (!closed) await new Promise((r) => setImmediate(r));
+      })(),
+      5000,
+      'the server to see its stream end',
+    );
   });
 
   it('a bad maxResponseBytes is an ArgumentError, at the call and on the Client', async () => {
