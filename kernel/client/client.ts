@@ -354,7 +354,7 @@ export class Client {
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
-    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx);
+    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx, maxResponseBytes(o));
     let final: Response | null = null;
     let failure: unknown = null;
     try {

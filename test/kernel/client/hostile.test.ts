@@ -105,6 +105,25 @@ describe('client: buffered bodies are bounded by maxResponseBytes', () => {
     expect(written).toBe(MiB);
   });
 
+  it('open(): stream.readAll() stops at the bound as well (the stream itself reads on unbounded)', async () => {
+    const srv = await endlessServer('chunked');
+    const client = newClient();
+    const err = await within(rejection(client.open('GET', `${srv.origin}/`, (stream) => stream.readAll(), { maxResponseBytes: MiB })), 10_000, 'readAll to stop');
+    expect(err).toBeInstanceOf(ResponseTooLargeError);
+    expect((err as ResponseTooLargeError).limit).toBe(MiB);
+    await within(srv.closed, 5000, 'the client to close the connection');
+    const srv2 = await endlessServer('chunked');
+    let got = 0;
+    await client.open('GET', `${srv2.origin}/`, async (stream) => {
+      for await (const c of stream) {
+        got += c.length;
+        if (got > 2 * MiB) break;
+      }
+      await stream.closeRead();
+    }, { maxResponseBytes: MiB });
+    expect(got).toBeGreaterThan(2 * MiB);
+  });
+
   it('HTTP/2 (h2c): an endless body stops at the bound too, and the stream is reset', async () => {
     let closed = false;
     const piece = Buffer.alloc(16 * 1024, 0x63);
