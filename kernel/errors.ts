@@ -104,21 +104,66 @@ export class TooManyRedirectsError extends HTTPError {
   }
 }
 
+/** Which bound a {@link DecompressionLimitError} reports: decoded bytes, or decoded bytes per compressed byte. */
+export type DecompressionBound = 'size' | 'ratio';
+
 /**
- * A decompressed response body grew past its bound (`maxDecompressedBytes` of the
- * decompression plugin): a compression bomb, or a body larger than the caller allows.
+ * A decompressed response body grew past a bound of the decompression plugin: more decoded
+ * bytes than `maxDecompressedBytes` (`bound` `'size'`), or more decoded bytes per compressed
+ * byte than `maxDecompressionRatio` (`bound` `'ratio'`): a compression bomb, or a body larger
+ * than the caller allows.
  */
 export class DecompressionLimitError extends HTTPError {
   /** Always `SWY_ERR_DECOMPRESSION_LIMIT`. */
   readonly code = 'SWY_ERR_DECOMPRESSION_LIMIT';
-  /** The bound that was passed, in decompressed bytes. */
+  /** The bound that was passed: decoded bytes (`size`), or decoded bytes per compressed byte (`ratio`). */
   readonly limit: number;
-  constructor(limit: number, message?: string) {
+  /** Which bound tripped. */
+  readonly bound: DecompressionBound;
+  /** Decoded bytes when it tripped. */
+  readonly decoded: number;
+  /** Compressed bytes of the body the decoder had taken when it tripped. */
+  readonly compressed: number;
+  constructor(limit: number, bound: DecompressionBound = 'size', decoded = 0, compressed = 0, message?: string) {
+    super(message ?? decompressionMessage(limit, bound, decoded, compressed));
+    this.limit = limit;
+    this.bound = bound;
+    this.decoded = decoded;
+    this.compressed = compressed;
+  }
+}
+
+function decompressionMessage(limit: number, bound: DecompressionBound, decoded: number, compressed: number): string {
+  const escape = 'or pass decompress: false to read the compressed bytes';
+  if (bound === 'ratio') {
+    return `decompressed response body exceeds maxDecompressionRatio (${limit}:1): ${decoded} bytes from ${compressed} compressed, a compression bomb or unusually repetitive data; raise maxDecompressionRatio (0 = no bound) ${escape}`;
+  }
+  return `decompressed response body exceeds maxDecompressedBytes (${limit} bytes); raise maxDecompressedBytes (0 = no bound) ${escape}`;
+}
+
+/**
+ * A buffered response body grew past `maxResponseBytes` (or declared a `Content-Length` past
+ * it). The connection is closed. Stream a larger body with `responseStream` (a file, any
+ * Writable) or `dispatch`, or raise `maxResponseBytes`.
+ */
+export class ResponseTooLargeError extends HTTPError {
+  /** Always `SWY_ERR_RESPONSE_TOO_LARGE`. */
+  readonly code = 'SWY_ERR_RESPONSE_TOO_LARGE';
+  /** The bound that was passed (`maxResponseBytes`), in bytes. */
+  readonly limit: number;
+  /** Body bytes received when the call gave up (after decoding, when the body was compressed). */
+  readonly received: number;
+  /** The response's declared `Content-Length`, or -1 when it had none (or it was decoded). */
+  readonly contentLength: number;
+  constructor(limit: number, received: number, contentLength = -1, message?: string) {
+    const what = contentLength > limit ? `declares ${contentLength} bytes (Content-Length)` : `passed ${limit} bytes`;
     super(
       message ??
-        `decompressed response body exceeds maxDecompressedBytes (${limit} bytes); raise maxDecompressedBytes or pass decompress: false to read the compressed bytes`,
+        `response body ${what}, more than maxResponseBytes (${limit}) allows in memory; pass responseStream to write it to a file or other Writable, or raise maxResponseBytes (0 = no bound)`,
     );
     this.limit = limit;
+    this.received = received;
+    this.contentLength = contentLength;
   }
 }
 

@@ -5,12 +5,12 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import { ArgumentError, StatusError } from '../errors.js';
+import { ArgumentError, ResponseTooLargeError, StatusError } from '../errors.js';
 import { describe } from '../plugin.js';
 import { urlHint } from '../message/uri.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
-import { AbstractBody, bodyLength, readAll, type Body } from '../message/body.js';
+import { AbstractBody, bodyLength, type Body } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
 import { Headers, headersFromArrays, type HeadersInit } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
@@ -106,6 +106,12 @@ export const kBufferBody: unique symbol = Symbol.for('switchyard.bufferBody') as
 /** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
 const MAX_UNPROCESSED_RETRIES = 3;
 const USER_AGENT = 'switchyard/0.1';
+/**
+ * Default of `maxResponseBytes`: 64 MiB, the bound the server puts on a request body it
+ * buffers (`maxBodyBytes`), so a hostile or broken server cannot make a buffered call take
+ * the process's memory; `responseStream` takes larger bodies.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
 
 /** A reusable HTTP client. */
@@ -267,7 +273,7 @@ export class Client {
     res.url = req.url;
     let done = true;
     try {
-      if (bufferedNow(res, o.responseStream)) return checkStatus(res, o);
+      if (bufferedNow(res, o)) return checkStatus(res, o);
       done = false;
     } finally {
       if (done) unlink();
@@ -284,7 +290,7 @@ export class Client {
       const res = await this.run(req, o, ctx, trace);
       attempts = ctx.get<number>(kAttempt) ?? 1;
       // A body already in memory (or complete) is taken without another promise.
-      if (!bufferedNow(res, o.responseStream)) await bufferBody(res, o.responseStream);
+      if (!bufferedNow(res, o)) await bufferBody(res, o);
       final = res;
       if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
       return res;
@@ -348,7 +354,7 @@ export class Client {
     req.ctx = ctx;
     const started = performance.now();
     const trace = traceOf(o);
-    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx);
+    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx, maxResponseBytes(o));
     let final: Response | null = null;
     let failure: unknown = null;
     try {
@@ -666,7 +672,10 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: 
   // transport shared with clients that do negotiate h2 never hands this one an h2 session).
   if (httpVersion === 'auto' && !preferHttp2) httpVersion = 'h1';
   const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks, proxy: o.proxy } as const);
-  return { timeouts, buffered: Object.freeze({ ...timeouts, [kBufferBody]: true }), acquire };
+  // A session that gathers the whole body itself before resolving does not know the call's
+  // bound: only calls without one let it (the others read through the body, which stops at it).
+  const buffered = (o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES) === 0 ? Object.freeze({ ...timeouts, [kBufferBody]: true }) : timeouts;
+  return { timeouts, buffered, acquire };
 }
 
 /**
@@ -831,7 +840,7 @@ function checkStatus(res: Response, o: CallOptions): Response {
 
 /** Reads the rest of the body of a final response, then {@link checkStatus}. */
 async function bufferThenCheck(res: Response, o: CallOptions): Promise<Response> {
-  await bufferBody(res, o.responseStream);
+  await bufferBody(res, o);
   return checkStatus(res, o);
 }
 
@@ -844,8 +853,8 @@ function discard(body: Body): void {
  * The final body when it needs no waiting: no body, bytes, or a protocol body that already
  * holds all of it (HTTP/2's `takeComplete`). Returns false when {@link bufferBody} must run.
  */
-function bufferedNow(res: Response, sink: CallOptions['responseStream']): boolean {
-  if (sink !== undefined) return false;
+function bufferedNow(res: Response, o: CallOptions): boolean {
+  if (o.responseStream !== undefined) return false;
   const body = res.body;
   if (body === null) res.body = new Uint8Array(0);
   else if (body instanceof Uint8Array) return true;
@@ -853,10 +862,18 @@ function bufferedNow(res: Response, sink: CallOptions['responseStream']): boolea
   else if (typeof (body as { takeComplete?: unknown }).takeComplete === 'function') {
     const all = (body as unknown as { takeComplete(): Uint8Array | null }).takeComplete();
     if (all === null) return false;
+    const limit = maxResponseBytes(o);
+    if (all.length > limit) throw new ResponseTooLargeError(limit, all.length, (body as AbstractBody).length);
     res.body = all;
     adoptTrailers(res, body);
   } else return false;
   return true;
+}
+
+/** The call's bound on a buffered body (Infinity: none). */
+function maxResponseBytes(o: CallOptions): number {
+  const m = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  return m === 0 ? Infinity : m;
 }
 
 /** A buffered body's trailers move to its response: the bytes that replace the body cannot carry them. */
@@ -866,29 +883,50 @@ function adoptTrailers(res: Response, body: unknown): void {
   if (t !== null && t.size > 0) res.trailers = t;
 }
 
-/** Reads the final body into memory, or into the `responseStream` option's sink. */
-async function bufferBody(res: Response, sink: CallOptions['responseStream']): Promise<void> {
+/**
+ * Reads the final body into memory, up to the call's `maxResponseBytes` (past it: the body is
+ * closed, and so its connection, and `ResponseTooLargeError`), or into the `responseStream`
+ * option's sink.
+ */
+async function bufferBody(res: Response, o: CallOptions): Promise<void> {
   const body = res.body;
+  const sink = o.responseStream;
   if (sink !== undefined) {
     res.body = null;
     await writeToSink(body, sink);
     return;
   }
+  const limit = maxResponseBytes(o);
   if (body instanceof ResponseBody || hasReadRest(body)) {
-    res.body = await body.readRest();
+    res.body = await body.readRest(limit);
     adoptTrailers(res, body);
   } else if (body instanceof AbstractBody) {
     try {
-      res.body = await readAll(body);
+      res.body = await readCapped(body, limit);
     } finally {
       body.close();
     }
   } else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
   else if (body === null) res.body = new Uint8Array(0);
+  if (res.body instanceof Uint8Array && res.body.length > limit) throw new ResponseTooLargeError(limit, res.body.length);
+}
+
+/** Reads `body` to its end; past `limit` bytes, stops reading and throws `ResponseTooLargeError`. */
+async function readCapped(body: AbstractBody, limit: number): Promise<Uint8Array> {
+  const declared = body.length;
+  if (declared > limit) throw new ResponseTooLargeError(limit, 0, declared);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const c of body) {
+    total += c.length;
+    if (total > limit) throw new ResponseTooLargeError(limit, total);
+    chunks.push(c);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
 
 /** A protocol plugin's response body that can hand over the rest at once (HTTP/2), like the kernel's own. */
-function hasReadRest(body: Body): body is AbstractBody & { readRest(): Promise<Uint8Array> } {
+function hasReadRest(body: Body): body is AbstractBody & { readRest(limit?: number): Promise<Uint8Array> } {
   return body instanceof AbstractBody && typeof (body as { readRest?: unknown }).readRest === 'function';
 }
 

@@ -6,7 +6,7 @@
  * are both FlowBodies; only their source differs.
  */
 import { Buffer } from 'node:buffer';
-import { ProtocolError } from '../errors.js';
+import { ProtocolError, ResponseTooLargeError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import { Headers } from '../message/headers.js';
 
@@ -138,7 +138,8 @@ export class FlowBody extends AbstractBody {
 
   /**
    * Reads the rest at once: one buffer and one promise, no per-chunk promises (the client's
-   * buffered path). More than `limit` bytes is a `ProtocolError`.
+   * buffered path). A declared length or more bytes past `limit` is a
+   * `ResponseTooLargeError`, and the body is closed (before its end, so is the connection).
    */
   readRest(limit = Infinity): Promise<Uint8Array> {
     this.collecting = true;
@@ -147,7 +148,7 @@ export class FlowBody extends AbstractBody {
       this.source.resume();
     }
     if (this.rest !== null) return Promise.reject(new ProtocolError('the response body is already being read'));
-    if (this.ended || this.failure !== null || this.isClosed || this.queued > limit) {
+    if (this.ended || this.failure !== null || this.isClosed || this.queued > limit || this.declared > limit) {
       try {
         return Promise.resolve(this.restNow(limit));
       } catch (err) {
@@ -162,7 +163,12 @@ export class FlowBody extends AbstractBody {
   /** What readRest gives now that the body ended, failed, closed or passed its limit. */
   private restNow(limit: number): Uint8Array {
     if (this.failure !== null) throw this.failure;
-    if (this.queued > limit) throw new ProtocolError(`response body exceeds ${limit} bytes`);
+    if (this.queued > limit || this.declared > limit) {
+      // Stop here: what came is dropped and the rest is not read (an endless body ends now).
+      const received = this.queued;
+      this.close();
+      throw new ResponseTooLargeError(limit, received, this.declared);
+    }
     const all = this.drain();
     if (this.ended) this.source.consumed?.();
     return all;

@@ -446,13 +446,19 @@ class Exchange implements FlowSource {
         }
         break;
       }
-      this.onHead(parser);
+      this.onHead(parser, off < end);
       if (this.finished || off >= end) return;
     }
     this.feed(chunk, off, end);
   }
 
-  private onHead(p: HeadParser): void {
+  /** The final (or 101) head is parsed; `trailing`: more bytes came in the same read. */
+  private onHead(p: HeadParser, trailing: boolean): void {
+    if (p.status === 101 && !this.req.headers.has('Upgrade')) {
+      // RFC 9110 §15.2.2: a server switches only to a protocol the request's Upgrade offered.
+      this.fail(new ProtocolError(`the server answered 101 Switching Protocols to ${this.req.method} ${this.req.url || this.req.target}, which did not ask to upgrade (no Upgrade header)`));
+      return;
+    }
     this.headDone = true;
     if (this.timerOp === 'head') this.disarm();
     const req = this.req;
@@ -485,8 +491,12 @@ class Exchange implements FlowSource {
       this.resolveHead(res);
       return;
     }
-    if (this.bodyKind === B_NONE) this.complete();
-    else if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'idle');
+    if (this.bodyKind === B_NONE) {
+      // Bytes after a response without a body (HEAD, 204, 304, Content-Length: 0) belong to no
+      // response: the server broke framing, so the connection is not reused.
+      if (trailing) this.keepAlive = false;
+      this.complete();
+    } else if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'idle');
     this.resolveHead(res);
   }
 

@@ -4,7 +4,7 @@
  * read the response body.
  */
 import { Buffer } from 'node:buffer';
-import { ArgumentError } from '../errors.js';
+import { ArgumentError, ResponseTooLargeError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import type { RequestContext } from '../message/context.js';
 import type { Response } from '../message/response.js';
@@ -108,12 +108,15 @@ export class ClientStream {
   private readEnded = false;
 
   private readonly ctx: RequestContext;
+  /** The call's `maxResponseBytes` for {@link ClientStream.readAll} (Infinity: none). */
+  private readonly maxResponseBytes: number;
 
   /** @internal */
-  constructor(body: PushBody | null, head: Promise<Response>, ctx: RequestContext) {
+  constructor(body: PushBody | null, head: Promise<Response>, ctx: RequestContext, maxResponseBytes = Infinity) {
     this.body = body;
     this.head = head;
     this.ctx = ctx;
+    this.maxResponseBytes = maxResponseBytes;
     // The handler may never read the head; its failure is reported by open() itself.
     head.catch(() => undefined);
   }
@@ -179,15 +182,25 @@ export class ClientStream {
     return n;
   }
 
-  /** Reads the rest of the response body into one buffer. */
+  /**
+   * Reads the rest of the response body into one buffer: at most the call's `maxResponseBytes`,
+   * past it the read side is closed (`closeRead`) and `ResponseTooLargeError` thrown.
+   */
   async readAll(): Promise<Uint8Array> {
     const parts: Uint8Array[] = [];
+    const limit = this.maxResponseBytes;
+    let total = 0;
     for (;;) {
       const c = await this.read();
       if (c === null) break;
+      total += c.length;
+      if (total > limit) {
+        await this.closeRead().catch(() => undefined);
+        throw new ResponseTooLargeError(limit, total);
+      }
       parts.push(c);
     }
-    return Buffer.concat(parts);
+    return Buffer.concat(parts, total);
   }
 
   /** Iterates the response body. */

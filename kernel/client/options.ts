@@ -121,6 +121,12 @@ export interface CallOptions extends TimeoutOptions {
   maxLineBytes?: number;
   /** Largest response head. */
   maxHeaderBytes?: number;
+  /**
+   * Most bytes of a response body buffered in memory (after decoding), else
+   * `ResponseTooLargeError` and the connection closed; 0 = no bound. Default 64 MiB. Bodies
+   * written to `responseStream` or streamed (`dispatch`, `open`) are not bounded by it.
+   */
+  maxResponseBytes?: number;
   // Plugins add their options by declaration merging (`declare module` on the kernel's
   // entry, as plugins/options.ts does): an index signature here would accept any misspelt
   // option without a word.
@@ -135,6 +141,7 @@ export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
   'connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout',
   'headers', 'body', 'json', 'query', 'responseStream', 'client', 'context', 'signal', 'statusException', 'basicauth',
   'httpVersion', 'http2PriorKnowledge', 'verbose', 'trace', 'maxLineBytes', 'maxHeaderBytes',
+  'maxResponseBytes',
 ]);
 setKernelCallOptions(KERNEL_CALL_OPTIONS);
 
@@ -222,6 +229,9 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   for (const k of ['maxLineBytes', 'maxHeaderBytes'] as const) {
     const v = o[k];
     if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw new ArgumentError(`${where}: ${k} must be an integer >= 1, got ${String(v)}`);
+  }
+  if (o.maxResponseBytes !== undefined && (typeof o.maxResponseBytes !== 'number' || !Number.isSafeInteger(o.maxResponseBytes) || o.maxResponseBytes < 0)) {
+    throw new ArgumentError(`${where}: maxResponseBytes must be a whole number of bytes >= 0 (0 = no bound), got ${String(o.maxResponseBytes)}`);
   }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
   // HTTP/2 is the plugins' (h2 by ALPN or demanded over TLS, h2c on plain http://): without them

@@ -18,10 +18,14 @@
  *   compress, …) or longer than that is left alone: body and headers as received.
  * - HEAD, 1xx, 204 and 304 responses and empty bodies are not touched; a body that ends
  *   without a byte decodes to nothing.
- * - `maxDecompressedBytes` (default 1 GiB, 0 = no bound) bounds the decoded bytes (each
- *   decoding step, for a chain): the read that passes it throws `DecompressionLimitError`
- *   and closes the source body (and so the connection). Memory stays at a few chunks however
- *   large the claimed size: the source is read only as fast as the decoder's output is.
+ * - Two bounds on each decoding step (of a chain, each step), checked at every decoded chunk:
+ *   `maxDecompressedBytes` (default 256 MiB, 0 = none) on the decoded bytes, and
+ *   `maxDecompressionRatio` (default 200, 0 = none) on decoded bytes per compressed byte of
+ *   the body, once more than {@link RATIO_GRACE_BYTES} are decoded. The read that passes one
+ *   throws `DecompressionLimitError` (its `bound` says which) and closes the decoder and the
+ *   source body (and so the connection): a bomb costs at most about a MiB of decoding, not
+ *   the whole size bound. Memory stays at a few chunks however large the claimed size: the
+ *   source is read only as fast as the decoder's output is.
  * - A corrupt or truncated stream surfaces zlib's own error (`Z_BUF_ERROR` "unexpected end of
  *   file", `Z_DATA_ERROR`, …) from the read; an error of the source body (a truncated
  *   transfer's `ParseError`) surfaces as it is.
@@ -50,8 +54,13 @@ const NAME = 'decompression';
 export interface DecompressionOptions {
   /** Send `Accept-Encoding` and decode compressed bodies. Default true. */
   decompress?: boolean;
-  /** Most decoded bytes of one body before `DecompressionLimitError`; 0 = no bound. Default 1 GiB. */
+  /** Most decoded bytes of one body before `DecompressionLimitError`; 0 = no bound. Default 256 MiB. */
   maxDecompressedBytes?: number;
+  /**
+   * Most decoded bytes per compressed byte of one body, checked once more than 1 MiB is decoded,
+   * before `DecompressionLimitError`; 0 = no bound. Default 200.
+   */
+  maxDecompressionRatio?: number;
 }
 
 // Typed options: merged into the kernel's `CallOptions` (per call) and `ClientOptions` (client
@@ -60,8 +69,20 @@ export interface DecompressionOptions {
 // (or 'switchyard/kernel'); until the build rewrites it, published typings lose this merge.
 // Option types join CallOptions and ClientOptions in ../options.ts (one place, valid in dist/ too).
 
-/** Default of `maxDecompressedBytes`: 1 GiB. */
-export const DEFAULT_MAX_DECOMPRESSED_BYTES = 1024 * 1024 * 1024;
+/**
+ * Default of `maxDecompressedBytes`: 256 MiB. Four times the client's buffered-body bound
+ * (`maxResponseBytes`), so a buffered call meets that one first and its error says how to
+ * stream; a streamed body may decode to this much.
+ */
+export const DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024;
+/**
+ * Default of `maxDecompressionRatio`: 200 decoded bytes per compressed byte, Apache httpd's
+ * `DeflateInflateRatioLimit` (Envoy's decompressor uses 100). Text, JSON and HTML compress
+ * 3 to 30 times; deflate itself cannot pass about 1032, brotli can pass millions.
+ */
+export const DEFAULT_MAX_DECOMPRESSION_RATIO = 200;
+/** Decoded bytes of a body before `maxDecompressionRatio` applies: small, very repetitive bodies pass. */
+export const RATIO_GRACE_BYTES = 1024 * 1024;
 /** The `Accept-Encoding` the plugin sends. */
 export const ACCEPT_ENCODING = 'gzip, deflate, br';
 /** Longest `Content-Encoding` list that is decoded (curl's bound too). */
@@ -84,6 +105,7 @@ export function decodedContentEncoding(response: Response): string | null {
 const CALL_OPTIONS: Readonly<Record<keyof DecompressionOptions, OptionCheck>> = {
   decompress: OptionChecks.boolean,
   maxDecompressedBytes: (v) => (typeof v === 'number' && v >= 0 && (!Number.isFinite(v) || Number.isInteger(v)) ? null : 'a whole number of bytes >= 0 (0 = no bound)'),
+  maxDecompressionRatio: (v) => (isRatio(v) ? null : 'a number >= 0 (0 = no bound)'),
 };
 
 /** The `decompression` plugin. Options given at `register` are defaults under `Client` and per-call options. */
@@ -115,9 +137,11 @@ export const decompression = definePlugin({
       if (codings === null || codings.length === 0) return;
       const limit = call.maxDecompressedBytes ?? base.maxDecompressedBytes ?? DEFAULT_MAX_DECOMPRESSED_BYTES;
       checkLimit(limit, 'maxDecompressedBytes');
+      const ratio = call.maxDecompressionRatio ?? base.maxDecompressionRatio ?? DEFAULT_MAX_DECOMPRESSION_RATIO;
+      checkRatio(ratio, 'maxDecompressionRatio');
 
       let decoding: AbstractBody = body instanceof AbstractBody ? body : new BytesBody(body);
-      for (let i = codings.length - 1; i >= 0; i--) decoding = new DecodingBody(decoding, codings[i]!, limit);
+      for (let i = codings.length - 1; i >= 0; i--) decoding = new DecodingBody(decoding, codings[i]!, limit, ratio);
       res.body = decoding;
       res.contentLength = -1;
       headers.delete('Content-Encoding');
@@ -165,29 +189,49 @@ export class DecodingBody extends AbstractBody {
   readonly coding: Coding;
   /** Decoded bytes allowed (0: no bound). */
   readonly limit: number;
+  /** Decoded bytes allowed per compressed byte once {@link RATIO_GRACE_BYTES} are decoded (0: no bound). */
+  readonly ratio: number;
   private readonly source: AbstractBody;
   private decoder: Transform | null = null;
   private output: AsyncIterator<Buffer> | null = null;
   private pending: Uint8Array | null = null;
   private total = 0;
+  /** Source bytes handed to the decoder. */
+  private fed = 0;
   private started = false;
   private done = false;
   private isClosed = false;
 
-  /** Decodes `coding` from `source`; `limit` bounds the decoded bytes (0: no bound). */
-  constructor(source: AbstractBody, coding: Coding, limit = DEFAULT_MAX_DECOMPRESSED_BYTES) {
+  /**
+   * Decodes `coding` from `source`; `limit` bounds the decoded bytes and `ratio` the decoded
+   * bytes per compressed byte (0: no bound).
+   */
+  constructor(source: AbstractBody, coding: Coding, limit = DEFAULT_MAX_DECOMPRESSED_BYTES, ratio = DEFAULT_MAX_DECOMPRESSION_RATIO) {
     super();
     if (!(source instanceof AbstractBody)) throw new ArgumentError('DecodingBody takes an AbstractBody source');
     if (coding !== 'gzip' && coding !== 'deflate' && coding !== 'br') throw new ArgumentError(`DecodingBody: unsupported coding ${JSON.stringify(coding)}`);
     checkLimit(limit, 'limit');
+    checkRatio(ratio, 'ratio');
     this.source = source;
     this.coding = coding;
     this.limit = limit;
+    this.ratio = ratio;
   }
 
   /** Decoded bytes produced so far. */
   get decodedBytes(): number {
     return this.total;
+  }
+
+  /**
+   * Bytes of the body as received (before the first decoding step of a chain) the decoders
+   * have taken so far: what {@link DecodingBody.ratio} divides by.
+   */
+  get compressedBytes(): number {
+    if (this.source instanceof DecodingBody) return this.source.compressedBytes;
+    // zlib counts what its engine consumed; what waits in its input buffer is not decoded yet.
+    const d = this.decoder as { bytesWritten?: unknown } | null;
+    return d !== null && typeof d.bytesWritten === 'number' ? d.bytesWritten : this.fed;
   }
 
   /** See {@link AbstractBody.read}. */
@@ -271,8 +315,16 @@ export class DecodingBody extends AbstractBody {
     const c = r.value;
     this.total += c.length;
     if (this.limit > 0 && this.total > this.limit) {
+      const compressed = this.compressedBytes;
       this.close();
-      throw new DecompressionLimitError(this.limit);
+      throw new DecompressionLimitError(this.limit, 'size', this.total, compressed);
+    }
+    if (this.ratio > 0 && this.total > RATIO_GRACE_BYTES) {
+      const compressed = this.compressedBytes;
+      if (this.total > this.ratio * compressed) {
+        this.close();
+        throw new DecompressionLimitError(this.ratio, 'ratio', this.total, compressed);
+      }
     }
     return c;
   }
@@ -313,6 +365,7 @@ export class DecodingBody extends AbstractBody {
     try {
       let chunk: Uint8Array | null = first;
       while (chunk !== null) {
+        this.fed += chunk.length;
         if (!d.write(chunk)) await drained(d);
         if (this.isClosed || d.destroyed) return;
         const r = await input.next();
@@ -340,6 +393,14 @@ function drained(d: Transform): Promise<void> {
     d.on('drain', done);
     d.on('close', done);
   });
+}
+
+function isRatio(v: unknown): boolean {
+  return typeof v === 'number' && v >= 0 && !Number.isNaN(v);
+}
+
+function checkRatio(v: unknown, name: string): void {
+  if (!isRatio(v)) throw new ArgumentError(`${name} must be a number >= 0 (0 = no bound), got ${String(v)}`);
 }
 
 function checkLimit(v: unknown, name: string): void {

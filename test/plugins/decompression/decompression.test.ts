@@ -382,16 +382,17 @@ describe('decompression: limits and bombs', () => {
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
   });
 
-  it('dispatch: the default bound is 1 GiB; a per-call bound stops a streamed 100 GiB-claimed bomb mid-iteration', async () => {
+  it('dispatch: the default bounds are 256 MiB and 200:1; a per-call size bound stops a streamed 100 GiB-claimed bomb mid-iteration', async () => {
     const bomb = await bombServer(1600); // 100 GiB claimed
     const client = await makeClient();
     const req = new Request('GET', '/bomb', { host: new URL(bomb.url).host });
     req.url = bomb.url;
     const res = await client.dispatch(req);
     const body = res.body as DecodingBody;
-    expect(body.limit).toBe(1024 * 1024 * 1024);
+    expect(body.limit).toBe(256 * 1024 * 1024);
+    expect(body.ratio).toBe(200);
     body.close();
-    const res2 = await client.dispatch(Object.assign(new Request('GET', '/bomb', { host: new URL(bomb.url).host }), { url: bomb.url }), { maxDecompressedBytes: 3 * 1024 * 1024 });
+    const res2 = await client.dispatch(Object.assign(new Request('GET', '/bomb', { host: new URL(bomb.url).host }), { url: bomb.url }), { maxDecompressedBytes: 3 * 1024 * 1024, maxDecompressionRatio: 0 });
     const b2 = res2.body as DecodingBody;
     let got = 0;
     const err = await (async () => {
