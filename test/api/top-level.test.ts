@@ -90,6 +90,8 @@ const ERRORS = [
   'AddressInUseError',
   'RequestRetryError',
   'ArgumentError',
+  'ResponseTooLargeError',
+  'DecompressionLimitError',
   'TimeoutError',
   'HTTPTimeoutError',
   'PluginError',
