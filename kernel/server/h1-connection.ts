@@ -81,6 +81,8 @@ const STASH_HIGH_WATER = 65536;
 const COALESCE_BYTES = 16384;
 /** Unread request-body bytes the server drops to keep a connection reusable after a stream handler. */
 const DRAIN_LIMIT = 256 * 1024;
+/** How long a head still arriving when the server closes may take (Go's `Shutdown` allows a new connection 5 s). */
+const HEAD_AT_CLOSE_MS = 5000;
 /** How long a closing connection keeps draining what the peer still sends. */
 const LINGER_MS = 2000;
 
@@ -168,9 +170,14 @@ export class H1Connection implements StreamConnection {
     if (head !== null && head.length > 0) this.onData(Buffer.from(head.buffer, head.byteOffset, head.length));
   }
 
-  /** Graceful close: drop the connection now when no request is in progress on it. */
+  /**
+   * Graceful close: drop the connection now when no request is in progress on it. A head still
+   * arriving is no request in flight yet: it gets at most {@link HEAD_AT_CLOSE_MS} more.
+   */
   closeIfIdle(): void {
-    if (this.phase === P_HEAD && this.idle && this.stash === null) this.closeSocket();
+    if (this.phase !== P_HEAD) return;
+    if (this.idle && this.stash === null) this.closeSocket();
+    else if (!this.idle) this.arm(Math.min(this.host.opts.readHeaderTimeout || HEAD_AT_CLOSE_MS, HEAD_AT_CLOSE_MS), T_HEADER);
   }
 
   /** Forced close. */
