@@ -32,6 +32,7 @@ import { PeerAddr } from './peer.js';
 import { Stream, type StreamConnection } from './stream.js';
 import { setUpgradeHost, type ProtocolHost } from './pipeline.js';
 import { copyResponse } from './copy-response.js';
+import { bytesSent } from '../socket-progress.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -112,6 +113,8 @@ export class H1Connection implements StreamConnection {
   private timerKind = T_NONE;
   /** Runs while written bytes wait for the peer to read them (writeTimeout). */
   private writeTimer: NodeJS.Timeout | null = null;
+  /** Bytes the peer had taken when the write timer was armed. */
+  private sentAtArm = 0;
   private peer: PeerAddr | null = null;
 
   // The exchange in flight.
@@ -899,14 +902,20 @@ export class H1Connection implements StreamConnection {
   private armWrite(): void {
     const ms = this.host.opts.writeTimeout;
     if (ms > 0 && this.writeTimer === null) {
+      this.sentAtArm = bytesSent(this.socket);
       this.writeTimer = setTimeout(this.onWriteTimeout, ms);
       this.writeTimer.unref();
     }
   }
 
   private readonly onWriteTimeout = (): void => {
-    // The peer stopped reading: nothing more can be said to it.
     this.writeTimer = null;
+    // Bytes taken since: the peer reads, only slowly (a large write drains only at its end).
+    if (bytesSent(this.socket) > this.sentAtArm) {
+      this.armWrite();
+      return;
+    }
+    // The peer stopped reading: nothing more can be said to it.
     this.phase = P_CLOSED;
     this.socket.destroy();
   };

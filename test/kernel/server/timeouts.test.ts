@@ -3,6 +3,7 @@
  * writeTimeout and their fallbacks. Small timeouts, measured with performance.now(); the tests
  * wait on socket events, never on sleeps.
  */
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Response, type Request, type Stream } from '../../../kernel/index.js';
 import {
@@ -353,6 +354,34 @@ describe('writeTimeout', () => {
     await waitConnections(server, 0, 1500);
     expect(since(t0)).toBeLessThan(200 + 1500);
     await expectServing(port);
+  });
+
+  it('bounds a gap in progress, not the time until a large write drains: a slow reader that keeps reading gets it all', async () => {
+    // One 24 MiB write drains only at its end; read at about 8 MiB/s, that takes well over
+    // writeTimeout, yet the client never stops taking bytes for that long.
+    const size = 24 * 1024 * 1024;
+    const { port } = await startServer(() => new Response(200, Buffer.alloc(size, 0x79)), { writeTimeout: 300 });
+    const socket = net.connect({ host: '127.0.0.1', port });
+    onCleanup(() => void socket.destroy());
+    socket.on('error', () => {});
+    socket.write(get('/big'));
+    let got = 0;
+    const t0 = performance.now();
+    const ended = new Promise<boolean>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        got += d.length;
+        // Pace the reads: at most about 8 MiB/s.
+        if (got > (performance.now() - t0) * 8 * 1024) {
+          socket.pause();
+          track(setTimeout(() => socket.resume(), 20));
+        }
+      });
+      socket.once('close', () => resolve(got >= size));
+    });
+    const whole = new Promise<void>((resolve) => socket.on('data', () => got >= size && resolve()));
+    const outcome = await Promise.race([whole.then(() => 'whole'), ended.then(() => 'closed')]);
+    expect(outcome).toBe('whole');
+    expect(performance.now() - t0).toBeGreaterThan(300);
   });
 
   it('does not cut off a slow reader that keeps reading', async () => {
