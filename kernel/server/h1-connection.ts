@@ -1041,6 +1041,11 @@ export class H1Connection implements StreamConnection {
     s.removeListener('drain', this.onDrain);
     s.removeListener('error', onSocketError);
     if (this.timer !== null) this.disarm();
+    // A write still waiting is the new owner's now (its 'drain' no longer reaches us).
+    if (this.writeTimer !== null) {
+      clearTimeout(this.writeTimer);
+      this.writeTimer = null;
+    }
     this.host.adoptUpgraded(s);
     this.host.removeConnection(this);
   }
