@@ -13,6 +13,7 @@
  * requests answered synchronously in one read go out in one write.
  */
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
@@ -108,9 +109,13 @@ export class H1Connection implements StreamConnection {
   // Batching: responses produced while processing one read go out in one write.
   private batching = false;
   private out: (Buffer | string)[] = [];
-  // Timers exist only when the server has timeouts.
+  // Timers exist only when the server has timeouts. One timer times the head, body and idle
+  // waits: it is left running between them and fires by the earliest deadline (see arm).
   private timer: NodeJS.Timeout | null = null;
   private timerKind = T_NONE;
+  /** When the wait being timed ends (`performance.now()`), and when the running timer fires. */
+  private due = 0;
+  private timerDue = 0;
   /** Runs while written bytes wait for the peer to read them (writeTimeout). */
   private writeTimer: NodeJS.Timeout | null = null;
   /** Bytes the peer had taken when the write timer was armed. */
@@ -993,7 +998,7 @@ export class H1Connection implements StreamConnection {
   private closeSocket(): void {
     if (this.phase === P_CLOSED) return;
     this.phase = P_CLOSED;
-    if (this.timer !== null) this.disarm();
+    if (this.timer !== null) this.stopTimer();
     if (!this.batching) this.endSocket();
   }
 
@@ -1010,7 +1015,7 @@ export class H1Connection implements StreamConnection {
   private readonly onClose = (): void => {
     const wasClosed = this.phase === P_CLOSED;
     this.phase = P_CLOSED;
-    if (this.timer !== null) this.disarm();
+    if (this.timer !== null) this.stopTimer();
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
       this.writeTimer = null;
@@ -1040,7 +1045,7 @@ export class H1Connection implements StreamConnection {
     s.removeListener('close', this.onClose);
     s.removeListener('drain', this.onDrain);
     s.removeListener('error', onSocketError);
-    if (this.timer !== null) this.disarm();
+    if (this.timer !== null) this.stopTimer();
     // A write still waiting is the new owner's now (its 'drain' no longer reaches us).
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
@@ -1052,17 +1057,35 @@ export class H1Connection implements StreamConnection {
 
   // ---- timers ------------------------------------------------------------------------------
 
+  /**
+   * Times a wait of `ms` (0: none). A timer still running that fires no later than this wait
+   * ends is kept (it re-arms for the rest when it fires early), so a kept-alive connection
+   * moving from wait to wait sets no timer per request; only one due later is replaced.
+   */
   private arm(ms: number, kind: number): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    this.timerKind = T_NONE;
-    if (ms <= 0) return;
+    if (ms <= 0) {
+      this.timerKind = T_NONE;
+      return;
+    }
+    const due = performance.now() + ms;
     this.timerKind = kind;
+    this.due = due;
+    if (this.timer !== null) {
+      if (this.timerDue <= due) return;
+      clearTimeout(this.timer);
+    }
+    this.timerDue = due;
     this.timer = setTimeout(this.onTimer, ms);
     this.timer.unref();
   }
 
+  /** Nothing is timed now; a running timer stays for the next wait (it finds nothing to do). */
   private disarm(): void {
+    this.timerKind = T_NONE;
+  }
+
+  /** The connection is done with timers. */
+  private stopTimer(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     this.timerKind = T_NONE;
@@ -1071,6 +1094,15 @@ export class H1Connection implements StreamConnection {
   private readonly onTimer = (): void => {
     const kind = this.timerKind;
     this.timer = null;
+    if (kind === T_NONE) return;
+    const left = this.due - performance.now();
+    if (left > 1) {
+      // Fired for an earlier wait: time the rest of this one.
+      this.timerDue = this.due;
+      this.timer = setTimeout(this.onTimer, left);
+      this.timer.unref();
+      return;
+    }
     this.timerKind = T_NONE;
     if (this.phase === P_CLOSED) return;
     if (kind === T_IDLE || (kind === T_HEADER && this.parser.bytesSeen === 0 && this.idle)) {

@@ -6,6 +6,7 @@
  * loopback; the tests with the defaults advance a fake clock instead of waiting a minute.
  */
 import net from 'node:net';
+import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createKernel, Response, selfSignedCertificate, serve, type Kernel, type ServeOptions, type Server } from '../../../kernel/index.js';
@@ -196,9 +197,29 @@ describe('close() and a head still arriving', () => {
   });
 });
 
+/** Fake timers, and a `performance.now()` that moves with them (the server measures waits with it). */
+let skew = 0;
+function fakeClock(): void {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+  const real = performance.now.bind(performance);
+  skew = 0;
+  vi.spyOn(performance, 'now').mockImplementation(() => real() + skew);
+}
+
+/** Moves both clocks by `ms`, a second at a time, so timers fire when they would have. */
+function advance(ms: number): void {
+  while (ms > 0) {
+    const step = Math.min(ms, 1000);
+    skew += step;
+    vi.advanceTimersByTime(step);
+    ms -= step;
+  }
+}
+
 describe('the defaults', () => {
   afterEach(() => {
     vi.useRealTimers();
+    vi.restoreAllMocks();
   });
 
   it('resolve to a head, body, write, idle and TLS handshake limit', () => {
@@ -224,15 +245,15 @@ describe('the defaults', () => {
   for (const plugins of [true, false]) {
     it(`a silent connection is closed by the default head timer (60 s, ${plugins ? 'protocol detection' : 'HTTP/1'})`, async () => {
       const server = await start({ plugins });
-      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+      fakeClock();
       const c = await connect(server.port);
       if (plugins) c.socket.write(PREFACE.subarray(0, 10));
       await waitConnections(server, 1);
       await turns();
-      vi.advanceTimersByTime(59_000);
+      advance(59_000);
       await turns();
       expect(c.isClosed()).toBe(false);
-      vi.advanceTimersByTime(1_100);
+      advance(1_100);
       await closedWithin(c, 3000, 'the default head timer to close the connection');
       await waitConnections(server, 0);
     });
@@ -240,30 +261,30 @@ describe('the defaults', () => {
 
   it('a TCP connection that never starts its TLS handshake is dropped by the default (10 s)', async () => {
     const server = await start({ tls: { key: cert.key, cert: cert.cert } });
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    fakeClock();
     const c = await connect(server.port);
     await waitConnections(server, 1);
     await turns();
-    vi.advanceTimersByTime(9_000);
+    advance(9_000);
     await turns();
     expect(c.isClosed()).toBe(false);
-    vi.advanceTimersByTime(1_100);
+    advance(1_100);
     await closedWithin(c, 3000, 'the default handshake timer to close the connection');
     await waitConnections(server, 0);
   });
 
   it('an idle kept-alive connection is closed by the default idle timer (75 s), not before', async () => {
     const server = await start({ plugins: false });
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    fakeClock();
     const c = await connect(server.port);
     let got = '';
     c.socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
     c.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     await waitFor(() => got.endsWith('hello'), 3000, 'the response');
-    vi.advanceTimersByTime(74_000);
+    advance(74_000);
     await turns();
     expect(c.isClosed()).toBe(false);
-    vi.advanceTimersByTime(1_100);
+    advance(1_100);
     await closedWithin(c, 3000, 'the default idle timer to close the connection');
     await waitConnections(server, 0);
   });
