@@ -35,10 +35,10 @@ export interface ServerOptions {
   /** Largest request head; larger gets 431. Default 1 MiB. */
   maxHeaderBytes?: number;
   /**
-   * Limit for reading a request head, ms, from the connection's start or from the first byte of
-   * a later request (timing out gets 408; a connection that sent nothing is closed quietly); it
-   * also bounds protocol detection and the wait for HTTP/2's first request. Default 60 000, or
-   * `readTimeout` when that is set and shorter; 0 falls back to `readTimeout`.
+   * Limit for reading a request head, ms, from its first byte (timing out gets 408). A new
+   * connection's first bytes (the HTTP/2 preface and first request included) must come within
+   * it too, else it is closed quietly. Default 60 000, or `readTimeout` when that is set and
+   * shorter; 0 falls back to `readTimeout`.
    */
   readHeaderTimeout?: number;
   /** Limit for reading a request body (and the head, when `readHeaderTimeout` is 0), ms. Timing out gets 408. Default 300 000; 0 = off (for uploads that may take longer). */
