@@ -18,7 +18,7 @@ import type { Response } from '../message/response.js';
 import { FlowBody } from './flow-body.js';
 import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
-import { checkCallOptions, checkCallOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import { checkCallOptions, DEFAULT_RESPONSE_HEADER_TIMEOUT, checkCallOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { abandonSink, writeToSink } from './response-sink.js';
 import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
@@ -659,7 +659,8 @@ interface CallPlan {
 
 function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean): CallPlan {
   const timeouts: ExchangeOptions = Object.freeze({
-    responseHeaderTimeout: o.responseHeaderTimeout ?? 0,
+    // Unset, with readIdleTimeout set: that one times the head wait, as documented.
+    responseHeaderTimeout: o.responseHeaderTimeout ?? ((o.readIdleTimeout ?? 0) > 0 ? 0 : DEFAULT_RESPONSE_HEADER_TIMEOUT),
     readIdleTimeout: o.readIdleTimeout ?? 0,
     writeIdleTimeout: o.writeIdleTimeout ?? 0,
     expectContinueTimeout: o.expectContinueTimeout ?? 1000,

@@ -15,6 +15,7 @@ export type { ExchangeOptions } from '../hooks.js';
 import { AbstractBody, nobody, type Body } from '../message/body.js';
 import { FlowBody, type FlowSource } from './flow-body.js';
 import { stopUpload } from './request-body.js';
+import { bytesSent } from '../socket-progress.js';
 import type { RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
@@ -365,7 +366,7 @@ class Exchange implements FlowSource {
   private armWrite(): void {
     const ms = this.t.writeIdleTimeout;
     if (ms <= 0 || this.writeTimer !== null) return;
-    this.writtenAtArm = bytesWritten(this.session.socket);
+    this.writtenAtArm = bytesSent(this.session.socket);
     this.writeTimer = setTimeout(this.onWriteTimer, ms);
     this.writeTimer.unref();
   }
@@ -377,7 +378,7 @@ class Exchange implements FlowSource {
 
   private readonly onWriteTimer = (): void => {
     this.writeTimer = null;
-    const now = bytesWritten(this.session.socket);
+    const now = bytesSent(this.session.socket);
     if (now > this.writtenAtArm) {
       // Progress since the last check: the peer is reading, only slowly. Idle means no progress.
       this.armWrite();
@@ -719,18 +720,6 @@ function requestCloses(req: Request): boolean {
     if ((connectionFlags(h.valueAt(i)) & CONN_CLOSE) !== 0) return true;
   }
   return false;
-}
-
-/**
- * Bytes the kernel actually took from the socket: Node's `bytesWritten` also counts what still
- * waits in the stream's buffer and in libuv's write queue, which is not progress.
- */
-function bytesWritten(s: unknown): number {
-  const x = s as { bytesWritten?: unknown; writableLength?: unknown; _handle?: { writeQueueSize?: unknown } | null };
-  const total = typeof x.bytesWritten === 'number' ? x.bytesWritten : 0;
-  const buffered = typeof x.writableLength === 'number' ? x.writableLength : 0;
-  const queued = typeof x._handle?.writeQueueSize === 'number' ? x._handle.writeQueueSize : 0;
-  return total - buffered - queued;
 }
 
 /**

@@ -24,13 +24,19 @@ export type RequestBody =
 /** Query parameters: an object, pairs (repeated keys kept), or URLSearchParams. */
 export type QueryInit = Record<string, string | number | boolean | readonly (string | number | boolean)[]> | readonly (readonly [string, string | number | boolean])[] | URLSearchParams;
 
+/**
+ * Default `responseHeaderTimeout`, ms: a server that never answers, or answers with 1xx forever,
+ * cannot hold a call longer than this. undici's `headersTimeout` (300 s).
+ */
+export const DEFAULT_RESPONSE_HEADER_TIMEOUT = 300_000;
+
 /** Timeouts a client applies when a call does not pass its own (ms; 0 = off). */
 export interface TimeoutOptions {
   /** DNS, TCP, proxy handshakes and TLS. Default 30 000. */
   connectTimeout?: number;
   /** The whole exchange (a deadline on the request's context). Default 0. */
   requestTimeout?: number;
-  /** From the request sent to the response head. Default 0. */
+  /** From the request sent to the final response head (interim 1xx responses do not restart it). Default 300 000 (undici's `headersTimeout`), or off when `readIdleTimeout` is set (it then times the wait); 0 = off. */
   responseHeaderTimeout?: number;
   /** Longest gap between inbound read progress. Default 0. */
   readIdleTimeout?: number;

@@ -31,7 +31,7 @@ import { kCallOptions, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { checkLocalAddr, openConnection } from './connect.js';
-import type { CallOptions } from './options.js';
+import { DEFAULT_RESPONSE_HEADER_TIMEOUT, type CallOptions } from './options.js';
 
 /** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
 export interface UpgradeOptions {
@@ -46,7 +46,7 @@ export interface UpgradeOptions {
   connectTimeout?: number;
   /** The whole handshake, connect included. Default 0. */
   requestTimeout?: number;
-  /** From the request written to the response head read. Default 0. */
+  /** From the request written to the response head read. Default 300 000 (off when `readIdleTimeout` is set: it then times the wait); 0 = off. */
   responseHeaderTimeout?: number;
   /** Longest gap between bytes of the response head (also the head wait when `responseHeaderTimeout` is 0). Default 0. */
   readIdleTimeout?: number;
@@ -124,8 +124,9 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
   const op = options.timeoutOperation ?? 'request';
   const connectTimeout = ms(options.connectTimeout, 'connectTimeout', 30_000);
   const requestTimeout = ms(options.requestTimeout, 'requestTimeout', 0);
-  const headerTimeout = ms(options.responseHeaderTimeout, 'responseHeaderTimeout', 0);
   const readIdle = ms(options.readIdleTimeout, 'readIdleTimeout', 0);
+  // Unset, with readIdleTimeout set: that one times the head wait, as for any call.
+  const headerTimeout = ms(options.responseHeaderTimeout, 'responseHeaderTimeout', readIdle > 0 ? 0 : DEFAULT_RESPONSE_HEADER_TIMEOUT);
   const writeIdle = ms(options.writeIdleTimeout, 'writeIdleTimeout', 0);
   const localAddress = checkLocalAddr(options.localAddress);
 

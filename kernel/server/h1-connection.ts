@@ -13,6 +13,7 @@
  * requests answered synchronously in one read go out in one write.
  */
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
@@ -32,6 +33,7 @@ import { PeerAddr } from './peer.js';
 import { Stream, type StreamConnection } from './stream.js';
 import { setUpgradeHost, type ProtocolHost } from './pipeline.js';
 import { copyResponse } from './copy-response.js';
+import { bytesSent } from '../socket-progress.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -86,6 +88,8 @@ const BATCH_HIGH_WATER = 65536;
 const COALESCE_BYTES = 16384;
 /** Unread request-body bytes the server drops to keep a connection reusable after a stream handler. */
 const DRAIN_LIMIT = 256 * 1024;
+/** How long a head still arriving when the server closes may take (Go's `Shutdown` allows a new connection 5 s). */
+const HEAD_AT_CLOSE_MS = 5000;
 /** How long a closing connection keeps draining what the peer still sends. */
 const LINGER_MS = 2000;
 
@@ -119,11 +123,17 @@ export class H1Connection implements StreamConnection {
   private batching = false;
   private out: (Buffer | string)[] = [];
   private outBytes = 0;
-  // Timers exist only when the server has timeouts.
+  // Timers exist only when the server has timeouts. One timer times the head, body and idle
+  // waits: it is left running between them and fires by the earliest deadline (see arm).
   private timer: NodeJS.Timeout | null = null;
   private timerKind = T_NONE;
+  /** When the wait being timed ends (`performance.now()`), and when the running timer fires. */
+  private due = 0;
+  private timerDue = 0;
   /** Runs while written bytes wait for the peer to read them (writeTimeout). */
   private writeTimer: NodeJS.Timeout | null = null;
+  /** Bytes the peer had taken when the write timer was armed. */
+  private sentAtArm = 0;
   private peer: PeerAddr | null = null;
 
   // The exchange in flight.
@@ -182,9 +192,14 @@ export class H1Connection implements StreamConnection {
     if (head !== null && head.length > 0) this.onData(Buffer.from(head.buffer, head.byteOffset, head.length));
   }
 
-  /** Graceful close: drop the connection now when no request is in progress on it. */
+  /**
+   * Graceful close: drop the connection now when no request is in progress on it. A head still
+   * arriving is no request in flight yet: it gets at most {@link HEAD_AT_CLOSE_MS} more.
+   */
   closeIfIdle(): void {
-    if (this.phase === P_HEAD && this.idle && this.stash === null) this.closeSocket();
+    if (this.phase !== P_HEAD) return;
+    if (this.idle && this.stash === null) this.closeSocket();
+    else if (!this.idle) this.arm(Math.min(this.host.opts.readHeaderTimeout || HEAD_AT_CLOSE_MS, HEAD_AT_CLOSE_MS), T_HEADER);
   }
 
   /** Forced close. */
@@ -947,14 +962,20 @@ export class H1Connection implements StreamConnection {
   private armWrite(): void {
     const ms = this.host.opts.writeTimeout;
     if (ms > 0 && this.writeTimer === null) {
+      this.sentAtArm = bytesSent(this.socket);
       this.writeTimer = setTimeout(this.onWriteTimeout, ms);
       this.writeTimer.unref();
     }
   }
 
   private readonly onWriteTimeout = (): void => {
-    // The peer stopped reading: nothing more can be said to it.
     this.writeTimer = null;
+    // Bytes taken since: the peer reads, only slowly (a large write drains only at its end).
+    if (bytesSent(this.socket) > this.sentAtArm) {
+      this.armWrite();
+      return;
+    }
+    // The peer stopped reading: nothing more can be said to it.
     this.phase = P_CLOSED;
     this.socket.destroy();
   };
@@ -1034,7 +1055,7 @@ export class H1Connection implements StreamConnection {
   private closeSocket(): void {
     if (this.phase === P_CLOSED) return;
     this.phase = P_CLOSED;
-    if (this.timer !== null) this.disarm();
+    if (this.timer !== null) this.stopTimer();
     if (!this.batching) this.endSocket();
   }
 
@@ -1056,7 +1077,7 @@ export class H1Connection implements StreamConnection {
     this.stashed = 0;
     this.out.length = 0;
     this.queue.length = 0;
-    if (this.timer !== null) this.disarm();
+    if (this.timer !== null) this.stopTimer();
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
       this.writeTimer = null;
@@ -1086,24 +1107,47 @@ export class H1Connection implements StreamConnection {
     s.removeListener('close', this.onClose);
     s.removeListener('drain', this.onDrain);
     s.removeListener('error', onSocketError);
-    if (this.timer !== null) this.disarm();
+    if (this.timer !== null) this.stopTimer();
+    // A write still waiting is the new owner's now (its 'drain' no longer reaches us).
+    if (this.writeTimer !== null) {
+      clearTimeout(this.writeTimer);
+      this.writeTimer = null;
+    }
     this.host.adoptUpgraded(s);
     this.host.removeConnection(this);
   }
 
   // ---- timers ------------------------------------------------------------------------------
 
+  /**
+   * Times a wait of `ms` (0: none). A timer still running that fires no later than this wait
+   * ends is kept (it re-arms for the rest when it fires early), so a kept-alive connection
+   * moving from wait to wait sets no timer per request; only one due later is replaced.
+   */
   private arm(ms: number, kind: number): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    this.timerKind = T_NONE;
-    if (ms <= 0) return;
+    if (ms <= 0) {
+      this.timerKind = T_NONE;
+      return;
+    }
+    const due = performance.now() + ms;
     this.timerKind = kind;
+    this.due = due;
+    if (this.timer !== null) {
+      if (this.timerDue <= due) return;
+      clearTimeout(this.timer);
+    }
+    this.timerDue = due;
     this.timer = setTimeout(this.onTimer, ms);
     this.timer.unref();
   }
 
+  /** Nothing is timed now; a running timer stays for the next wait (it finds nothing to do). */
   private disarm(): void {
+    this.timerKind = T_NONE;
+  }
+
+  /** The connection is done with timers. */
+  private stopTimer(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     this.timerKind = T_NONE;
@@ -1112,6 +1156,15 @@ export class H1Connection implements StreamConnection {
   private readonly onTimer = (): void => {
     const kind = this.timerKind;
     this.timer = null;
+    if (kind === T_NONE) return;
+    const left = this.due - performance.now();
+    if (left > 1) {
+      // Fired for an earlier wait: time the rest of this one.
+      this.timerDue = this.due;
+      this.timer = setTimeout(this.onTimer, left);
+      this.timer.unref();
+      return;
+    }
     this.timerKind = T_NONE;
     if (this.phase === P_CLOSED) return;
     if (kind === T_IDLE || (kind === T_HEADER && this.parser.bytesSeen === 0 && this.idle)) {

@@ -33,14 +33,21 @@ export interface ServerOptions {
   maxLineBytes?: number;
   /** Largest request head; larger gets 431. Default 64 KiB (65536). */
   maxHeaderBytes?: number;
-  /** Limit for reading a request head, ms; 0 falls back to `readTimeout`. Timing out gets 408. */
+  /**
+   * Limit for reading a request head, ms, from its first byte (timing out gets 408). A new
+   * connection's first bytes (the HTTP/2 preface and first request included) must come within
+   * it too, else it is closed quietly. Default 60 000, or `readTimeout` when that is set and
+   * shorter; 0 falls back to `readTimeout`.
+   */
   readHeaderTimeout?: number;
-  /** Limit for reading a request body (and the head, when `readHeaderTimeout` is 0), ms. Timing out gets 408. Default 0 (off). */
+  /** Limit for reading a request body (and the head, when `readHeaderTimeout` is 0), ms. Timing out gets 408. Default 300 000; 0 = off (for uploads that may take longer). */
   readTimeout?: number;
-  /** Limit for writing a response, ms; the connection is closed when it passes. Default 0 (off). */
+  /** Limit on a response write waiting for the client to read, ms: when no written byte is taken for this long, the connection (an HTTP/2 stream) is closed. Default 60 000; 0 = off. */
   writeTimeout?: number;
-  /** Limit for waiting for the next request on a kept-alive connection, ms; 0 falls back to `readTimeout`. Closes quietly. */
+  /** Limit for waiting for the next request on a kept-alive connection, ms; closes quietly. Default 75 000, or `readTimeout` when that is set and shorter; 0 falls back to `readTimeout`. */
   idleTimeout?: number;
+  /** Limit for a TLS handshake, from the TCP accept to the handshake's end, ms; the socket is dropped when it passes. Default 10 000; 0 = off (node's own `handshakeTimeout`, 120 s of inactivity, then applies to a listener the server creates). */
+  tlsHandshakeTimeout?: number;
   /**
    * How long a graceful `close()` lets requests in flight and long-lived connections
    * (WebSockets, server-sent events) finish on their own, ms. Then it ends them: a streamed
@@ -71,6 +78,7 @@ export interface ResolvedServerOptions {
   readonly readTimeout: number;
   readonly writeTimeout: number;
   readonly idleTimeout: number;
+  readonly tlsHandshakeTimeout: number;
   readonly closeGracePeriod: number;
   readonly allowH2c: boolean;
   /** True when any timeout is set: connections then arm timers, otherwise they never do. */
@@ -81,7 +89,7 @@ export interface ResolvedServerOptions {
 
 const KNOWN = new Set([
   'network', 'address', 'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
-  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'closeGracePeriod', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
+  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'tlsHandshakeTimeout', 'closeGracePeriod', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
   // Server constructor and entry points
   'handler', 'stream', 'kernel',
 ]);
@@ -95,9 +103,9 @@ function int(o: Record<string, unknown>, key: string, dflt: number, min: number,
   return v;
 }
 
-function ms(o: Record<string, unknown>, key: string): number {
+function ms(o: Record<string, unknown>, key: string, dflt = 0): number {
   const v = o[key];
-  if (v === undefined) return 0;
+  if (v === undefined) return dflt;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
     throw new ArgumentError(`${key} must be a number of milliseconds >= 0 (0 = off), got ${typeof v === 'number' ? v : typeof v}`);
   }
@@ -160,6 +168,35 @@ const DEFAULT_CLOSE_GRACE_MS = 10_000;
 const SERVER_MAX_HEADER_BYTES = 65536;
 const SERVER_MAX_LINE_BYTES = 32768;
 
+/**
+ * Timeout defaults (ms). Without them a client that sends nothing, drips a head, never reads
+ * its response or sits idle holds a connection (and a descriptor) forever.
+ * - head: node:http's `headersTimeout` and nginx's `client_header_timeout` (60 s).
+ * - body: node:http's `requestTimeout` (300 s), a whole-body deadline as ours is.
+ * - write: nginx's `send_timeout` (60 s), which is also a gap between write progress.
+ * - idle: above the 60 s idle timeout of the usual proxies and load balancers in front (AWS ALB,
+ *   nginx's upstream keepalive), so they, not the server, close a kept-alive connection first and
+ *   never send a request on one the server is closing; nginx's own `keepalive_timeout` is 75 s.
+ *   A silent connection is held for the head timeout anyway, so a shorter idle wait would not
+ *   make holding connections any cheaper for a client that means harm.
+ * - TLS handshake: a few round trips; Go's client `TLSHandshakeTimeout` is 10 s (node:tls's 120 s
+ *   is measured from the last byte, so a ClientHello sent a byte at a time never ends it).
+ */
+const DEFAULT_READ_HEADER_MS = 60_000;
+const DEFAULT_READ_MS = 300_000;
+const DEFAULT_WRITE_MS = 60_000;
+const DEFAULT_IDLE_MS = 75_000;
+const DEFAULT_TLS_HANDSHAKE_MS = 10_000;
+
+/**
+ * A timeout that falls back to `readTimeout` when 0: unset, it is its default, or an explicitly
+ * set shorter `readTimeout`.
+ */
+function readFallback(o: Record<string, unknown>, key: string, dflt: number, readTimeout: number): number {
+  if (o[key] === undefined) return o.readTimeout !== undefined && readTimeout > 0 ? Math.min(readTimeout, dflt) : dflt;
+  return ms(o, key) || readTimeout;
+}
+
 /** @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`. */
 export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean): ResolvedServerOptions {
   if (options === undefined) options = {};
@@ -187,10 +224,10 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   if (tls !== null && (typeof tls !== 'object' || Array.isArray(tls))) throw new ArgumentError('tls must be an object of TLS options (key, cert, ...)');
   if (tls !== null && listener !== null) throw new ArgumentError('pass either tls options or a listener, not both (make the tls.Server yourself)');
   checkHttp2(o);
-  const readTimeout = ms(o, 'readTimeout');
-  const readHeaderTimeout = ms(o, 'readHeaderTimeout') || readTimeout;
-  const idleTimeout = ms(o, 'idleTimeout') || readTimeout;
-  const writeTimeout = ms(o, 'writeTimeout');
+  const readTimeout = ms(o, 'readTimeout', DEFAULT_READ_MS);
+  const readHeaderTimeout = readFallback(o, 'readHeaderTimeout', DEFAULT_READ_HEADER_MS, readTimeout);
+  const idleTimeout = readFallback(o, 'idleTimeout', DEFAULT_IDLE_MS, readTimeout);
+  const writeTimeout = ms(o, 'writeTimeout', DEFAULT_WRITE_MS);
   return Object.freeze({
     host,
     port,
@@ -205,6 +242,7 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
     readTimeout,
     writeTimeout,
     idleTimeout,
+    tlsHandshakeTimeout: ms(o, 'tlsHandshakeTimeout', DEFAULT_TLS_HANDSHAKE_MS),
     closeGracePeriod: o.closeGracePeriod === undefined ? DEFAULT_CLOSE_GRACE_MS : ms(o, 'closeGracePeriod'),
     allowH2c: bool(o, 'allowH2c', true),
     timeouts: readTimeout > 0 || readHeaderTimeout > 0 || idleTimeout > 0 || writeTimeout > 0,

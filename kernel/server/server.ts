@@ -72,8 +72,11 @@ export class Server implements ConnectionHost, PipelineServer {
   private readonly protocolConns = new Set<ProtocolConnection>();
   /** @internal The server as protocol plugins see it (`ProtocolInfo.host`). */
   readonly protocolHost: PipelineHost;
-  /** Sockets accepted but not yet handed to HTTP/1 (protocol detection, TLS handshake). */
-  private readonly pending = new Set<Socket>();
+  /**
+   * Sockets accepted but not yet handed to a protocol (protocol detection, TLS handshake), each
+   * with the timer that drops it if that takes too long (null when the timeout is off).
+   */
+  private readonly pending = new Map<Socket, NodeJS.Timeout | null>();
   /** Upgraded sockets, until they close. */
   private readonly upgraded = new Set<Duplex>();
   /** The going-away step an upgraded socket's owner registered (a tap may do so before the handover completes). */
@@ -214,7 +217,7 @@ export class Server implements ConnectionHost, PipelineServer {
     if (this.state === 'listening') {
       this.state = 'closing';
       this.stopAccepting();
-      for (const s of this.pending) s.destroy();
+      for (const s of this.pending.keys()) s.destroy();
       for (const c of this.connections) c.closeIfIdle();
       for (const c of this.protocolConns) c.shutdown();
       this.maybeClosed();
@@ -227,7 +230,7 @@ export class Server implements ConnectionHost, PipelineServer {
   /** The grace period is over: end what is left, politely where the kernel or the socket's owner knows how. */
   private readonly goAway = (): void => {
     this.goneAway = true;
-    for (const s of this.pending) s.destroy();
+    for (const s of this.pending.keys()) s.destroy();
     for (const c of this.connections) c.endForClose();
     // HTTP/2: streamed bodies end cleanly; the sessions, sent GOAWAY at close(), then close once
     // their streams are done, or go with the rest below.
@@ -252,7 +255,7 @@ export class Server implements ConnectionHost, PipelineServer {
 
   private readonly dropAll = (): void => {
     this.closeTimer = null;
-    for (const s of this.pending) s.destroy();
+    for (const s of this.pending.keys()) s.destroy();
     for (const c of this.connections) c.destroy();
     for (const c of this.protocolConns) c.destroy();
     for (const s of this.upgraded) s.destroy();
@@ -369,16 +372,16 @@ export class Server implements ConnectionHost, PipelineServer {
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
-    this.pending.add(socket);
+    this.addPending(socket, this.opts.tlsHandshakeTimeout);
     socket.once('close', () => {
-      if (this.pending.delete(socket)) this.maybeClosed();
+      if (this.removePending(socket)) this.maybeClosed();
     });
   };
 
   private readonly onSecureConnection = (socket: tls.TLSSocket): void => {
     // The handshake is over: the raw socket now lives on as this TLS connection.
     const raw = (socket as tls.TLSSocket & { _parent?: Socket })._parent;
-    if (raw !== undefined) this.pending.delete(raw);
+    if (raw !== undefined) this.removePending(raw);
     if (this.state !== 'listening') {
       socket.destroy();
       return;
@@ -397,7 +400,9 @@ export class Server implements ConnectionHost, PipelineServer {
    * HTTP/2 frames stay in the socket for node:http2; a runtime without that reads as a stream.
    */
   private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>): void {
-    this.pending.add(socket);
+    // Waiting for the first bytes is waiting for a request head: a client that sends nothing, or
+    // only part of the preface, is dropped at readHeaderTimeout.
+    this.addPending(socket, this.opts.readHeaderTimeout);
     let head: Buffer = EMPTY;
     let settled = false;
     const done = (): void => {
@@ -405,7 +410,7 @@ export class Server implements ConnectionHost, PipelineServer {
       socket.removeListener('data', onData);
       socket.removeListener('end', onEnd);
       socket.removeListener('close', onClose);
-      this.pending.delete(socket);
+      this.removePending(socket);
     };
     const decide = (): void => {
       if (settled) return;
@@ -469,6 +474,25 @@ export class Server implements ConnectionHost, PipelineServer {
     socket.on('error', noop);
   }
 
+  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never). */
+  private addPending(socket: Socket, ms: number): void {
+    let timer: NodeJS.Timeout | null = null;
+    if (ms > 0) {
+      timer = setTimeout(destroySocket, ms, socket);
+      timer.unref();
+    }
+    this.pending.set(socket, timer);
+  }
+
+  /** `socket` no longer waits (handed over, or closed); false when it was not waiting. */
+  private removePending(socket: Socket): boolean {
+    const timer = this.pending.get(socket);
+    if (timer === undefined) return false;
+    if (timer !== null) clearTimeout(timer);
+    this.pending.delete(socket);
+    return true;
+  }
+
   private startHttp1(socket: Socket, head: Uint8Array | null): void {
     const conn = new H1Connection(this, socket);
     this.connections.add(conn);
@@ -479,6 +503,10 @@ export class Server implements ConnectionHost, PipelineServer {
 const EMPTY: Buffer = Buffer.alloc(0);
 
 function noop(): void {}
+
+function destroySocket(socket: Socket): void {
+  socket.destroy();
+}
 
 function onTlsClientError(_err: Error, socket: tls.TLSSocket): void {
   socket.destroy();

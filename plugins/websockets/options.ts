@@ -100,7 +100,7 @@ export interface WebSocketOpenOptions extends WebSocketLimits {
   connectTimeout?: number;
   /** The whole handshake. Default 0. */
   requestTimeout?: number;
-  /** From the request written to the 101. Default 0. */
+  /** From the request written to the 101. Default 300 000; 0 = off. */
   responseHeaderTimeout?: number;
   /** Longest silence while the handshake response arrives. Default 0. */
   readIdleTimeout?: number;

@@ -3,8 +3,9 @@
  * writeTimeout and their fallbacks. Small timeouts, measured with performance.now(); the tests
  * wait on socket events, never on sleeps.
  */
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { Response, type Request, type Stream } from '../../../kernel/index.js';
+import { createKernel, definePlugin, Response, type Request, type Stream } from '../../../kernel/index.js';
 import {
   expectClosed,
   expectServing,
@@ -353,6 +354,67 @@ describe('writeTimeout', () => {
     await waitConnections(server, 0, 1500);
     expect(since(t0)).toBeLessThan(200 + 1500);
     await expectServing(port);
+  });
+
+  it('bounds a gap in progress, not the time until a large write drains: a slow reader that keeps reading gets it all', async () => {
+    // One 24 MiB write drains only at its end; read at about 8 MiB/s, that takes well over
+    // writeTimeout, yet the client never stops taking bytes for that long.
+    const size = 24 * 1024 * 1024;
+    const { port } = await startServer(() => new Response(200, Buffer.alloc(size, 0x79)), { writeTimeout: 300 });
+    const socket = net.connect({ host: '127.0.0.1', port });
+    onCleanup(() => void socket.destroy());
+    socket.on('error', () => {});
+    socket.write(get('/big'));
+    let got = 0;
+    const t0 = performance.now();
+    const ended = new Promise<boolean>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        got += d.length;
+        // Pace the reads: at most about 8 MiB/s.
+        if (got > (performance.now() - t0) * 8 * 1024) {
+          socket.pause();
+          track(setTimeout(() => socket.resume(), 20));
+        }
+      });
+      socket.once('close', () => resolve(got >= size));
+    });
+    const whole = new Promise<void>((resolve) => socket.on('data', () => got >= size && resolve()));
+    const outcome = await Promise.race([whole.then(() => 'whole'), ended.then(() => 'closed')]);
+    expect(outcome).toBe('whole');
+    expect(performance.now() - t0).toBeGreaterThan(300);
+  });
+
+  it('a write still waiting when the connection is upgraded does not time out the upgraded socket', async () => {
+    // The upgrade is pipelined behind a large response, so the write timer runs when the
+    // socket is handed over; the new owner's quiet socket must not be destroyed by it.
+    const plugin = definePlugin({
+      name: 'echo-upgrade',
+      register(k) {
+        k.hooks.server.onUpgrade.tap('echo', (_req, socket) => {
+          socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n');
+          socket.on('data', (d: Buffer) => socket.write(Buffer.concat([Buffer.from('echo:'), d])));
+          socket.resume();
+          return true;
+        });
+      },
+    });
+    const kernel = await createKernel().register(plugin).ready();
+    const { port } = await startServer(() => new Response(200, Buffer.alloc(8 * 1024 * 1024, 0x79)), { kernel, writeTimeout: 200 });
+    const socket = net.connect({ host: '127.0.0.1', port });
+    onCleanup(() => void socket.destroy());
+    socket.on('error', () => {});
+    let text = '';
+    let closed = false;
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.once('close', () => (closed = true));
+    socket.write(get('/big') + 'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n');
+    await waitFor(() => text.includes('101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n'), 5000, 'the response and the 101');
+    // Quiet for longer than twice writeTimeout: nothing may close the upgraded socket.
+    await new Promise<void>((r) => track(setTimeout(r, 700)));
+    expect(closed).toBe(false);
+    socket.write('ping');
+    await waitFor(() => text.endsWith('echo:ping'), 3000, 'the echo');
+    await kernel.close();
   });
 
   it('does not cut off a slow reader that keeps reading', async () => {
