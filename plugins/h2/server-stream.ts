@@ -103,8 +103,10 @@ export class H2ServerStream implements ExchangeWire {
     }
   }
 
+  /** False from the moment the stream is reset (by us too: `writeTimeout`, an abort), not only once it closed. */
   get writable(): boolean {
-    return (this.flags & CLOSED) === 0 && !this.stream.destroyed;
+    const s = this.stream;
+    return (this.flags & CLOSED) === 0 && !s.destroyed && !s.closed;
   }
 
   private get finished(): boolean {
@@ -250,7 +252,7 @@ export class H2ServerStream implements ExchangeWire {
       st.charged += SLICE;
       return undefined;
     }
-    return this.waitRoom(st, SLICE);
+    return this.waitRoom(st, SLICE, true);
   }
 
   private endWith(bytes: Uint8Array | string | null): void {
@@ -285,7 +287,8 @@ export class H2ServerStream implements ExchangeWire {
       if (!this.writable) return;
       const n = Math.min(SLICE, bytes.length - off);
       if (!this.takeRoom(n)) {
-        await this.waitRoom(st, n);
+        // The write timer runs on until the peer takes bytes ('drain'), not only until room is found.
+        await this.waitRoom(st, n, false);
         if (!this.writable) return;
         this.takeRoom(n);
       }
@@ -295,6 +298,8 @@ export class H2ServerStream implements ExchangeWire {
       this.handOver(piece);
     }
     if (this.stream.writableNeedDrain) await this.waitDrain();
+    // Handed over is not sent: while bytes of this stream wait in node, the timer runs on (see sent).
+    if (st.charged === st.reserved) this.clearWriteTimer(st);
   }
 
   /** Takes room for `n` bytes: from what {@link H2ServerStream.ready} holds, else from the budget when it has room. */
@@ -325,6 +330,8 @@ export class H2ServerStream implements ExchangeWire {
     if (st.charged < n) return;
     st.charged -= n;
     this.owner.sendBudget.give(n);
+    // All of this stream's bytes went out and no write waits: the peer is reading.
+    if (st.writeTimer !== null && st.charged === st.reserved && st.roomWait === null && st.drainWaiters === null) this.clearWriteTimer(st);
   }
 
   private giveBackReserved(): void {
@@ -388,14 +395,21 @@ export class H2ServerStream implements ExchangeWire {
     }
   }
 
-  /** Waits for room for `n` bytes in the connection's budget; they are held for this stream when it resolves. */
-  private waitRoom(st: SlowState, n: number): Promise<void> {
+  private clearWriteTimer(st: SlowState): void {
+    if (st.writeTimer !== null) clearTimeout(st.writeTimer);
+    st.writeTimer = null;
+  }
+
+  /**
+   * Waits for room for `n` bytes in the connection's budget; they are held for this stream
+   * when it resolves. `clearTimer`: the wait is all there is to the call (the write timer stops).
+   */
+  private waitRoom(st: SlowState, n: number, clearTimer: boolean): Promise<void> {
     this.armWriteTimer(st);
     return new Promise((resolve) => {
       const done = (): void => {
         st.roomWait = null;
-        if (st.writeTimer !== null) clearTimeout(st.writeTimer);
-        st.writeTimer = null;
+        if (clearTimer) this.clearWriteTimer(st);
         resolve();
       };
       const handle = this.owner.sendBudget.wait(n, () => {

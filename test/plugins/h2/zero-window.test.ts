@@ -141,6 +141,28 @@ describe('HTTP/2 clients that grant no window', () => {
     expect(body.length).toBe(512 * 1024);
   });
 
+  it('writeTimeout resets the streams that wait, for window or for room', async () => {
+    let failed = 0;
+    const { port } = await startStreamServer(
+      async (st) => {
+        try {
+          for (;;) await st.write(Buffer.alloc(1024));
+        } catch {
+          failed++;
+        }
+      },
+      { writeTimeout: 300 },
+    );
+    const s = nodeSession(`http://127.0.0.1:${port}`, { settings: { initialWindowSize: 0 } });
+    const t0 = performance.now();
+    const streams = await parked(s, '/endless');
+    await waitFor(() => streams.every((st) => st.closed), 5000, 'every parked stream reset');
+    // All at once: a stream granted room another one gave back has sent nothing more, so its clock runs on.
+    expect(performance.now() - t0).toBeLessThan(1500);
+    for (const st of streams) expect(st.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    await waitFor(() => failed === STREAMS, 5000, 'every handler told its write failed');
+  });
+
   it('writes not awaited keep their order, the end after them', async () => {
     const { port } = await startStreamServer(async (st) => {
       const writes: Promise<void>[] = [];
