@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import http2 from 'node:http2';
 import { CallbackBody, Response } from '../../../kernel/index.js';
-import { nodeRequest, nodeSession, startServer, startStreamServer, waitFor } from './helpers.js';
+import { h2Client, nodeRequest, nodeServer, nodeSession, startServer, startStreamServer, waitFor } from './helpers.js';
 
 const STREAMS = 100;
 /** What one connection's parked streams may have been let write, at most (the budget is 256 KiB, plus a slice). */
@@ -175,5 +175,32 @@ describe('HTTP/2 clients that grant no window', () => {
     expect(r.status).toBe(200);
     const expected = Buffer.concat(Array.from({ length: 8 }, (_, i) => Buffer.alloc(40000, 0x30 + i)));
     expect(r.body.equals(expected)).toBe(true);
+  });
+});
+
+describe('an HTTP/2 server that grants the client no window', () => {
+  it('holds a streamed request body unread: the client reads at most two frames of it ahead', async () => {
+    let reached = false;
+    const { port, sessions } = await nodeServer(
+      (st) => {
+        reached = true;
+        st.on('error', () => undefined);
+      },
+      { initialWindowSize: 0 },
+    );
+    let pulled = 0;
+    const body = new CallbackBody((dst) => {
+      dst.fill(0x64);
+      pulled += dst.length;
+      return dst.length;
+    });
+    const c = await h2Client();
+    const call = c.request('POST', `http://127.0.0.1:${port}/`, { body, http2PriorKnowledge: true }).catch((e: unknown) => e);
+    await waitFor(() => reached, 5000, 'the request at the server');
+    const held = await steady(() => pulled);
+    // It was a 64 KiB read buffer and a copy of it.
+    expect(held).toBeLessThanOrEqual(32768);
+    for (const s of sessions) s.destroy();
+    expect(await call).toBeInstanceOf(Error);
   });
 });
