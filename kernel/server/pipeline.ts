@@ -144,6 +144,9 @@ export function protocolRequest(method: string, target: string, headers: Headers
 
 const upgradeHosts = new WeakMap<Duplex, ProtocolHost>();
 
+/** Bytes of a streamed response body read at a time for a wire: HTTP/2's default frame size. */
+const WIRE_CHUNK = 16384;
+
 /**
  * The server a socket handed to a `server.onUpgrade` tap, or taken by `stream.upgrade()`,
  * belongs to (how the h2c plugin serves `Upgrade: h2c`, and how a WebSocket learns the server
@@ -404,15 +407,20 @@ export class PipelineHost implements ProtocolHost {
       wire.head(status, headers, known, false, trailers !== null);
       this.streaming.add(body);
       let sent = 0;
-      const buf = Buffer.allocUnsafe(65536);
       for (;;) {
+        // The body is read only as the peer's flow control lets it out: a client that grants
+        // no window leaves it unread instead of parked in memory.
+        const ready = wire.ready();
+        if (ready !== undefined) await ready;
+        if (!wire.writable) return;
+        const buf = Buffer.allocUnsafe(WIRE_CHUNK);
         const n = await body.read(buf);
         if (n === 0) break;
         if (!wire.writable) return;
         sent += n;
         if (known >= 0 && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
-        // Copy: `buf` is reused for the next read while the wire may still hold this one.
-        await wire.data(Buffer.from(buf.subarray(0, n)), false);
+        // A fresh buffer per read, given to the wire: a short read is copied to its size.
+        await wire.data(n * 2 >= WIRE_CHUNK ? buf.subarray(0, n) : Buffer.from(buf.subarray(0, n)), false, true);
       }
       if (known >= 0 && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);
       await wire.end(trailers);

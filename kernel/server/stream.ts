@@ -79,8 +79,18 @@ export interface ResponseWire {
    * wire must be ready to send them at `end`).
    */
   head(status: number, headers: Headers, contentLength: number, end: boolean, trailers?: boolean): void;
-  /** Sends body bytes (a string is UTF-8); `end` ends the body with them (no trailers follow). */
-  data(bytes: Uint8Array | string, end: boolean): Promise<void> | undefined;
+  /**
+   * Sends body bytes (a string is UTF-8); `end` ends the body with them (no trailers follow).
+   * The Promise resolves once the peer's flow control lets more follow. Without `end` the
+   * caller may reuse `bytes` once it resolves (the wire copies what it keeps), unless it gives
+   * them away (`owned`); with `end` the wire may keep them (a response's own body).
+   */
+  data(bytes: Uint8Array | string, end: boolean, owned?: boolean): Promise<void> | undefined;
+  /**
+   * Resolves once the wire would take a chunk without waiting (a Promise when the peer's flow
+   * control holds it back): a producer of body bytes waits here before it reads or makes them.
+   */
+  ready(): Promise<void> | undefined;
   /** Ends the body, sending `trailers` when there are any. */
   end(trailers: Headers | null): Promise<void> | undefined;
   /** Abandons a response whose head went out (HTTP/2: RST_STREAM): the peer sees it incomplete. */
@@ -509,8 +519,8 @@ export class Stream implements ServerExchange {
           throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
         }
         this.sent += bytes.length;
-        // Copy: the wire may hold the bytes after write resolves while the caller reuses its buffer.
-        await this.wire!.data(Buffer.from(bytes), false);
+        // The wire copies what it keeps, slice by slice, as flow control lets it out.
+        await this.wire!.data(bytes, false);
         return;
       }
     }

@@ -50,6 +50,8 @@ import { HTTP2Settings } from './settings.js';
 const NGHTTP2_CANCEL = 8;
 const NGHTTP2_REFUSED_STREAM = 7;
 const NGHTTP2_NO_ERROR = 0;
+/** Bytes of a streamed request body read at a time: HTTP/2's default frame size, node's write buffer mark. */
+const UPLOAD_CHUNK = 16384;
 /** Streams assumed before the server's SETTINGS arrive (Go's http2 transport assumes 100 too). */
 const INITIAL_MAX_STREAMS = 100;
 /** Upper bound on concurrent streams even when the server allows more. */
@@ -476,13 +478,15 @@ class H2ClientExchange implements BodySource, CancelListener {
   private async pump(body: AbstractBody): Promise<void> {
     const s = this.stream;
     try {
-      const buf = Buffer.allocUnsafe(65536);
       for (;;) {
+        // One frame's worth at a time, in a buffer given to the stream (a short read is copied
+        // to its size): a server that grants no window holds 16 KiB of the body, not a read
+        // buffer and its copy.
+        const buf = Buffer.allocUnsafe(UPLOAD_CHUNK);
         const n = await body.read(buf);
         if (n === 0) break;
         if (this.finished || s.destroyed) return;
-        // Copy: `buf` is reused by the next read while the stream may still hold these bytes.
-        if (!s.write(Buffer.from(buf.subarray(0, n)))) await this.waitDrain();
+        if (!s.write(n * 2 >= UPLOAD_CHUNK ? buf.subarray(0, n) : Buffer.from(buf.subarray(0, n)))) await this.waitDrain();
       }
       if (!this.finished && !s.destroyed) s.end();
     } finally {

@@ -17,6 +17,7 @@ import type { Duplex } from 'node:stream';
 import { isValidHost, nobody, PeerAddr, protocolRequest, requestTargetError, type ProtocolConnection, type ProtocolHost } from '../../kernel/index.js';
 import { sinkErrors } from './error-sink.js';
 import { headerListSize, normalizeRequestFields, sameAuthority } from './headers.js';
+import { SendBudget } from './send-budget.js';
 import { H2ServerStream, trailersOf, type StreamOwner } from './server-stream.js';
 import { serverConfig, type H2ServerConfig } from './settings.js';
 
@@ -34,6 +35,19 @@ const NGHTTP2_ENHANCE_YOUR_CALM = 11;
 /** Client resets allowed in a burst on one connection, and their refill per second. */
 const RESET_BURST = 200;
 const RESET_RATE = 30;
+/**
+ * Response bytes one connection may have handed to node:http2 and not sent yet (waiting for
+ * window or for the socket). Enough to keep a connection's socket busy; small enough that a
+ * client granting no window parks little: writes past it wait (see SendBudget).
+ */
+const SEND_BUDGET = 256 * 1024;
+/**
+ * node:http2's bound on what nghttp2 itself holds per session (header tables, queued control
+ * frames, unread input; not the DATA queued by streams, which SEND_BUDGET bounds), in MB:
+ * node's default, stated so it is not raised by accident. Past it new streams are refused
+ * (ENHANCE_YOUR_CALM).
+ */
+const MAX_SESSION_MEMORY_MB = 10;
 
 /** One node:http2 server object per switchyard server: it only turns sockets into sessions. */
 const factories = new WeakMap<ProtocolHost, { server: Http2Server; config: H2ServerConfig }>();
@@ -56,6 +70,7 @@ function factoryFor(host: ProtocolHost): { server: Http2Server; config: H2Server
       // nghttp2 answers a flood of resets, pings or settings with GOAWAY (CVE-2023-44487 and kin).
       maxSessionInvalidFrames: 1000,
       maxSessionRejectedStreams: 100,
+      maxSessionMemory: MAX_SESSION_MEMORY_MB,
     });
     // The kernel's own timeouts apply; node's socket timeout is off.
     (server as unknown as { timeout: number }).timeout = 0;
@@ -123,6 +138,7 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
   private readonly host: ProtocolHost;
   readonly readTimeout: number;
   readonly writeTimeout: number;
+  readonly sendBudget = new SendBudget(SEND_BUDGET);
   private readonly idleTimeout: number;
   private readonly maxHeaderBytes: number;
   private resetBudget = RESET_BURST;

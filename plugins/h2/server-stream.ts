@@ -9,6 +9,7 @@ import { httpDate, peekRequestContext, type ExchangeWire, type Headers, type Pee
 import { addWireHeaders, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
 import { H2RequestBody } from './server-body.js';
 import { sinkErrors } from './error-sink.js';
+import type { SendBudget } from './send-budget.js';
 
 // node:http2 constants, inlined so this module does not load node:http2 by itself.
 const NGHTTP2_NO_ERROR = 0;
@@ -20,6 +21,8 @@ export interface StreamOwner {
   peerAddr(): PeerAddr;
   readonly readTimeout: number;
   readonly writeTimeout: number;
+  /** The connection's room for response bytes handed to node:http2 and not sent yet. */
+  readonly sendBudget: SendBudget;
   /** The stream closed; `aborted` when the client reset it before the response ended. */
   streamClosed(aborted: boolean): void;
 }
@@ -45,7 +48,7 @@ export class H2ServerStream implements ExchangeWire {
   private readonly body: H2RequestBody | null;
   /** CLOSED | FINISHED | WATCHING | RELEASED. */
   private flags: number;
-  /** Trailers to send and the write back-pressure state, made on first need. */
+  /** Trailers to send and the write back-pressure state, made on first need (see SlowState). */
   private slow: SlowState | null = null;
 
   constructor(stream: ServerHttp2Stream, owner: StreamOwner, request: Request, bodyEnded: boolean) {
@@ -100,8 +103,10 @@ export class H2ServerStream implements ExchangeWire {
     }
   }
 
+  /** False from the moment the stream is reset (by us too: `writeTimeout`, an abort), not only once it closed. */
   get writable(): boolean {
-    return (this.flags & CLOSED) === 0 && !this.stream.destroyed;
+    const s = this.stream;
+    return (this.flags & CLOSED) === 0 && !s.destroyed && !s.closed;
   }
 
   private get finished(): boolean {
@@ -189,25 +194,153 @@ export class H2ServerStream implements ExchangeWire {
     if (end) this.afterEnd();
   }
 
-  data(bytes: Uint8Array | string, end: boolean): Promise<void> | undefined {
+  /**
+   * Body bytes. A write that is not the last one goes to node:http2 in slices of at most
+   * {@link SLICE} bytes, each copied when handed over (the caller may reuse `bytes` once the
+   * Promise resolves) and only when the connection's {@link SendBudget} has room and the
+   * stream's own queue drained: a client that grants no window holds the handler, not memory.
+   * The last bytes (`end`, a response's own body) and bytes the caller gives away (`owned`)
+   * are handed over as they are.
+   */
+  data(bytes: Uint8Array | string, end: boolean, owned = false): Promise<void> | undefined {
     if (!this.writable || this.finished) return undefined;
+    const st = this.slow;
     if (end) {
       this.flags |= FINISHED;
-      this.stream.end(bytes);
-      this.afterEnd();
+      if (st !== null && st.sending !== null) return this.after(st, () => this.endWith(bytes));
+      this.endWith(bytes);
       return undefined;
     }
-    if (this.stream.write(bytes)) return undefined;
-    return this.waitDrain();
+    if (st === null || (st.sending === null && !this.stream.writableNeedDrain)) {
+      // One slice with room: straight to node.
+      if (bytes.length <= SLICE && this.takeRoom(bytes.length)) {
+        if (this.handOver(owned || typeof bytes === 'string' ? bytes : Buffer.from(bytes))) return undefined;
+        return this.waitDrain();
+      }
+      return this.sending(this.sendSlices(bytes, owned));
+    }
+    if (st.sending === null) return this.sending(this.sendSlices(bytes, owned));
+    // Writes not awaited: queued behind the one going, on a copy (nothing is handed over yet).
+    const copy = owned || typeof bytes === 'string' ? bytes : Buffer.from(bytes);
+    return this.after(st, () => this.sendSlices(copy, true));
   }
 
   end(trailers: Headers | null): Promise<void> | undefined {
     if (!this.writable || this.finished) return undefined;
     this.flags |= FINISHED;
     if (trailers !== null) this.slowState().trailers = trailers;
-    this.stream.end();
-    this.afterEnd();
+    const st = this.slow;
+    if (st !== null && st.sending !== null) return this.after(st, () => this.endWith(null));
+    this.endWith(null);
     return undefined;
+  }
+
+  /**
+   * Resolves once this stream may take {@link SLICE} more bytes without waiting (its queue
+   * drained, room in the connection's budget, which is then held for it): a producer waits
+   * here before it reads or makes bytes, so a stream without window holds none of them.
+   */
+  ready(): Promise<void> | undefined {
+    if (!this.writable || this.finished) return undefined;
+    const st = this.slowState();
+    if (st.sending !== null) return st.sending;
+    if (this.stream.writableNeedDrain) return this.waitDrain();
+    if (st.reserved > 0) return undefined;
+    this.watchClose();
+    if (this.owner.sendBudget.tryTake(SLICE)) {
+      st.reserved += SLICE;
+      st.charged += SLICE;
+      return undefined;
+    }
+    return this.waitRoom(st, SLICE, true);
+  }
+
+  private endWith(bytes: Uint8Array | string | null): void {
+    if (!this.writable) return;
+    this.giveBackReserved();
+    if (bytes === null) this.stream.end();
+    else this.stream.end(bytes);
+    this.afterEnd();
+  }
+
+  /** Runs `next` once the sends going are done; what `data`/`end` return meanwhile. */
+  private after(st: SlowState, next: () => Promise<void> | void): Promise<void> {
+    return this.sending(st.sending!.then(next));
+  }
+
+  /** Records `p` as the send going until it settles. */
+  private sending(p: Promise<void>): Promise<void> {
+    const st = this.slowState();
+    st.sending = p;
+    const clear = (): void => {
+      if (st.sending === p) st.sending = null;
+    };
+    p.then(clear, clear);
+    return p;
+  }
+
+  /** Hands `bytes` over slice by slice, each with room and once the stream's queue drained. */
+  private async sendSlices(bytes: Uint8Array | string, owned: boolean): Promise<void> {
+    const st = this.slowState();
+    for (let off = 0; off < bytes.length; ) {
+      if (this.stream.writableNeedDrain) await this.waitDrain();
+      if (!this.writable) return;
+      const n = Math.min(SLICE, bytes.length - off);
+      if (!this.takeRoom(n)) {
+        // The write timer runs on until the peer takes bytes ('drain'), not only until room is found.
+        await this.waitRoom(st, n, false);
+        if (!this.writable) return;
+        this.takeRoom(n);
+      }
+      // A copy: node keeps the slice until it is sent, and the caller may reuse its buffer.
+      const piece = typeof bytes === 'string' ? bytes.slice(off, off + n) : owned ? bytes.subarray(off, off + n) : Buffer.from(bytes.subarray(off, off + n));
+      off += n;
+      this.handOver(piece);
+    }
+    if (this.stream.writableNeedDrain) await this.waitDrain();
+    // Handed over is not sent: while bytes of this stream wait in node, the timer runs on (see sent).
+    if (st.charged === st.reserved) this.clearWriteTimer(st);
+  }
+
+  /** Takes room for `n` bytes: from what {@link H2ServerStream.ready} holds, else from the budget when it has room. */
+  private takeRoom(n: number): boolean {
+    const st = this.slowState();
+    if (st.reserved > 0) {
+      const extra = n > st.reserved ? n - st.reserved : 0;
+      st.reserved -= n - extra;
+      if (extra > 0) this.owner.sendBudget.force(extra);
+      st.charged += extra;
+      return true;
+    }
+    this.watchClose();
+    if (!this.owner.sendBudget.tryTake(n)) return false;
+    st.charged += n;
+    return true;
+  }
+
+  /** Writes bytes room was taken for; false when the stream's queue is full (wait for 'drain'). */
+  private handOver(piece: Uint8Array | string): boolean {
+    const n = piece.length;
+    return this.stream.write(piece, () => this.sent(n));
+  }
+
+  /** node sent `n` bytes (or dropped them): their room goes back, unless 'close' gave all of it back already. */
+  private sent(n: number): void {
+    const st = this.slow!;
+    if (st.charged < n) return;
+    st.charged -= n;
+    this.owner.sendBudget.give(n);
+    // All of this stream's bytes went out and no write waits: the peer is reading.
+    if (st.writeTimer !== null && st.charged === st.reserved && st.roomWait === null && st.drainWaiters === null) this.clearWriteTimer(st);
+  }
+
+  private giveBackReserved(): void {
+    const st = this.slow;
+    if (st === null || st.reserved === 0) return;
+    const r = st.reserved;
+    st.reserved = 0;
+    st.charged -= r;
+    this.owner.sendBudget.give(r);
   }
 
   /** @internal */
@@ -250,16 +383,47 @@ export class H2ServerStream implements ExchangeWire {
   }
 
   private slowState(): SlowState {
-    return (this.slow ??= { trailers: null, drainWaiters: null, writeTimer: null });
+    return (this.slow ??= { trailers: null, drainWaiters: null, writeTimer: null, sending: null, charged: 0, reserved: 0, roomWait: null });
   }
 
-  private waitDrain(): Promise<void> {
-    const st = this.slowState();
+  /** `writeTimeout` runs while a write waits, for window or for room. */
+  private armWriteTimer(st: SlowState): void {
     const ms = this.owner.writeTimeout;
     if (ms > 0 && st.writeTimer === null) {
       st.writeTimer = setTimeout(() => this.onWriteTimeout(), ms);
       st.writeTimer.unref();
     }
+  }
+
+  private clearWriteTimer(st: SlowState): void {
+    if (st.writeTimer !== null) clearTimeout(st.writeTimer);
+    st.writeTimer = null;
+  }
+
+  /**
+   * Waits for room for `n` bytes in the connection's budget; they are held for this stream
+   * when it resolves. `clearTimer`: the wait is all there is to the call (the write timer stops).
+   */
+  private waitRoom(st: SlowState, n: number, clearTimer: boolean): Promise<void> {
+    this.armWriteTimer(st);
+    return new Promise((resolve) => {
+      const done = (): void => {
+        st.roomWait = null;
+        if (clearTimer) this.clearWriteTimer(st);
+        resolve();
+      };
+      const handle = this.owner.sendBudget.wait(n, () => {
+        st.reserved += n;
+        st.charged += n;
+        done();
+      });
+      st.roomWait = { handle, resolve: done };
+    });
+  }
+
+  private waitDrain(): Promise<void> {
+    const st = this.slowState();
+    this.armWriteTimer(st);
     if (st.drainWaiters === null) {
       st.drainWaiters = [];
       this.stream.once('drain', () => this.onDrain());
@@ -293,6 +457,19 @@ export class H2ServerStream implements ExchangeWire {
     this.flags |= CLOSED;
     this.body?.onClose();
     this.onDrain();
+    const st = this.slow;
+    if (st !== null) {
+      // What node still holds of this stream is dropped with it: all its room goes back.
+      const w = st.roomWait;
+      if (w !== null) {
+        this.owner.sendBudget.cancel(w.handle);
+        w.resolve();
+      }
+      const c = st.charged;
+      st.charged = 0;
+      st.reserved = 0;
+      if (c > 0) this.owner.sendBudget.give(c);
+    }
     // A stream closed before its response ended was reset by the client (or by us): whatever
     // still works on it learns through the request's context.
     const aborted = !this.finished;
@@ -313,11 +490,25 @@ const WATCHING = 4;
 /** The request was let go; `held` is its context (or null). */
 const RELEASED = 8;
 
-/** What only a response with trailers or one that met back-pressure needs. */
+/**
+ * Bytes handed to node:http2 per write at most: node's write buffer mark (16 KiB), which is
+ * also HTTP/2's default frame size. A stream never has more than two of them in node.
+ */
+const SLICE = 16384;
+
+/** What only a response with trailers or a streamed body needs. */
 interface SlowState {
   trailers: Headers | null;
   drainWaiters: (() => void)[] | null;
   writeTimer: NodeJS.Timeout | null;
+  /** The write going (slices waiting for window or room), which later writes and the end wait for. */
+  sending: Promise<void> | null;
+  /** Bytes of the connection's budget this stream holds: in node and not sent, plus `reserved`. */
+  charged: number;
+  /** Room taken by `ready()` and not used yet. */
+  reserved: number;
+  /** A wait for room, ended early when the stream closes. */
+  roomWait: { handle: object; resolve: () => void } | null;
 }
 
 // Stream listeners shared by every stream (no closures per stream): the wire rides on the stream.
