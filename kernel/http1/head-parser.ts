@@ -29,9 +29,10 @@
  * invalid token bytes in a method or field name, empty field names, malformed request or status
  * lines, versions other than HTTP/1.0 and HTTP/1.1, a request target in a form its method may
  * not use and an invalid Host value (see `target.ts`). Framing conflicts found in the fields
- * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
- * Transfer-Encoding whose final coding is not chunked) and a missing (HTTP/1.1) or repeated Host
- * are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
+ * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a
+ * malformed Transfer-Encoding, one whose final coding is not a single chunked, one naming a
+ * coding other than chunked, which has `notImplemented` set) and a missing (HTTP/1.1) or
+ * repeated Host are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
  * as its Host value (RFC 9112 §3.2.2). A trailer section drops the fields that may not trail
  * (`FORBIDDEN_TRAILERS` in `tables.ts`).
  */
@@ -242,6 +243,11 @@ export class HeadParser {
   chunked = false;
   /** `chunked` appeared before another coding, or twice. */
   chunkedNotLast = false;
+  /**
+   * The first transfer coding other than `chunked` (as sent), or `''`. Such a coding is never
+   * decoded: the parser refuses the head (a request with it gets 501, a response fails).
+   */
+  otherCoding = '';
   /** `CONN_*` flags from the Connection header(s). */
   connection = 0;
   /** An Upgrade header was present. */
@@ -321,6 +327,7 @@ export class HeadParser {
     this.hasTransferEncoding = false;
     this.chunked = false;
     this.chunkedNotLast = false;
+    this.otherCoding = '';
     this.connection = 0;
     this.upgrade = false;
     this.expectContinue = false;
@@ -352,11 +359,12 @@ export class HeadParser {
 
   /**
    * True when the connection may stay open after this message: HTTP/1.1 unless
-   * `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+   * `Connection: close`, HTTP/1.0 only with `Connection: keep-alive` and no Transfer-Encoding.
    */
   get keepAlive(): boolean {
     if ((this.connection & CONN_CLOSE) !== 0) return false;
-    return this.versionMinor === 1 || (this.connection & CONN_KEEP_ALIVE) !== 0;
+    // RFC 9112 §6.1: after an HTTP/1.0 message with Transfer-Encoding the connection closes.
+    return this.versionMinor === 1 || ((this.connection & CONN_KEEP_ALIVE) !== 0 && !this.hasTransferEncoding);
   }
 
   /**
@@ -1065,32 +1073,42 @@ export class HeadParser {
   }
 
   /**
-   * Walks the coding list; only whether `chunked` is last (and once) matters for framing. An
-   * element that is not `token [OWS ";" params]` counts as an unknown coding, so a request with
-   * it fails and a response with it is read until close.
+   * Walks one Transfer-Encoding value, a list of `token *( OWS ";" OWS name BWS "=" BWS
+   * ( token / quoted-string ) )` (RFC 9112 §7, RFC 9110 §5.6.1: empty elements are skipped;
+   * several fields make one list), and records where chunked is and the first other coding.
+   * A value that breaks the grammar, names no coding, or gives chunked a parameter (it has
+   * none) is refused here, for requests and responses alike: such a body cannot be framed.
    */
   private transferEncoding(v: string): void {
     this.hasTransferEncoding = true;
     const n = v.length;
+    let codings = 0;
     let i = 0;
-    while (i <= n) {
-      let j = i;
-      while (j < n && v.charCodeAt(j) !== 44) j++;
-      let a = i;
-      let z = j;
-      while (a < z && isWs(v.charCodeAt(a))) a++;
-      while (z > a && isWs(v.charCodeAt(z - 1))) z--;
-      if (z > a) {
-        let k = a;
-        while (k < z && TOKEN[v.charCodeAt(k)] === 1) k++;
-        let r = k;
-        while (r < z && isWs(v.charCodeAt(r))) r++;
-        const valid = k > a && (r === z || v.charCodeAt(r) === 59);
-        if (this.chunked) this.chunkedNotLast = true;
-        this.chunked = valid && k - a === 7 && eqAsciiAt(v, a, 'chunked');
+    for (;;) {
+      while (i < n && isWs(v.charCodeAt(i))) i++;
+      if (i === n) break;
+      if (v.charCodeAt(i) === 44) {
+        i++;
+        continue;
       }
-      i = j + 1;
+      const a = i;
+      while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+      if (i === a) throw teError(v, `${showChar(v, i)} where a transfer coding should start`);
+      const z = i;
+      const isChunked = z - a === 7 && eqAsciiAt(v, a, 'chunked');
+      while (i < n && isWs(v.charCodeAt(i))) i++;
+      while (i < n && v.charCodeAt(i) === 59) {
+        if (isChunked) throw teError(v, 'chunked takes no parameters');
+        i = skipParameter(v, i + 1);
+        if (i < 0) throw teError(v, `malformed parameter of transfer coding ${v.slice(a, z)}`);
+      }
+      if (i < n && v.charCodeAt(i) !== 44) throw teError(v, `${showChar(v, i)} after transfer coding ${v.slice(a, z)}`);
+      codings++;
+      if (this.chunked) this.chunkedNotLast = true;
+      this.chunked = isChunked;
+      if (!isChunked && this.otherCoding === '') this.otherCoding = v.slice(a, z);
     }
+    if (codings === 0) throw teError(v, 'no transfer coding');
   }
 
   /** Called at the empty line: cross-field framing checks. */
@@ -1100,11 +1118,18 @@ export class HeadParser {
     if (this.kind === 'trailers') return;
     if (this.hasTransferEncoding) {
       if (this.contentLength >= 0) throw new ProtocolError('message has both Content-Length and Transfer-Encoding');
-      if (this.kind === 'request') {
-        if (this.versionMinor === 0) throw new ProtocolError('Transfer-Encoding in an HTTP/1.0 request');
-        if (!this.chunked || this.chunkedNotLast) {
-          throw new ProtocolError(`request Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}" does not end with a single chunked coding`);
-        }
+      const request = this.kind === 'request';
+      // RFC 9112 §6.1: an HTTP/1.0 request with Transfer-Encoding has faulty framing.
+      if (request && this.versionMinor === 0) throw new ProtocolError('Transfer-Encoding in an HTTP/1.0 request');
+      // RFC 9112 §6.3: a request whose final coding is not chunked cannot be delimited (400);
+      // chunked is applied at most once (§7.1). A response like that would be read until close
+      // and then still need decoding: refused as well, as is a coding neither side implements
+      // (§6.1: 501 for a request), so no body is taken for what it was not declared to be.
+      if (!this.chunked || this.chunkedNotLast) {
+        throw new ProtocolError(`${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}" does not end with a single chunked coding`);
+      }
+      if (this.otherCoding !== '') {
+        throw new ProtocolError(`transfer coding ${this.otherCoding} (${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}") is not implemented: only chunked is`, { notImplemented: true });
       }
     }
     if (this.kind === 'request') this.checkTargetAndHost();
@@ -1283,6 +1308,49 @@ export function connectionFlags(v: string): number {
 
 function isWs(c: number): boolean {
   return c === SP || c === HTAB;
+}
+
+/** A malformed Transfer-Encoding value. */
+function teError(v: string, why: string): ProtocolError {
+  return new ProtocolError(`invalid Transfer-Encoding "${v.length > 60 ? `${v.slice(0, 60)}...` : v}": ${why}`);
+}
+
+/** The character at `i` of `v` for error messages, or "the end". */
+function showChar(v: string, i: number): string {
+  return i < v.length ? showByte(v.charCodeAt(i)) : 'the end';
+}
+
+/**
+ * Skips one transfer parameter `OWS token BWS "=" BWS ( token / quoted-string ) OWS` of `v`
+ * from `i` (just after its ";"). Returns the index after it, or -1 when it is malformed. The
+ * value's bytes are already known to be field-value bytes.
+ */
+function skipParameter(v: string, i: number): number {
+  const n = v.length;
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  const name = i;
+  while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+  if (i === name) return -1;
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  if (i === n || v.charCodeAt(i) !== 61) return -1;
+  i++;
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  if (i < n && v.charCodeAt(i) === 34) {
+    // quoted-string: field-value bytes but DQUOTE and backslash, or a backslash and any byte.
+    for (i++; ; i++) {
+      if (i >= n) return -1;
+      const c = v.charCodeAt(i);
+      if (c === 34) break;
+      if (c === 92) i++;
+    }
+    i++;
+  } else {
+    const t = i;
+    while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+    if (i === t) return -1;
+  }
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  return i;
 }
 
 /** True when `v` at `at` equals the lowercase ASCII word `lower`, ignoring case. */
