@@ -185,6 +185,19 @@ const S_START = 0;
 const S_HEADERS = 1;
 const S_DONE = 2;
 
+// Part of an unfinished line of a split head, for the check of its bytes as they arrive
+// (`checkLineSoFar`): which bytes the part allows beyond those of a field value.
+/** Only CTLs can be wrong from here on (a field value, a reason phrase, the CRLF). */
+const L_REST = 0;
+/** A field name: token bytes up to the colon. */
+const L_NAME = 1;
+/** A method: token bytes up to a space. */
+const L_METHOD = 2;
+/** A request target: target bytes up to a space. */
+const L_TARGET = 3;
+/** An HTTP version: visible ASCII up to the CR. */
+const L_VERSION = 4;
+
 const METHOD_GET = 'GET';
 const METHOD_PUT = 'PUT';
 const METHOD_POST = 'POST';
@@ -286,6 +299,10 @@ export class HeadParser {
   private pendN = 0;
   /** `headers` index of the first field parsed in split mode. */
   private pendHeader = 0;
+  /** The unfinished line in `acc` is checked up to here (see `checkLineSoFar`)... */
+  private lineAt = 0;
+  /** ...and that byte is in this part of it (`L_*`). */
+  private linePart = L_REST;
   // Decoded text window: one latin1 decode of `sBuf[sBase..sEnd)` serves many names and values
   // as cheap substrings, instead of one native call per string (which dominated profiles).
   private sBuf: Buffer | null = null;
@@ -444,6 +461,7 @@ export class HeadParser {
     }
     if (this.acc === null) this.reserve(end - start);
     this.pendHeader = 0;
+    this.newLine(0);
     this.compact = true;
     // The same bytes parse the same way again: the head stays unfinished (-1).
     this.continueSplit(buf, start, end);
@@ -457,8 +475,39 @@ export class HeadParser {
     this.lineStart = 0;
     this.accLen = 0;
     this.pendHeader = this.headers.size;
+    this.newLine(0);
     this.append(buf, pos, end);
     this.checkPartial(end - pos, buf[end - 1]!);
+  }
+
+  /** A line starts at `acc[at]`: its check starts at its first part. */
+  private newLine(at: number): void {
+    this.lineAt = at;
+    this.linePart = this.state === S_HEADERS ? L_NAME : this.kind === 'request' ? L_METHOD : L_REST;
+  }
+
+  /**
+   * Checks the unfinished line `acc[ls..lim)`, from where the last check stopped, against what
+   * its part allows (token bytes in a method or field name, target bytes, version bytes): the
+   * arrival scan of `continueSplit` stops only at CTLs, and without this a bad byte on a line
+   * still arriving would be found only at its end, or never when a limit is reached first. At a
+   * byte its part does not allow, the line parser runs up to that byte: it throws what a whole
+   * head gets, or (for the space or colon that ends the part) returns, and the next part starts.
+   * Each byte is looked at once; the parser runs at most three times per line.
+   */
+  private checkLineSoFar(acc: Buffer, ls: number, lim: number): void {
+    let part = this.linePart;
+    let i = this.lineAt;
+    while (i < lim && part !== L_REST) {
+      const c = acc[i]!;
+      if (part === L_TARGET ? TARGET[c] === 0 : part === L_VERSION ? c <= 0x20 || c >= 0x7f : TOKEN[c] === 0) {
+        this.probeLine(acc, ls, i + 1);
+        part = c !== SP ? L_REST : part === L_METHOD ? L_TARGET : part === L_TARGET ? L_VERSION : L_REST;
+      }
+      i++;
+    }
+    this.linePart = part;
+    this.lineAt = i;
   }
 
   private checkPartial(len: number, last: number): void {
@@ -511,7 +560,11 @@ export class HeadParser {
   private continueSplit(buf: Buffer, pos: number, end: number): number {
     if (pos >= end) return -1;
     const w0 = this.accLen;
-    if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+    if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) {
+      this.append(buf, pos, pos + 1);
+      this.probeLine(this.acc!, this.lineStart, this.accLen);
+      throw new ParseError('bare CR (not followed by LF) in the head');
+    }
     if (end - pos > 256 && !this.compact) {
       // A big chunk: finish the partial line, then parse the rest in place.
       if (w0 > this.lineStart) return this.finishSplitLine(buf, pos, end);
@@ -554,26 +607,25 @@ export class HeadParser {
         if (c === LF) break;
         if (c === CR) {
           if (q + delta + 1 < end && buf[q + delta + 1] !== LF) {
-            if (ls >= w0) {
-              // Beyond a limit the in-place parse would stop at the CR: the limit error comes first.
-              if (q + 1 >= lim) {
-                q = lim;
-                break;
-              }
-              this.probeLine(acc, ls, q + 2);
+            // Beyond a limit the in-place parse would stop at the CR: the limit error comes first.
+            if (q + 1 >= lim) {
+              q = lim;
+              break;
             }
+            // The line parser says what a whole head gets (an earlier byte may be the culprit).
+            this.probeLine(acc, ls, q + 2);
             throw new ParseError('bare CR (not followed by LF) in the head');
           }
         } else if (c !== HTAB) {
-          if (ls >= w0) this.probeLine(acc, ls, q + 1);
+          this.probeLine(acc, ls, q + 1);
           throw new ParseError(`invalid byte ${showByte(c)} in the head`);
         }
         q++;
       }
       if (q >= lim) {
-        // A line that began in this chunk is checked as far as it goes, as a line parsed in
-        // place is (so it fails as early and with the same message).
-        if (ls >= w0 && lim > ls && (this.state !== S_HEADERS || !nameSoFarValid(acc, ls, lim))) this.probeLine(acc, ls, lim);
+        // The line is checked as far as it goes, as a line parsed in place is (so it fails as
+        // early and with the same message, whatever the split), before any limit error.
+        this.checkLineSoFar(acc, ls, lim);
         // No line end: more bytes than a limit allows fail now, else wait for more.
         const lineEnd = ls + maxLine;
         if ((lineEnd < headEnd ? lineEnd : headEnd) < end - delta) throw this.limitError(headEnd < lineEnd);
@@ -591,6 +643,7 @@ export class HeadParser {
       this.headBytes += le - ls;
       if (this.state === S_DONE) return le + delta;
       this.lineStart = le;
+      this.newLine(le);
       q = le;
     }
   }
@@ -644,15 +697,28 @@ export class HeadParser {
       if (VALUE[c] === 0) {
         if (c === LF) break;
         if (c === CR) {
-          if (i + 1 < end && buf[i + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+          if (i + 1 < end && buf[i + 1] !== LF) {
+            // As in `continueSplit`: past a limit that error comes first; else the line parser
+            // names the first bad byte of the line.
+            if (i + 1 >= lim) {
+              i = lim;
+              break;
+            }
+            this.append(buf, pos, i + 2);
+            this.probeLine(this.acc!, this.lineStart, this.accLen);
+            throw new ParseError('bare CR (not followed by LF) in the head');
+          }
         } else if (c !== HTAB) {
+          this.append(buf, pos, i + 1);
+          this.probeLine(this.acc!, this.lineStart, this.accLen);
           throw new ParseError(`invalid byte ${showByte(c)} in the head`);
         }
       }
     }
     if (i >= lim) {
+      this.append(buf, pos, lim);
+      this.checkLineSoFar(this.acc!, this.lineStart, this.accLen);
       if (lim < end) throw this.limitError(headRoom < lineRoom);
-      this.append(buf, pos, end);
       this.checkPartial(this.accLen - this.lineStart, buf[end - 1]!);
       return -1;
     }
@@ -1207,18 +1273,6 @@ function methodString(buf: Buffer, s: number, e: number): string {
 function matchAt(buf: Buffer, s: number, str: string): boolean {
   for (let i = 1; i < str.length; i++) if (buf[s + i] !== str.charCodeAt(i)) return false;
   return true;
-}
-
-/**
- * True when the unfinished field line `buf[s..lim)` is a valid field name so far (token bytes,
- * or token bytes and a colon). Its other bytes passed the scan of `continueSplit` (no CTL but
- * HTAB, no CR but a last one), so the line parser would then find nothing wrong before the line
- * end either; when this says false, the parser is run to say what is wrong, if anything.
- */
-function nameSoFarValid(buf: Buffer, s: number, lim: number): boolean {
-  let i = s;
-  while (i < lim && TOKEN[buf[i]!] !== 0) i++;
-  return i === lim || (i > s && buf[i] === COLON);
 }
 
 let scratch = Buffer.allocUnsafe(256);

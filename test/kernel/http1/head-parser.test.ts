@@ -708,6 +708,51 @@ describe('HeadParser: word-at-a-time scans at every alignment', () => {
   });
 });
 
+/** What feeding `parts` ends in: complete, incomplete, or the error (class, limit, message). */
+function outcome(kind: Kind, parts: Uint8Array[], limits: { maxLineBytes?: number; maxHeaderBytes?: number }): string {
+  try {
+    return feedHead(kind, parts, limits).consumed >= 0 ? 'complete' : 'incomplete';
+  } catch (err) {
+    const e = err as Error & { limit?: string | null };
+    return `${e.constructor.name} (${e.limit ?? 'no limit'}): ${e.message}`;
+  }
+}
+
+describe('HeadParser: a bad byte fails at that byte, whatever the split', () => {
+  // Every prefix of every invalid fixture, followed by bytes that keep the line going (or end
+  // it), must fail the same way whole, byte by byte, in random pieces, and cut once before a
+  // big chunk: a bad byte on a line still arriving is a ParseError (400), never a limit error
+  // (414/431) because the line grew past a limit before its end arrived.
+  const configs = [
+    { name: 'an endless line past maxLineBytes', limits: { maxLineBytes: 100, maxHeaderBytes: 400 }, fill: 'a'.repeat(300) },
+    { name: 'endless lines past maxHeaderBytes', limits: { maxLineBytes: 100, maxHeaderBytes: 150 }, fill: 'a\r\nX: b\r\n'.repeat(40) },
+    { name: 'a line that ends', limits: {}, fill: `${'a'.repeat(300)}\r\n\r\n` },
+  ];
+  for (const { name, limits, fill } of configs) {
+    it(`each invalid fixture, cut anywhere, then ${name}`, () => {
+      const mismatches: string[] = [];
+      for (const f of INVALID) {
+        for (let k = 1; k <= f.raw.length; k++) {
+          const buf = b(f.raw.slice(0, k) + fill);
+          const whole = outcome(f.kind, [buf], limits);
+          const splits: [string, Uint8Array[]][] = [['byte by byte', pieces(buf, 'bytes')]];
+          for (let seed = 1; seed <= 3; seed++) splits.push([`seed ${seed}`, pieces(buf, prng(seed * 31 + k))]);
+          for (const cut of [1, k - 1, k]) {
+            if (cut <= 0 || cut >= buf.length) continue;
+            splits.push([`cut at ${cut}, big rest`, [buf.subarray(0, cut), buf.subarray(cut)]]);
+            splits.push([`bytes to ${cut}, big rest`, [...pieces(buf.subarray(0, cut), 'bytes'), buf.subarray(cut)]]);
+          }
+          for (const [how, parts] of splits) {
+            const got = outcome(f.kind, parts, limits);
+            if (got !== whole) mismatches.push(`${f.name}, ${JSON.stringify(f.raw.slice(0, k))}, ${how}: whole ${whole}; split ${got}`);
+          }
+        }
+      }
+      expect(mismatches.slice(0, 10)).toEqual([]);
+    });
+  }
+});
+
 describe('HeadParser: heads split across chunks', () => {
   /** Every valid fixture, cut once or twice, with a big last chunk (the rest of the head and a body). */
   it('a big chunk after a split parses the rest in place, same result', () => {
