@@ -3,10 +3,12 @@
  * §6.3, §7): 400 for a malformed or misplaced coding, 501 for one it does not implement, each
  * followed by a close, the body never handed to a handler, and the server serving the next
  * connection. Also heads that break at a byte while they arrive in pieces: 400 at that byte,
- * not a limit status once the unfinished line grows.
+ * not a limit status once the unfinished line grows. And the client against a raw server
+ * answering with such codings: a ProtocolError, never a body decoded as what it was not.
  */
 import { describe, expect, it } from 'vitest';
-import { Response, type Request } from '../../../kernel/index.js';
+import { ProtocolError, Response, type Request } from '../../../kernel/index.js';
+import { newClient, okResponse, rawServer, readRequests, rejection, text } from '../client/helpers.js';
 import { expectClosed, expectServing, rawClient, startServer, statusOf } from './helpers.js';
 
 /** A server that records every request it is handed and echoes its body. */
@@ -138,4 +140,28 @@ describe('server: a bad byte in a head that arrives in pieces', () => {
     const target = `GET /${filler}`;
     for (const pieces of [1, target.length]) await expectRefused(port, target, 414, pieces);
   });
+});
+
+describe('client: response transfer codings', () => {
+  /** A raw server answering each request with a 200 whose Transfer-Encoding is `te`, then closing. */
+  async function answering(te: string) {
+    return rawServer((sock) => readRequests(sock, () => sock.end(`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`)));
+  }
+
+  it('a response whose only coding is chunked is read', async () => {
+    const raw = await answering('Chunked, ');
+    expect(text(await newClient().get(`${raw.origin}/`))).toBe('hello');
+  });
+
+  for (const te of ['gzip, chunked', 'identity, chunked', 'chunked, gzip', 'gzip', 'chunked;', 'chunked; q=1', 'chunked, chunked']) {
+    it(`a response with Transfer-Encoding "${te}" is a ProtocolError, and the client keeps working`, async () => {
+      const raw = await answering(te);
+      const good = await rawServer((sock) => readRequests(sock, () => sock.write(okResponse('fine'))));
+      const c = newClient();
+      const err = await rejection(c.get(`${raw.origin}/`));
+      expect(err).toBeInstanceOf(ProtocolError);
+      expect(err.message).toContain('Transfer-Encoding');
+      expect(text(await c.get(`${good.origin}/`))).toBe('fine');
+    });
+  }
 });
