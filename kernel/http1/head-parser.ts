@@ -1138,43 +1138,10 @@ export class HeadParser {
     }
   }
 
-  /**
-   * Walks one Transfer-Encoding value, a list of `token *( OWS ";" OWS name BWS "=" BWS
-   * ( token / quoted-string ) )` (RFC 9112 §7, RFC 9110 §5.6.1: empty elements are skipped;
-   * several fields make one list), and records where chunked is and the first other coding.
-   * A value that breaks the grammar, names no coding, or gives chunked a parameter (it has
-   * none) is refused here, for requests and responses alike: such a body cannot be framed.
-   */
+  /** Records what one Transfer-Encoding value says (see {@link readTransferCodings}). */
   private transferEncoding(v: string): void {
     this.hasTransferEncoding = true;
-    const n = v.length;
-    let codings = 0;
-    let i = 0;
-    for (;;) {
-      while (i < n && isWs(v.charCodeAt(i))) i++;
-      if (i === n) break;
-      if (v.charCodeAt(i) === 44) {
-        i++;
-        continue;
-      }
-      const a = i;
-      while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
-      if (i === a) throw teError(v, `${showChar(v, i)} where a transfer coding should start`);
-      const z = i;
-      const isChunked = z - a === 7 && eqAsciiAt(v, a, 'chunked');
-      while (i < n && isWs(v.charCodeAt(i))) i++;
-      while (i < n && v.charCodeAt(i) === 59) {
-        if (isChunked) throw teError(v, 'chunked takes no parameters');
-        i = skipParameter(v, i + 1);
-        if (i < 0) throw teError(v, `malformed parameter of transfer coding ${v.slice(a, z)}`);
-      }
-      if (i < n && v.charCodeAt(i) !== 44) throw teError(v, `${showChar(v, i)} after transfer coding ${v.slice(a, z)}`);
-      codings++;
-      if (this.chunked) this.chunkedNotLast = true;
-      this.chunked = isChunked;
-      if (!isChunked && this.otherCoding === '') this.otherCoding = v.slice(a, z);
-    }
-    if (codings === 0) throw teError(v, 'no transfer coding');
+    readTransferCodings(v, this);
   }
 
   /** Called at the empty line: cross-field framing checks. */
@@ -1362,6 +1329,55 @@ export function connectionFlags(v: string): number {
 
 function isWs(c: number): boolean {
   return c === SP || c === HTAB;
+}
+
+/** What a Transfer-Encoding list says about framing; {@link HeadParser} has these fields too. */
+export interface TransferCodings {
+  /** The final coding so far is chunked. */
+  chunked: boolean;
+  /** chunked came before another coding, or twice. */
+  chunkedNotLast: boolean;
+  /** The first coding other than chunked, as sent, or `''`. */
+  otherCoding: string;
+}
+
+/**
+ * Walks one Transfer-Encoding value, a list of `token *( OWS ";" OWS name BWS "=" BWS
+ * ( token / quoted-string ) )` (RFC 9112 §7, RFC 9110 §5.6.1: empty elements are skipped;
+ * several fields make one list, so call this for each in order with the same `into`), and
+ * records where chunked is and the first other coding. Throws `ProtocolError` for a value that
+ * breaks the grammar, names no coding, or gives chunked a parameter (it has none): such a body
+ * cannot be framed.
+ */
+export function readTransferCodings(v: string, into: TransferCodings): void {
+  const n = v.length;
+  let codings = 0;
+  let i = 0;
+  for (;;) {
+    while (i < n && isWs(v.charCodeAt(i))) i++;
+    if (i === n) break;
+    if (v.charCodeAt(i) === 44) {
+      i++;
+      continue;
+    }
+    const a = i;
+    while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+    if (i === a) throw teError(v, `${showChar(v, i)} where a transfer coding should start`);
+    const z = i;
+    const isChunked = z - a === 7 && eqAsciiAt(v, a, 'chunked');
+    while (i < n && isWs(v.charCodeAt(i))) i++;
+    while (i < n && v.charCodeAt(i) === 59) {
+      if (isChunked) throw teError(v, 'chunked takes no parameters');
+      i = skipParameter(v, i + 1);
+      if (i < 0) throw teError(v, `malformed parameter of transfer coding ${v.slice(a, z)}`);
+    }
+    if (i < n && v.charCodeAt(i) !== 44) throw teError(v, `${showChar(v, i)} after transfer coding ${v.slice(a, z)}`);
+    codings++;
+    if (into.chunked) into.chunkedNotLast = true;
+    into.chunked = isChunked;
+    if (!isChunked && into.otherCoding === '') into.otherCoding = v.slice(a, z);
+  }
+  if (codings === 0) throw teError(v, 'no transfer coding');
 }
 
 /** A malformed Transfer-Encoding value. */

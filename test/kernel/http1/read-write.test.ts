@@ -360,6 +360,11 @@ describe('serializer', () => {
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Content-Length', '5']] }))).rejects.toThrow(/does not match/);
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Content-Length', '3'], ['Transfer-Encoding', 'chunked']] }))).rejects.toThrow(ArgumentError);
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Transfer-Encoding', 'gzip']] }))).rejects.toThrow(/must end with chunked/);
+    // By the rules the parser reads them with: chunked once, last, without parameters.
+    for (const te of ['chunked, chunked', 'chunked;q=1', 'chunked;', ',', 'gzip;, chunked']) {
+      await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Transfer-Encoding', te]] })), te).rejects.toThrow(ArgumentError);
+    }
+    await expect(writeRequest(sink, new Request('POST', '/', { body: 'abc', headers: [['Host', 'h'], ['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'chunked']] }))).rejects.toThrow(/once/);
     await expect(writeRequest(sink, new Request('POST', '/', { body: 'abc', contentLength: 5 }))).rejects.toThrow(/does not match/);
     expect(sink.writes).toBe(0);
     // A streamed body that disagrees with its declared length fails while streaming.
