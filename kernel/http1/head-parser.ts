@@ -501,7 +501,8 @@ export class HeadParser {
     while (i < lim && part !== L_REST) {
       const c = acc[i]!;
       if (part === L_TARGET ? TARGET[c] === 0 : part === L_VERSION ? c <= 0x20 || c >= 0x7f : TOKEN[c] === 0) {
-        this.probeLine(acc, ls, i + 1);
+        // The colon after a field name (the usual stop) needs no parser run.
+        if (part !== L_NAME || c !== COLON || i === ls) this.probeLine(acc, ls, i + 1);
         part = c !== SP ? L_REST : part === L_METHOD ? L_TARGET : part === L_TARGET ? L_VERSION : L_REST;
       }
       i++;
@@ -625,7 +626,7 @@ export class HeadParser {
       if (q >= lim) {
         // The line is checked as far as it goes, as a line parsed in place is (so it fails as
         // early and with the same message, whatever the split), before any limit error.
-        this.checkLineSoFar(acc, ls, lim);
+        if (this.linePart !== L_REST) this.checkLineSoFar(acc, ls, lim);
         // No line end: more bytes than a limit allows fail now, else wait for more.
         const lineEnd = ls + maxLine;
         if ((lineEnd < headEnd ? lineEnd : headEnd) < end - delta) throw this.limitError(headEnd < lineEnd);
