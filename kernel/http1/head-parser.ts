@@ -301,8 +301,10 @@ export class HeadParser {
   private pendHeader = 0;
   /** The unfinished line in `acc` is checked up to here (see `checkLineSoFar`)... */
   private lineAt = 0;
-  /** ...and that byte is in this part of it (`L_*`). */
+  /** ...and that byte is in this part of it (`L_*`)... */
   private linePart = L_REST;
+  /** ...which begins here. */
+  private partAt = 0;
   // Decoded text window: one latin1 decode of `sBuf[sBase..sEnd)` serves many names and values
   // as cheap substrings, instead of one native call per string (which dominated profiles).
   private sBuf: Buffer | null = null;
@@ -483,6 +485,7 @@ export class HeadParser {
   /** A line starts at `acc[at]`: its check starts at its first part. */
   private newLine(at: number): void {
     this.lineAt = at;
+    this.partAt = at;
     this.linePart = this.state === S_HEADERS ? L_NAME : this.kind === 'request' ? L_METHOD : L_REST;
   }
 
@@ -501,9 +504,11 @@ export class HeadParser {
     while (i < lim && part !== L_REST) {
       const c = acc[i]!;
       if (part === L_TARGET ? TARGET[c] === 0 : part === L_VERSION ? c <= 0x20 || c >= 0x7f : TOKEN[c] === 0) {
-        // The colon after a field name (the usual stop) needs no parser run.
-        if (part !== L_NAME || c !== COLON || i === ls) this.probeLine(acc, ls, i + 1);
+        // The byte that ends a part that is not empty (the usual stop) needs no parser run.
+        const stop = part === L_NAME ? c === COLON : part === L_VERSION ? c === CR : c === SP;
+        if (!stop || i === this.partAt) this.probeLine(acc, ls, i + 1);
         part = c !== SP ? L_REST : part === L_METHOD ? L_TARGET : part === L_TARGET ? L_VERSION : L_REST;
+        this.partAt = i + 1;
       }
       i++;
     }
