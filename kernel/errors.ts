@@ -31,10 +31,16 @@ export class ProtocolError extends HTTPError {
   readonly limit: LimitName | null;
   /** For a `maxLineBytes` error, the line that was too long (`request line`, `header line`, …), else empty. */
   readonly line: string;
-  constructor(message: string, options?: { cause?: unknown; limit?: LimitName; line?: string }) {
+  /**
+   * True when the message is well-formed but uses something this side does not implement (a
+   * transfer coding other than chunked). Servers answer 501 (Not Implemented) rather than 400.
+   */
+  readonly notImplemented: boolean;
+  constructor(message: string, options?: { cause?: unknown; limit?: LimitName; line?: string; notImplemented?: boolean }) {
     super(message, options);
     this.limit = options?.limit ?? null;
     this.line = options?.line ?? '';
+    this.notImplemented = options?.notImplemented ?? false;
   }
 }
 

@@ -15,8 +15,8 @@ export type BodyKind = 'none' | 'length' | 'chunked' | 'close';
 
 /**
  * Framing of a parsed request head. The parser has already rejected the invalid combinations
- * (Content-Length with Transfer-Encoding, a Transfer-Encoding not ending in chunked), so this
- * only picks the case.
+ * (Content-Length with Transfer-Encoding, a Transfer-Encoding other than a single final chunked
+ * after codings it implements, which are none), so this only picks the case.
  */
 export function requestBodyKind(head: HeadParser): BodyKind {
   if (head.hasTransferEncoding) return 'chunked';
@@ -26,15 +26,17 @@ export function requestBodyKind(head: HeadParser): BodyKind {
 
 /**
  * Framing of a parsed response head, given the method of the request it answers (pass
- * `undefined` when unknown; HEAD and CONNECT change the answer). A Transfer-Encoding whose final
- * coding is not chunked means the body runs until the connection closes.
+ * `undefined` when unknown; HEAD and CONNECT change the answer). The parser refuses a response
+ * Transfer-Encoding that is not just chunked (RFC 9112 §6.3 would read a body whose final
+ * coding is not chunked until close, but it then needs a decoding nothing here implements), so
+ * a Transfer-Encoding means chunked.
  */
 export function responseBodyKind(head: HeadParser, requestMethod?: string | null): BodyKind {
   const s = head.status;
   if (s < 200 || s === 204 || s === 304) return 'none';
   if (requestMethod === 'HEAD') return 'none';
   if (requestMethod === 'CONNECT' && s < 300) return 'none';
-  if (head.hasTransferEncoding) return head.chunked && !head.chunkedNotLast ? 'chunked' : 'close';
+  if (head.hasTransferEncoding) return 'chunked';
   if (head.contentLength >= 0) return 'length';
   return 'close';
 }

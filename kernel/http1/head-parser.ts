@@ -29,9 +29,10 @@
  * invalid token bytes in a method or field name, empty field names, malformed request or status
  * lines, versions other than HTTP/1.0 and HTTP/1.1, a request target in a form its method may
  * not use and an invalid Host value (see `target.ts`). Framing conflicts found in the fields
- * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a request
- * Transfer-Encoding whose final coding is not chunked) and a missing (HTTP/1.1) or repeated Host
- * are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
+ * (Content-Length with Transfer-Encoding, differing or malformed Content-Length values, a
+ * malformed Transfer-Encoding, one whose final coding is not a single chunked, one naming a
+ * coding other than chunked, which has `notImplemented` set) and a missing (HTTP/1.1) or
+ * repeated Host are `ProtocolError`s. A request whose target is in absolute-form gets the target's authority
  * as its Host value (RFC 9112 §3.2.2). A trailer section drops the fields that may not trail
  * (`FORBIDDEN_TRAILERS` in `tables.ts`).
  */
@@ -184,6 +185,19 @@ const S_START = 0;
 const S_HEADERS = 1;
 const S_DONE = 2;
 
+// Part of an unfinished line of a split head, for the check of its bytes as they arrive
+// (`checkLineSoFar`): which bytes the part allows beyond those of a field value.
+/** Only CTLs can be wrong from here on (a field value, a reason phrase, the CRLF). */
+const L_REST = 0;
+/** A field name: token bytes up to the colon. */
+const L_NAME = 1;
+/** A method: token bytes up to a space. */
+const L_METHOD = 2;
+/** A request target: target bytes up to a space. */
+const L_TARGET = 3;
+/** An HTTP version: visible ASCII up to the CR. */
+const L_VERSION = 4;
+
 const METHOD_GET = 'GET';
 const METHOD_PUT = 'PUT';
 const METHOD_POST = 'POST';
@@ -242,6 +256,11 @@ export class HeadParser {
   chunked = false;
   /** `chunked` appeared before another coding, or twice. */
   chunkedNotLast = false;
+  /**
+   * The first transfer coding other than `chunked` (as sent), or `''`. Such a coding is never
+   * decoded: the parser refuses the head (a request with it gets 501, a response fails).
+   */
+  otherCoding = '';
   /** `CONN_*` flags from the Connection header(s). */
   connection = 0;
   /** An Upgrade header was present. */
@@ -280,6 +299,12 @@ export class HeadParser {
   private pendN = 0;
   /** `headers` index of the first field parsed in split mode. */
   private pendHeader = 0;
+  /** The unfinished line in `acc` is checked up to here (see `checkLineSoFar`)... */
+  private lineAt = 0;
+  /** ...and that byte is in this part of it (`L_*`)... */
+  private linePart = L_REST;
+  /** ...which begins here. */
+  private partAt = 0;
   // Decoded text window: one latin1 decode of `sBuf[sBase..sEnd)` serves many names and values
   // as cheap substrings, instead of one native call per string (which dominated profiles).
   private sBuf: Buffer | null = null;
@@ -321,6 +346,7 @@ export class HeadParser {
     this.hasTransferEncoding = false;
     this.chunked = false;
     this.chunkedNotLast = false;
+    this.otherCoding = '';
     this.connection = 0;
     this.upgrade = false;
     this.expectContinue = false;
@@ -352,11 +378,12 @@ export class HeadParser {
 
   /**
    * True when the connection may stay open after this message: HTTP/1.1 unless
-   * `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+   * `Connection: close`, HTTP/1.0 only with `Connection: keep-alive` and no Transfer-Encoding.
    */
   get keepAlive(): boolean {
     if ((this.connection & CONN_CLOSE) !== 0) return false;
-    return this.versionMinor === 1 || (this.connection & CONN_KEEP_ALIVE) !== 0;
+    // RFC 9112 §6.1: after an HTTP/1.0 message with Transfer-Encoding the connection closes.
+    return this.versionMinor === 1 || ((this.connection & CONN_KEEP_ALIVE) !== 0 && !this.hasTransferEncoding);
   }
 
   /**
@@ -436,6 +463,7 @@ export class HeadParser {
     }
     if (this.acc === null) this.reserve(end - start);
     this.pendHeader = 0;
+    this.newLine(0);
     this.compact = true;
     // The same bytes parse the same way again: the head stays unfinished (-1).
     this.continueSplit(buf, start, end);
@@ -449,8 +477,43 @@ export class HeadParser {
     this.lineStart = 0;
     this.accLen = 0;
     this.pendHeader = this.headers.size;
+    this.newLine(0);
     this.append(buf, pos, end);
     this.checkPartial(end - pos, buf[end - 1]!);
+  }
+
+  /** A line starts at `acc[at]`: its check starts at its first part. */
+  private newLine(at: number): void {
+    this.lineAt = at;
+    this.partAt = at;
+    this.linePart = this.state === S_HEADERS ? L_NAME : this.kind === 'request' ? L_METHOD : L_REST;
+  }
+
+  /**
+   * Checks the unfinished line `acc[ls..lim)`, from where the last check stopped, against what
+   * its part allows (token bytes in a method or field name, target bytes, version bytes): the
+   * arrival scan of `continueSplit` stops only at CTLs, and without this a bad byte on a line
+   * still arriving would be found only at its end, or never when a limit is reached first. At a
+   * byte its part does not allow, the line parser runs up to that byte: it throws what a whole
+   * head gets, or (for the space or colon that ends the part) returns, and the next part starts.
+   * Each byte is looked at once; the parser runs at most three times per line.
+   */
+  private checkLineSoFar(acc: Buffer, ls: number, lim: number): void {
+    let part = this.linePart;
+    let i = this.lineAt;
+    while (i < lim && part !== L_REST) {
+      const c = acc[i]!;
+      if (part === L_TARGET ? TARGET[c] === 0 : part === L_VERSION ? c <= 0x20 || c >= 0x7f : TOKEN[c] === 0) {
+        // The byte that ends a part that is not empty (the usual stop) needs no parser run.
+        const stop = part === L_NAME ? c === COLON : part === L_VERSION ? c === CR : c === SP;
+        if (!stop || i === this.partAt) this.probeLine(acc, ls, i + 1);
+        part = c !== SP ? L_REST : part === L_METHOD ? L_TARGET : part === L_TARGET ? L_VERSION : L_REST;
+        this.partAt = i + 1;
+      }
+      i++;
+    }
+    this.linePart = part;
+    this.lineAt = i;
   }
 
   private checkPartial(len: number, last: number): void {
@@ -503,7 +566,11 @@ export class HeadParser {
   private continueSplit(buf: Buffer, pos: number, end: number): number {
     if (pos >= end) return -1;
     const w0 = this.accLen;
-    if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+    if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) {
+      this.append(buf, pos, pos + 1);
+      this.probeLine(this.acc!, this.lineStart, this.accLen);
+      throw new ParseError('bare CR (not followed by LF) in the head');
+    }
     if (end - pos > 256 && !this.compact) {
       // A big chunk: finish the partial line, then parse the rest in place.
       if (w0 > this.lineStart) return this.finishSplitLine(buf, pos, end);
@@ -546,26 +613,25 @@ export class HeadParser {
         if (c === LF) break;
         if (c === CR) {
           if (q + delta + 1 < end && buf[q + delta + 1] !== LF) {
-            if (ls >= w0) {
-              // Beyond a limit the in-place parse would stop at the CR: the limit error comes first.
-              if (q + 1 >= lim) {
-                q = lim;
-                break;
-              }
-              this.probeLine(acc, ls, q + 2);
+            // Beyond a limit the in-place parse would stop at the CR: the limit error comes first.
+            if (q + 1 >= lim) {
+              q = lim;
+              break;
             }
+            // The line parser says what a whole head gets (an earlier byte may be the culprit).
+            this.probeLine(acc, ls, q + 2);
             throw new ParseError('bare CR (not followed by LF) in the head');
           }
         } else if (c !== HTAB) {
-          if (ls >= w0) this.probeLine(acc, ls, q + 1);
+          this.probeLine(acc, ls, q + 1);
           throw new ParseError(`invalid byte ${showByte(c)} in the head`);
         }
         q++;
       }
       if (q >= lim) {
-        // A line that began in this chunk is checked as far as it goes, as a line parsed in
-        // place is (so it fails as early and with the same message).
-        if (ls >= w0 && lim > ls && (this.state !== S_HEADERS || !nameSoFarValid(acc, ls, lim))) this.probeLine(acc, ls, lim);
+        // The line is checked as far as it goes, as a line parsed in place is (so it fails as
+        // early and with the same message, whatever the split), before any limit error.
+        if (this.linePart !== L_REST) this.checkLineSoFar(acc, ls, lim);
         // No line end: more bytes than a limit allows fail now, else wait for more.
         const lineEnd = ls + maxLine;
         if ((lineEnd < headEnd ? lineEnd : headEnd) < end - delta) throw this.limitError(headEnd < lineEnd);
@@ -583,6 +649,7 @@ export class HeadParser {
       this.headBytes += le - ls;
       if (this.state === S_DONE) return le + delta;
       this.lineStart = le;
+      this.newLine(le);
       q = le;
     }
   }
@@ -636,15 +703,28 @@ export class HeadParser {
       if (VALUE[c] === 0) {
         if (c === LF) break;
         if (c === CR) {
-          if (i + 1 < end && buf[i + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the head');
+          if (i + 1 < end && buf[i + 1] !== LF) {
+            // As in `continueSplit`: past a limit that error comes first; else the line parser
+            // names the first bad byte of the line.
+            if (i + 1 >= lim) {
+              i = lim;
+              break;
+            }
+            this.append(buf, pos, i + 2);
+            this.probeLine(this.acc!, this.lineStart, this.accLen);
+            throw new ParseError('bare CR (not followed by LF) in the head');
+          }
         } else if (c !== HTAB) {
+          this.append(buf, pos, i + 1);
+          this.probeLine(this.acc!, this.lineStart, this.accLen);
           throw new ParseError(`invalid byte ${showByte(c)} in the head`);
         }
       }
     }
     if (i >= lim) {
+      this.append(buf, pos, lim);
+      this.checkLineSoFar(this.acc!, this.lineStart, this.accLen);
       if (lim < end) throw this.limitError(headRoom < lineRoom);
-      this.append(buf, pos, end);
       this.checkPartial(this.accLen - this.lineStart, buf[end - 1]!);
       return -1;
     }
@@ -1064,33 +1144,10 @@ export class HeadParser {
     }
   }
 
-  /**
-   * Walks the coding list; only whether `chunked` is last (and once) matters for framing. An
-   * element that is not `token [OWS ";" params]` counts as an unknown coding, so a request with
-   * it fails and a response with it is read until close.
-   */
+  /** Records what one Transfer-Encoding value says (see {@link readTransferCodings}). */
   private transferEncoding(v: string): void {
     this.hasTransferEncoding = true;
-    const n = v.length;
-    let i = 0;
-    while (i <= n) {
-      let j = i;
-      while (j < n && v.charCodeAt(j) !== 44) j++;
-      let a = i;
-      let z = j;
-      while (a < z && isWs(v.charCodeAt(a))) a++;
-      while (z > a && isWs(v.charCodeAt(z - 1))) z--;
-      if (z > a) {
-        let k = a;
-        while (k < z && TOKEN[v.charCodeAt(k)] === 1) k++;
-        let r = k;
-        while (r < z && isWs(v.charCodeAt(r))) r++;
-        const valid = k > a && (r === z || v.charCodeAt(r) === 59);
-        if (this.chunked) this.chunkedNotLast = true;
-        this.chunked = valid && k - a === 7 && eqAsciiAt(v, a, 'chunked');
-      }
-      i = j + 1;
-    }
+    readTransferCodings(v, this);
   }
 
   /** Called at the empty line: cross-field framing checks. */
@@ -1100,11 +1157,18 @@ export class HeadParser {
     if (this.kind === 'trailers') return;
     if (this.hasTransferEncoding) {
       if (this.contentLength >= 0) throw new ProtocolError('message has both Content-Length and Transfer-Encoding');
-      if (this.kind === 'request') {
-        if (this.versionMinor === 0) throw new ProtocolError('Transfer-Encoding in an HTTP/1.0 request');
-        if (!this.chunked || this.chunkedNotLast) {
-          throw new ProtocolError(`request Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}" does not end with a single chunked coding`);
-        }
+      const request = this.kind === 'request';
+      // RFC 9112 §6.1: an HTTP/1.0 request with Transfer-Encoding has faulty framing.
+      if (request && this.versionMinor === 0) throw new ProtocolError('Transfer-Encoding in an HTTP/1.0 request');
+      // RFC 9112 §6.3: a request whose final coding is not chunked cannot be delimited (400);
+      // chunked is applied at most once (§7.1). A response like that would be read until close
+      // and then still need decoding: refused as well, as is a coding neither side implements
+      // (§6.1: 501 for a request), so no body is taken for what it was not declared to be.
+      if (!this.chunked || this.chunkedNotLast) {
+        throw new ProtocolError(`${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}" does not end with a single chunked coding`);
+      }
+      if (this.otherCoding !== '') {
+        throw new ProtocolError(`transfer coding ${this.otherCoding} (${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}") is not implemented: only chunked is`, { notImplemented: true });
       }
     }
     if (this.kind === 'request') this.checkTargetAndHost();
@@ -1182,18 +1246,6 @@ function methodString(buf: Buffer, s: number, e: number): string {
 function matchAt(buf: Buffer, s: number, str: string): boolean {
   for (let i = 1; i < str.length; i++) if (buf[s + i] !== str.charCodeAt(i)) return false;
   return true;
-}
-
-/**
- * True when the unfinished field line `buf[s..lim)` is a valid field name so far (token bytes,
- * or token bytes and a colon). Its other bytes passed the scan of `continueSplit` (no CTL but
- * HTAB, no CR but a last one), so the line parser would then find nothing wrong before the line
- * end either; when this says false, the parser is run to say what is wrong, if anything.
- */
-function nameSoFarValid(buf: Buffer, s: number, lim: number): boolean {
-  let i = s;
-  while (i < lim && TOKEN[buf[i]!] !== 0) i++;
-  return i === lim || (i > s && buf[i] === COLON);
 }
 
 let scratch = Buffer.allocUnsafe(256);
@@ -1283,6 +1335,98 @@ export function connectionFlags(v: string): number {
 
 function isWs(c: number): boolean {
   return c === SP || c === HTAB;
+}
+
+/** What a Transfer-Encoding list says about framing; {@link HeadParser} has these fields too. */
+export interface TransferCodings {
+  /** The final coding so far is chunked. */
+  chunked: boolean;
+  /** chunked came before another coding, or twice. */
+  chunkedNotLast: boolean;
+  /** The first coding other than chunked, as sent, or `''`. */
+  otherCoding: string;
+}
+
+/**
+ * Walks one Transfer-Encoding value, a list of `token *( OWS ";" OWS name BWS "=" BWS
+ * ( token / quoted-string ) )` (RFC 9112 §7, RFC 9110 §5.6.1: empty elements are skipped;
+ * several fields make one list, so call this for each in order with the same `into`), and
+ * records where chunked is and the first other coding. Throws `ProtocolError` for a value that
+ * breaks the grammar, names no coding, or gives chunked a parameter (it has none): such a body
+ * cannot be framed.
+ */
+export function readTransferCodings(v: string, into: TransferCodings): void {
+  const n = v.length;
+  let codings = 0;
+  let i = 0;
+  for (;;) {
+    while (i < n && isWs(v.charCodeAt(i))) i++;
+    if (i === n) break;
+    if (v.charCodeAt(i) === 44) {
+      i++;
+      continue;
+    }
+    const a = i;
+    while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+    if (i === a) throw teError(v, `${showChar(v, i)} where a transfer coding should start`);
+    const z = i;
+    const isChunked = z - a === 7 && eqAsciiAt(v, a, 'chunked');
+    while (i < n && isWs(v.charCodeAt(i))) i++;
+    while (i < n && v.charCodeAt(i) === 59) {
+      if (isChunked) throw teError(v, 'chunked takes no parameters');
+      i = skipParameter(v, i + 1);
+      if (i < 0) throw teError(v, `malformed parameter of transfer coding ${v.slice(a, z)}`);
+    }
+    if (i < n && v.charCodeAt(i) !== 44) throw teError(v, `${showChar(v, i)} after transfer coding ${v.slice(a, z)}`);
+    codings++;
+    if (into.chunked) into.chunkedNotLast = true;
+    into.chunked = isChunked;
+    if (!isChunked && into.otherCoding === '') into.otherCoding = v.slice(a, z);
+  }
+  if (codings === 0) throw teError(v, 'no transfer coding');
+}
+
+/** A malformed Transfer-Encoding value. */
+function teError(v: string, why: string): ProtocolError {
+  return new ProtocolError(`invalid Transfer-Encoding "${v.length > 60 ? `${v.slice(0, 60)}...` : v}": ${why}`);
+}
+
+/** The character at `i` of `v` for error messages, or "the end". */
+function showChar(v: string, i: number): string {
+  return i < v.length ? showByte(v.charCodeAt(i)) : 'the end';
+}
+
+/**
+ * Skips one transfer parameter `OWS token BWS "=" BWS ( token / quoted-string ) OWS` of `v`
+ * from `i` (just after its ";"). Returns the index after it, or -1 when it is malformed. The
+ * value's bytes are already known to be field-value bytes.
+ */
+function skipParameter(v: string, i: number): number {
+  const n = v.length;
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  const name = i;
+  while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+  if (i === name) return -1;
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  if (i === n || v.charCodeAt(i) !== 61) return -1;
+  i++;
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  if (i < n && v.charCodeAt(i) === 34) {
+    // quoted-string: field-value bytes but DQUOTE and backslash, or a backslash and any byte.
+    for (i++; ; i++) {
+      if (i >= n) return -1;
+      const c = v.charCodeAt(i);
+      if (c === 34) break;
+      if (c === 92) i++;
+    }
+    i++;
+  } else {
+    const t = i;
+    while (i < n && TOKEN[v.charCodeAt(i)] === 1) i++;
+    if (i === t) return -1;
+  }
+  while (i < n && isWs(v.charCodeAt(i))) i++;
+  return i;
 }
 
 /** True when `v` at `at` equals the lowercase ASCII word `lower`, ignoring case. */

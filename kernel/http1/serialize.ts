@@ -12,7 +12,7 @@ import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { parseContentLength } from './head-parser.js';
+import { parseContentLength, readTransferCodings, type TransferCodings } from './head-parser.js';
 import { isForbiddenTrailer, STATUS_TEXT } from './tables.js';
 import * as tables from './tables.js';
 import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
@@ -384,13 +384,20 @@ function knownLength(contentLength: number, body: Body): number {
   return actual;
 }
 
-/** True when the value's final transfer coding is chunked. */
-function endsWithChunked(v: string): boolean {
-  let e = v.length;
-  while (e > 0 && (v.charCodeAt(e - 1) === 32 || v.charCodeAt(e - 1) === 9)) e--;
-  let s = e;
-  while (s > 0 && v.charCodeAt(s - 1) !== 44 && v.charCodeAt(s - 1) !== 32 && v.charCodeAt(s - 1) !== 9) s--;
-  return e - s === 7 && eqIgnoreCase(v.slice(s, e), 'chunked');
+/**
+ * Checks the caller's Transfer-Encoding fields by the rules the parser reads them with: the
+ * serializer applies chunked itself, once, so the list must end in a single chunked; codings
+ * before it are the caller's, applied to the body it gives.
+ */
+function checkTransferEncoding(headers: Headers): void {
+  const all = headers.getAll('Transfer-Encoding');
+  const tc: TransferCodings = { chunked: false, chunkedNotLast: false, otherCoding: '' };
+  try {
+    for (const v of all) readTransferCodings(v, tc);
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (!tc.chunked || tc.chunkedNotLast) fail(`Transfer-Encoding "${all.join(', ')}" must end with chunked, once (the serializer frames bodies itself)`);
 }
 
 /**
@@ -405,8 +412,7 @@ function plan(headers: Headers, contentLength: number, body: Body, rawIfUnknown:
   const tei = headers.indexOf('Transfer-Encoding');
   if (cli >= 0 && tei >= 0) fail('headers contain both Content-Length and Transfer-Encoding');
   if (tei >= 0) {
-    const te = headers.getAll('Transfer-Encoding').join(', ');
-    if (!endsWithChunked(te)) fail(`Transfer-Encoding "${te}" must end with chunked (the serializer frames bodies itself)`);
+    checkTransferEncoding(headers);
     return { framing: 'none', mode: 'chunked', length: -1 };
   }
   if (cli >= 0) {

@@ -28,6 +28,8 @@ interface Fixture {
   error?: ErrClass;
   /** Part of the error message. */
   message?: string;
+  /** The ProtocolError's `notImplemented` (checked when given). */
+  notImplemented?: boolean;
 }
 
 const GET = 'GET / HTTP/1.1\r\nHost: a\r\n';
@@ -74,11 +76,27 @@ const VALID: Fixture[] = [
   {
     name: 'chunked request',
     kind: 'request',
-    raw: 'PUT /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n',
+    raw: 'PUT /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n',
     rest: '5\r\nhello\r\n0\r\n\r\n',
     check: (p) => {
       expect(p.chunked).toBe(true);
+      expect(p.otherCoding).toBe('');
       expect(requestBodyKind(p)).toBe('chunked');
+    },
+  },
+  ...['CHUNKED', ' chunked\t', 'chunked,', ', chunked', ',, chunked , ,'].map((te): Fixture => ({
+    name: `request Transfer-Encoding "${te}" is chunked (case, OWS and empty list elements)`,
+    kind: 'request',
+    raw: `PUT /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${te}\r\n\r\n`,
+    check: (p) => expect(requestBodyKind(p)).toBe('chunked'),
+  })),
+  {
+    name: 'HTTP/1.0 response with Transfer-Encoding closes the connection even with keep-alive',
+    kind: 'response',
+    raw: 'HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n',
+    check: (p) => {
+      expect(responseBodyKind(p, 'GET')).toBe('chunked');
+      expect(p.keepAlive).toBe(false);
     },
   },
   {
@@ -205,15 +223,6 @@ const VALID: Fixture[] = [
     check: (p) => expect(p.reason).toBe('Service\tTemporarily  Unavailable'),
   },
   {
-    name: 'response with non-chunked final Transfer-Encoding reads until close',
-    kind: 'response',
-    raw: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n',
-    check: (p) => {
-      expect(p.chunkedNotLast).toBe(true);
-      expect(responseBodyKind(p, 'GET')).toBe('close');
-    },
-  },
-  {
     name: 'chunked response',
     kind: 'response',
     raw: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n',
@@ -309,6 +318,55 @@ const INVALID: Fixture[] = [
   { name: 'request TE chunked twice', kind: 'request', raw: 'POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n', error: ProtocolError },
   { name: 'request TE with junk after chunked', kind: 'request', raw: 'POST / HTTP/1.1\r\nTransfer-Encoding: chunked x\r\n\r\n', error: ProtocolError },
   { name: 'request TE empty', kind: 'request', raw: 'POST / HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n', error: ProtocolError },
+  // Transfer codings (RFC 9112 §6.1, §6.3, §7): malformed or misplaced -> 400, not implemented -> 501.
+  ...([
+    ['chunked;', 'no parameters'],
+    ['chunked; q=1', 'no parameters'],
+    ['chunked ;q=1', 'no parameters'],
+    ['chunked;', 'no parameters'],
+    [',', 'no transfer coding'],
+    ['  ,  , ', 'no transfer coding'],
+    ['"chunked"', 'should start'],
+    ['chunked x', "'x' after transfer coding chunked"],
+    ['gzip;, chunked', 'malformed parameter'],
+    ['gzip;q, chunked', 'malformed parameter'],
+    ['gzip;q=, chunked', 'malformed parameter'],
+    ['gzip;=1, chunked', 'malformed parameter'],
+    ['gzip;q="1, chunked', 'malformed parameter'],
+    ['gzip;q="1\\", chunked', 'malformed parameter'],
+    ['gzip q=1, chunked', "'q' after transfer coding gzip"],
+  ] as const).map(([te, message]): Fixture => ({
+    name: `request TE "${te}" is malformed`,
+    kind: 'request',
+    raw: `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${te}\r\n\r\n`,
+    error: ProtocolError,
+    message,
+    notImplemented: false,
+  })),
+  ...['gzip', 'chunked, gzip', 'chunked, chunked', 'chunked,,chunked', 'chunked, identity', 'gzip, chunked, chunked'].map((te): Fixture => ({
+    name: `request TE "${te}" does not end in a single chunked`,
+    kind: 'request',
+    raw: `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${te}\r\n\r\n`,
+    error: ProtocolError,
+    message: 'single chunked',
+    notImplemented: false,
+  })),
+  ...['identity, chunked', 'gzip, chunked', 'GZIP,chunked', 'x-custom;a=1;b="c,d\\"e", chunked', 'gzip\r\nTransfer-Encoding: chunked'].map((te): Fixture => ({
+    name: `request TE "${te}" names a coding that is not implemented`,
+    kind: 'request',
+    raw: `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${te}\r\n\r\n`,
+    error: ProtocolError,
+    message: 'not implemented',
+    notImplemented: true,
+  })),
+  { name: 'request TE empty field before chunked', kind: 'request', raw: 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nTransfer-Encoding: chunked\r\n\r\n', error: ProtocolError, message: 'no transfer coding' },
+  ...['chunked, gzip', 'gzip', 'gzip, chunked', 'chunked;', 'chunked, chunked', 'identity'].map((te): Fixture => ({
+    name: `response TE "${te}" is refused, not read until close or decoded as chunked`,
+    kind: 'response',
+    raw: `HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n`,
+    error: ProtocolError,
+    message: 'Transfer-Encoding',
+  })),
   { name: 'Transfer-Encoding in HTTP/1.0', kind: 'request', raw: 'POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n', error: ProtocolError, message: 'HTTP/1.0' },
   { name: 'two Host headers', kind: 'request', raw: 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', error: ProtocolError, message: 'Host' },
 ];
@@ -344,7 +402,8 @@ describe('HeadParser: valid heads', () => {
 describe('HeadParser: invalid heads', () => {
   for (const f of INVALID) {
     it(`${f.name} -> ${f.error!.name}`, () => {
-      expectError(() => feedHead(f.kind, [b(f.raw)]), f.error!, f.message);
+      const err = expectError(() => feedHead(f.kind, [b(f.raw)]), f.error!, f.message);
+      if (f.notImplemented !== undefined) expect((err as ProtocolError).notImplemented).toBe(f.notImplemented);
     });
   }
 });
@@ -440,7 +499,8 @@ describe('HeadParser: behaviour', () => {
     expect(KNOWN_MAX_PROBE).toBeLessThanOrEqual(4);
     for (const name of KNOWN_NAMES) {
       for (const spelled of [name, name.toLowerCase(), name.toUpperCase()]) {
-        const { parser } = feedHead('response', [b(`HTTP/1.1 200 OK\r\n${spelled}: 1\r\n\r\n`)]);
+        const value = name === 'Transfer-Encoding' ? 'chunked' : '1';
+        const { parser } = feedHead('response', [b(`HTTP/1.1 200 OK\r\n${spelled}: ${value}\r\n\r\n`)]);
         expect(parser.headers.nameAt(0)).toBe(name);
         expect(name).toBe(canonicalHeaderKey(name));
       }
@@ -646,6 +706,51 @@ describe('HeadParser: word-at-a-time scans at every alignment', () => {
       }
     }
   });
+});
+
+/** What feeding `parts` ends in: complete, incomplete, or the error (class, limit, message). */
+function outcome(kind: Kind, parts: Uint8Array[], limits: { maxLineBytes?: number; maxHeaderBytes?: number }): string {
+  try {
+    return feedHead(kind, parts, limits).consumed >= 0 ? 'complete' : 'incomplete';
+  } catch (err) {
+    const e = err as Error & { limit?: string | null };
+    return `${e.constructor.name} (${e.limit ?? 'no limit'}): ${e.message}`;
+  }
+}
+
+describe('HeadParser: a bad byte fails at that byte, whatever the split', () => {
+  // Every prefix of every invalid fixture, followed by bytes that keep the line going (or end
+  // it), must fail the same way whole, byte by byte, in random pieces, and cut once before a
+  // big chunk: a bad byte on a line still arriving is a ParseError (400), never a limit error
+  // (414/431) because the line grew past a limit before its end arrived.
+  const configs = [
+    { name: 'an endless line past maxLineBytes', limits: { maxLineBytes: 100, maxHeaderBytes: 400 }, fill: 'a'.repeat(300) },
+    { name: 'endless lines past maxHeaderBytes', limits: { maxLineBytes: 100, maxHeaderBytes: 150 }, fill: 'a\r\nX: b\r\n'.repeat(40) },
+    { name: 'a line that ends', limits: {}, fill: `${'a'.repeat(300)}\r\n\r\n` },
+  ];
+  for (const { name, limits, fill } of configs) {
+    it(`each invalid fixture, cut anywhere, then ${name}`, () => {
+      const mismatches: string[] = [];
+      for (const f of INVALID) {
+        for (let k = 1; k <= f.raw.length; k++) {
+          const buf = b(f.raw.slice(0, k) + fill);
+          const whole = outcome(f.kind, [buf], limits);
+          const splits: [string, Uint8Array[]][] = [['byte by byte', pieces(buf, 'bytes')]];
+          for (let seed = 1; seed <= 3; seed++) splits.push([`seed ${seed}`, pieces(buf, prng(seed * 31 + k))]);
+          for (const cut of [1, k - 1, k]) {
+            if (cut <= 0 || cut >= buf.length) continue;
+            splits.push([`cut at ${cut}, big rest`, [buf.subarray(0, cut), buf.subarray(cut)]]);
+            splits.push([`bytes to ${cut}, big rest`, [...pieces(buf.subarray(0, cut), 'bytes'), buf.subarray(cut)]]);
+          }
+          for (const [how, parts] of splits) {
+            const got = outcome(f.kind, parts, limits);
+            if (got !== whole) mismatches.push(`${f.name}, ${JSON.stringify(f.raw.slice(0, k))}, ${how}: whole ${whole}; split ${got}`);
+          }
+        }
+      }
+      expect(mismatches.slice(0, 10)).toEqual([]);
+    });
+  }
 });
 
 describe('HeadParser: heads split across chunks', () => {

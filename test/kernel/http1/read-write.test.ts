@@ -216,20 +216,92 @@ describe('readResponse', () => {
     expect(await reader.hasMore()).toBe(false);
   });
 
-  it('reads until close without framing, and for a non-chunked final Transfer-Encoding', async () => {
+  it('reads until close without framing', async () => {
     const r = await readResponse(stream(b('HTTP/1.1 200 OK\r\n\r\nall the rest'), 3));
     expect(r.close).toBe(true);
     expect(r.contentLength).toBe(-1);
+    expect((r.body as IncomingBody).kind).toBe('close');
     expect(await bodyText(r.body)).toBe('all the rest');
-    const g = await readResponse(b('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b'));
-    expect((g.body as IncomingBody).kind).toBe('close');
-    expect(await bodyText(g.body)).toBe('\x1f\x8b');
   });
 
   it('reads a chunked response with trailers', async () => {
     const r = await readResponse(b('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\ngrpc-status: 0\r\n\r\n'));
     expect(await bodyText(r.body)).toBe('abc');
     expect(trailers(r.body).toArray()).toEqual([['Grpc-Status', '0']]);
+  });
+});
+
+describe('transfer codings (RFC 9112 §6.1, §6.3, §7)', () => {
+  const post = (te: string, body = '5\r\nhello\r\n0\r\n\r\n'): Buffer => b(`POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ${te}\r\n\r\n${body}`);
+  const ok = (te: string, body = '5\r\nhello\r\n0\r\n\r\n'): Buffer => b(`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n${body}`);
+
+  async function refusal(p: Promise<unknown>): Promise<ProtocolError> {
+    const err = await p.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolError);
+    return err as ProtocolError;
+  }
+
+  it('a request whose only coding is chunked is read as chunked, whole or split', async () => {
+    for (const te of ['chunked', 'Chunked', 'chunked , ', ', chunked']) {
+      for (const how of ['whole', 'bytes', 1, 2] as const) {
+        const req = await readRequest(stream(post(te), how));
+        expect(req.contentLength).toBe(-1);
+        expect(await bodyText(req.body)).toBe('hello');
+      }
+    }
+  });
+
+  it('a request with chunked parameters, a malformed list or no coding is refused as malformed, not taken as chunked', async () => {
+    for (const te of ['chunked;', 'chunked; q=1', 'chunked;foo="bar"', ',', '', 'chunked x', 'gzip;q, chunked']) {
+      for (const how of ['whole', 'bytes'] as const) {
+        const err = await refusal(readRequest(stream(post(te), how)));
+        expect(err.notImplemented, te).toBe(false);
+        expect(err.message).toMatch(/Transfer-Encoding/);
+      }
+    }
+  });
+
+  it('a request whose final coding is not a single chunked is refused (400), even when the rest is a coding we lack', async () => {
+    for (const te of ['gzip', 'chunked, gzip', 'chunked, chunked', 'chunked\r\nTransfer-Encoding: chunked']) {
+      const err = await refusal(readRequest(post(te)));
+      expect(err.notImplemented, te).toBe(false);
+      expect(err.message).toContain('single chunked');
+    }
+  });
+
+  it('a request with a coding other than chunked before chunked is refused as not implemented (501), never decoded as chunked', async () => {
+    for (const te of ['identity, chunked', 'gzip, chunked', 'deflate,chunked', 'compress, chunked', 'gzip\r\nTransfer-Encoding: chunked', 'br;q="a,b", chunked']) {
+      for (const how of ['whole', 'bytes'] as const) {
+        const err = await refusal(readRequest(stream(post(te), how)));
+        expect(err.notImplemented, te).toBe(true);
+        expect(err.message).toMatch(/is not implemented: only chunked is/);
+      }
+    }
+  });
+
+  it('an HTTP/1.0 request with Transfer-Encoding is refused (faulty framing, RFC 9112 §6.1)', async () => {
+    const err = await refusal(readRequest(b('POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')));
+    expect(err.message).toContain('HTTP/1.0');
+  });
+
+  it('a response is read as chunked only when chunked is its only coding; otherwise ProtocolError, not a body read until close', async () => {
+    const r = await readResponse(stream(ok('chunked, '), 'bytes'));
+    expect(await bodyText(r.body)).toBe('hello');
+    for (const te of ['gzip', 'chunked, gzip', 'gzip, chunked', 'identity, chunked', 'chunked, chunked', 'chunked;', 'chunked; q=1', ',']) {
+      for (const how of ['whole', 'bytes'] as const) {
+        const err = await refusal(readResponse(stream(ok(te, '\x1f\x8b'), how)));
+        expect(err.message).toMatch(/Transfer-Encoding/);
+      }
+    }
+    const g = await refusal(readResponse(ok('gzip, chunked')));
+    expect(g.notImplemented).toBe(true);
+  });
+
+  it('an HTTP/1.0 response with Transfer-Encoding does not keep the connection', async () => {
+    const reader = new ByteReader(b('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'));
+    const r = await readResponse(reader);
+    expect(r.close).toBe(true);
+    expect(await bodyText(r.body)).toBe('ok');
   });
 });
 
@@ -288,6 +360,11 @@ describe('serializer', () => {
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Content-Length', '5']] }))).rejects.toThrow(/does not match/);
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Content-Length', '3'], ['Transfer-Encoding', 'chunked']] }))).rejects.toThrow(ArgumentError);
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Transfer-Encoding', 'gzip']] }))).rejects.toThrow(/must end with chunked/);
+    // By the rules the parser reads them with: chunked once, last, without parameters.
+    for (const te of ['chunked, chunked', 'chunked;q=1', 'chunked;', ',', 'gzip;, chunked']) {
+      await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Transfer-Encoding', te]] })), te).rejects.toThrow(ArgumentError);
+    }
+    await expect(writeRequest(sink, new Request('POST', '/', { body: 'abc', headers: [['Host', 'h'], ['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'chunked']] }))).rejects.toThrow(/once/);
     await expect(writeRequest(sink, new Request('POST', '/', { body: 'abc', contentLength: 5 }))).rejects.toThrow(/does not match/);
     expect(sink.writes).toBe(0);
     // A streamed body that disagrees with its declared length fails while streaming.
