@@ -31,7 +31,6 @@ const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
 const SPACE = 0x20;
-const EMPTY = Buffer.alloc(0);
 const DIGITS = /^[0-9]+$/;
 
 /** An incremental `text/event-stream` parser. Feed it chunks; it returns the events they complete. */
@@ -46,7 +45,10 @@ export class SSEParser {
   // Per stream.
   private bomChecked = false;
   private skipLF = false;
-  private partial: Buffer = EMPTY;
+  // A line still arriving: its pieces, joined once when the line ends (joining at every read
+  // would copy a long line again per read).
+  private partial: Buffer[] = [];
+  private partialBytes = 0;
   // Per event.
   private data: string[] = [];
   private hasData = false;
@@ -75,13 +77,15 @@ export class SSEParser {
     if (len0 === 0) return out;
     if (!this.bomChecked) {
       // The BOM may arrive split: hold up to two bytes until it is decided.
-      const joined = this.partial.length > 0 ? Buffer.concat([this.partial, buf]) : buf;
+      const joined = this.partialBytes > 0 ? Buffer.concat([...this.partial, buf]) : buf;
       if (joined.length < 3 && isBomPrefix(joined)) {
-        this.partial = Buffer.from(joined);
+        this.partial = [Buffer.from(joined)];
+        this.partialBytes = joined.length;
         return out;
       }
       this.bomChecked = true;
-      this.partial = EMPTY;
+      this.partial = [];
+      this.partialBytes = 0;
       buf = joined.length >= 3 && joined[0] === 0xef && joined[1] === 0xbb && joined[2] === 0xbf ? joined.subarray(3) : joined;
     }
     const len = buf.length;
@@ -100,9 +104,11 @@ export class SSEParser {
       else if (nextLF < 0) end = nextCR;
       else end = nextLF < nextCR ? nextLF : nextCR;
       if (end < 0) break;
-      if (this.partial.length > 0) {
-        const line = Buffer.concat([this.partial, buf.subarray(i, end)]);
-        this.partial = EMPTY;
+      if (this.partialBytes > 0) {
+        this.partial.push(buf.subarray(i, end));
+        const line = Buffer.concat(this.partial, this.partialBytes + end - i);
+        this.partial = [];
+        this.partialBytes = 0;
         this.line(line, 0, line.length, out);
       } else {
         this.line(buf, i, end, out);
@@ -118,10 +124,11 @@ export class SSEParser {
     }
     if (i < len) {
       const rest = buf.subarray(i);
-      const kept = this.partial.length + rest.length;
+      const kept = this.partialBytes + rest.length;
       if (this.eventBytes + kept > this.maxLen) throw new SSEEventTooLargeError(this.maxLen, this.eventBytes + kept, 'parse');
       // Copy: the caller may reuse its chunk.
-      this.partial = this.partial.length > 0 ? Buffer.concat([this.partial, rest]) : Buffer.from(rest);
+      this.partial.push(Buffer.from(rest));
+      this.partialBytes = kept;
     }
     return out;
   }
@@ -134,7 +141,8 @@ export class SSEParser {
   reset(): void {
     this.bomChecked = false;
     this.skipLF = false;
-    this.partial = EMPTY;
+    this.partial = [];
+    this.partialBytes = 0;
     this.clearEvent();
   }
 

@@ -3,7 +3,8 @@
  * line ends, comments, fields, ids, retry, dispatch, the end of a stream, UTF-8, maxLen. Also
  * SSEEvent's wire form read back through the parser.
  */
-import { describe, expect, it } from 'vitest';
+import { Buffer } from 'node:buffer';
+import { describe, expect, it, vi } from 'vitest';
 import { ArgumentError } from '../../../kernel/index.js';
 import { SSEEvent, SSEEventTooLargeError, SSEParser } from '../../../plugins/sse/index.js';
 import { encodeEvent } from '../../../plugins/sse/event.js';
@@ -148,6 +149,23 @@ describe('SSEParser: WHATWG rules', () => {
     expect(() => new SSEParser({ maxLen: 0 })).toThrow(ArgumentError);
     expect(() => new SSEParser({ maxLen: 1.5 })).toThrow(/maxLen must be a whole number/);
     expect(new SSEParser({ lastEventId: 'x' }).lastEventId).toBe('x');
+  });
+});
+
+describe('SSEParser: a long line in many reads', () => {
+  it('keeps the pieces and joins them once, so a line costs its size, not its size times its reads', () => {
+    const parser = new SSEParser();
+    const concat = vi.spyOn(Buffer, 'concat');
+    try {
+      const events: SSEEvent[] = [];
+      parser.push(Buffer.from('data: '), events);
+      for (let i = 0; i < 5000; i++) parser.push(Buffer.from('x'), events);
+      parser.push(Buffer.from('\n\n'), events);
+      expect(events.map((e) => e.data)).toEqual(['x'.repeat(5000)]);
+      expect(concat.mock.calls.length).toBeLessThanOrEqual(2);
+    } finally {
+      concat.mockRestore();
+    }
   });
 });
 
