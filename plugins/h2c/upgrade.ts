@@ -101,6 +101,9 @@ function prefaceLength(buf: Buffer): number {
   const o = H2_PREFACE.length;
   const len = (buf[o]! << 16) | (buf[o + 1]! << 8) | buf[o + 2]!;
   if (buf[o + 3] !== 0x4) return -1; // the first frame must be SETTINGS
+  // RFC 9113 §6.5, §4.2: six bytes a setting, and no frame over the initial 16 KiB maximum; a
+  // larger declared length would have this wait for (and hold) bytes no valid preface has.
+  if (len % 6 !== 0 || len > 16384) return -1;
   return o + 9 + len;
 }
 

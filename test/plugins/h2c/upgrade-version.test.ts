@@ -27,3 +27,19 @@ describe('h2c upgrade and the HTTP version', () => {
     c.destroy();
   });
 });
+
+describe('h2c upgrade and the client preface', () => {
+  it('a first SETTINGS frame declaring more than 16 KiB is refused at once, not waited for', async () => {
+    const kernel = await createKernel().register(h2).register(h2c).ready();
+    onCleanup(() => kernel.close());
+    const { port } = await startServer(() => new Response(200, 'ok'), { kernel, readHeaderTimeout: 10_000 });
+    const c = await rawClient(port);
+    await c.write(`GET / HTTP/1.1\r\nHost: x\r\n${UPGRADE}\r\n`);
+    await waitFor(() => c.received.includes('\r\n\r\n'), 3000, 'the 101');
+    // The preface, then a SETTINGS frame header declaring 1 MiB (a multiple of 6): no valid
+    // preface has it, and the server must not hold the connection for its bytes.
+    const header = Buffer.from([0x10, 0x00, 0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00]);
+    await c.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), header]));
+    await waitFor(() => c.isClosed, 3000, 'the connection closed');
+  });
+});
