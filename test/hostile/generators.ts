@@ -255,6 +255,8 @@ export interface BatchResult extends Answer {
   hung: boolean;
   /** A socket error (ECONNRESET after a refusal is normal). */
   error: string | null;
+  /** Every byte received. */
+  bytes: Buffer;
 }
 
 /**
@@ -286,7 +288,8 @@ export function sendBatch(port: number, parts: readonly (string | Buffer)[], lim
     });
     socket.once('close', () => {
       clearTimeout(timer);
-      resolve({ ...parseAnswers(Buffer.concat(chunks)), hung, error });
+      const bytes = Buffer.concat(chunks);
+      resolve({ ...parseAnswers(bytes), hung, error, bytes });
     });
   });
 }
