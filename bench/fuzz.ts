@@ -15,6 +15,8 @@
  *
  *     npm run fuzz -- --count 1000000 --sockets 100000 --seed 1
  */
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { ParseError, ProtocolError } from '../kernel/errors.js';
 import { ChunkedDecoder } from '../kernel/http1/chunked.js';
@@ -135,7 +137,14 @@ async function runParse(seed: number, count: number): Promise<{ report: ParseRep
   });
 }
 
-async function runSockets(seed: number, count: number): Promise<{ heads: number; connections: number; statuses: Map<number, number>; crashes: string[]; hangs: string[]; ms: number }> {
+/** heapUsed after a full collection. */
+function heapAfterGc(): number {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed;
+}
+
+async function runSockets(seed: number, count: number): Promise<{ heads: number; connections: number; statuses: Map<number, number>; crashes: string[]; hangs: string[]; ms: number; heapGrowth: number }> {
   const crashes: string[] = [];
   const hangs: string[] = [];
   const onUncaught = (e: unknown): void => void crashes.push(`uncaught: ${String(e)}`);
@@ -150,6 +159,7 @@ async function runSockets(seed: number, count: number): Promise<{ heads: number;
       if (request !== null && request !== undefined) crashes.push(`handler error: ${String(error)}`);
     },
   });
+  const heap0 = heapAfterGc();
   const rng = new Rng(seed);
   const statuses = new Map<number, number>();
   let heads = 0;
@@ -174,7 +184,7 @@ async function runSockets(seed: number, count: number): Promise<{ heads: number;
   if (probe.statuses[0] !== 200) crashes.push(`server no longer serving: ${JSON.stringify(probe.statuses)}`);
   await server.forceClose();
   process.off('uncaughtException', onUncaught);
-  return { heads, connections, statuses, crashes, hangs, ms };
+  return { heads, connections, statuses, crashes, hangs, ms, heapGrowth: heapAfterGc() - heap0 };
 }
 
 async function main(): Promise<void> {
@@ -202,7 +212,7 @@ async function main(): Promise<void> {
     const peak = process.resourceUsage().maxRSS / 1024;
     failed ||= r.crashes.length + r.hangs.length > 0;
     console.log(
-      `sockets: ${r.heads} requests reached over ${r.connections} connections in ${(r.ms / 1000).toFixed(1)} s; statuses ${JSON.stringify(Object.fromEntries([...r.statuses].sort((a, b) => a[0] - b[0])))}; ${r.crashes.length} crashes, ${r.hangs.length} hangs; peak RSS ${peak.toFixed(0)} MB, RSS now ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`,
+      `sockets: ${r.heads} requests reached over ${r.connections} connections in ${(r.ms / 1000).toFixed(1)} s; statuses ${JSON.stringify(Object.fromEntries([...r.statuses].sort((a, b) => a[0] - b[0])))}; ${r.crashes.length} crashes, ${r.hangs.length} hangs; peak RSS ${peak.toFixed(0)} MB, RSS now ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB, heapUsed growth after GC ${(r.heapGrowth / 2 ** 20).toFixed(1)} MB`,
     );
     for (const c of [...r.crashes, ...r.hangs].slice(0, 10)) console.log(`  ${c}`);
   }
