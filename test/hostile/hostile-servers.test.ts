@@ -7,11 +7,13 @@
  * Covered elsewhere and not repeated here: an endless chunked or read-to-close body
  * (test/kernel/client/hostile.test.ts, ResponseTooLargeError at maxResponseBytes) and gzip,
  * deflate and br bombs (test/plugins/decompression/bombs.test.ts, DecompressionLimitError on
- * the ratio after about a MiB).
+ * the ratio after about a MiB, one coding at a time, with a Content-Length); added here: a bomb
+ * under two stacked codings, and a compressed body that never ends.
  */
 import type net from 'node:net';
+import zlib from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Client, createKernel, HTTPError, ProtocolError, TimeoutError, TooManyRedirectsError, type Kernel } from '../../kernel/index.js';
+import { Client, createKernel, DecompressionLimitError, HTTPError, ProtocolError, TimeoutError, TooManyRedirectsError, type Kernel } from '../../kernel/index.js';
 import { DEFAULT_REDIRECT_LIMIT, presets } from '../../plugins/index.js';
 import { closeAfter, track } from '../cleanup.js';
 import { rawServer, readRequests, rejection, within } from '../kernel/client/helpers.js';
@@ -174,5 +176,58 @@ describe('hostile servers against the client (default preset)', () => {
     expect(requests).toBe(4);
     // The loop went over one kept-alive connection, not one per hop.
     expect(srv.connections).toBe(1);
+  });
+
+  it('a bomb under two stacked codings (gzip over br, 64 MiB of zeros) stops with DecompressionLimitError after about a MiB', async () => {
+    const inner = zlib.brotliCompressSync(Buffer.alloc(64 * MiB), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } });
+    const body = zlib.gzipSync(inner);
+    const srv = await rawServer((s) =>
+      readRequests(s, () => s.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Encoding: br, gzip\r\nContent-Length: ${body.length}\r\n\r\n`), body]))),
+    );
+    const client = await defaultClient();
+    const before = memory();
+    const t0 = performance.now();
+    const err = await within(rejection(client.get(`${srv.origin}/`)), 10_000, 'the stacked bomb to be stopped');
+    expect(err, String(err)).toBeInstanceOf(DecompressionLimitError);
+    expect((err as DecompressionLimitError).bound).toBe('ratio');
+    expect((err as DecompressionLimitError).decoded).toBeLessThan(4 * MiB);
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(growth(before).heap).toBeLessThan(64 * MiB);
+  });
+
+  it('a gzip body that never ends (zeros, chunked) stops with DecompressionLimitError, and the connection is closed', async () => {
+    let fed = 0;
+    const srv = await rawServer((s) =>
+      s.once('data', () => {
+        s.write('HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n');
+        const gz = zlib.createGzip({ level: 9 });
+        const zeros = Buffer.alloc(MiB);
+        gz.on('data', (c: Buffer) => {
+          if (!s.destroyed) s.write(Buffer.concat([Buffer.from(`${c.length.toString(16)}\r\n`), c, Buffer.from('\r\n')]));
+        });
+        s.once('close', () => gz.destroy());
+        // A MiB of zeros per step, flushed: about a kilobyte on the wire each; at most 1 GiB in all.
+        const feed = (): void => {
+          while (!s.destroyed && fed < 1024) {
+            fed++;
+            const more = gz.write(zeros);
+            gz.flush();
+            if (!more) return void gz.once('drain', feed);
+          }
+        };
+        feed();
+      }),
+    );
+    const client = await defaultClient();
+    const before = memory();
+    const t0 = performance.now();
+    const err = await within(rejection(client.get(`${srv.origin}/`)), 10_000, 'the endless compressed body to be stopped');
+    expect(err, String(err)).toBeInstanceOf(DecompressionLimitError);
+    expect((err as DecompressionLimitError).bound).toBe('ratio');
+    expect(performance.now() - t0).toBeLessThan(5000);
+    await within(srv.closedAt(1), 5000, 'the client to close the connection');
+    // Stopped long before the server ran out of zeros to send.
+    expect(fed).toBeLessThan(256);
+    expect(growth(before).heap).toBeLessThan(64 * MiB);
   });
 });
