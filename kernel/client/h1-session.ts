@@ -217,6 +217,9 @@ export class H1ClientSession implements ClientSession {
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H1ClientSession}. */
+/** Interim (1xx) responses an exchange takes before its final response; more is a ProtocolError. */
+const MAX_INTERIM_RESPONSES = 10;
+
 class Exchange implements FlowSource {
   readonly promise: Promise<Response>;
   private resolveHead!: (r: Response) => void;
@@ -227,6 +230,8 @@ class Exchange implements FlowSource {
   private readonly t: ExchangeOptions;
   private readonly limits: HeadLimits;
   private headDone = false;
+  /** Interim (1xx) responses read before the final one. */
+  private interim = 0;
   private finished = false;
   private gotBytes = false;
   private body: ResponseBody | null = null;
@@ -435,6 +440,12 @@ class Exchange implements FlowSource {
           return;
         }
         if (parser.status >= 100 && parser.status < 200 && parser.status !== 101) {
+          // A server that only ever sends interim answers would otherwise keep the call parsing
+          // them until its head timeout; Go's client stops after 5, this one a little later.
+          if (++this.interim > MAX_INTERIM_RESPONSES) {
+            this.fail(new ProtocolError(`the server sent more than ${MAX_INTERIM_RESPONSES} informational (1xx) responses before a final one`));
+            return;
+          }
           // Interim response: 100 Continue releases an upload that waits for it.
           if (parser.status === 100 && this.continueWait !== null) {
             const w = this.continueWait;
