@@ -534,6 +534,9 @@ export class FrameConnection extends EventEmitter {
       if (this.buffered < 10) return false;
       const hi = ((this.byteAt(2) << 24) >>> 0) + (this.byteAt(3) << 16) + (this.byteAt(4) << 8) + this.byteAt(5);
       const lo = ((this.byteAt(6) << 24) >>> 0) + (this.byteAt(7) << 16) + (this.byteAt(8) << 8) + this.byteAt(9);
+      // RFC 6455 §5.2: the most significant bit MUST be 0 (a protocol error); below it, a length
+      // JavaScript cannot count exactly is too big.
+      if (hi >= 0x80000000) return (this.fail(1002, 'a 64-bit frame length with its most significant bit set'), false);
       if (hi > 0x1fffff) return (this.fail(1009, 'frame length over 2^53 - 1'), false);
       len = hi * 2 ** 32 + lo;
       head = 10;

@@ -106,7 +106,7 @@ function defect(r: Rng, compressed: boolean): { what: string; frames: Buffer[]; 
       // 64-bit length: the high bit set (RFC 6455 §5.2: MUST be 0), or only past maxFrameSize.
       const high = r.int(2) === 0;
       const len = high ? 2 ** 63 + r.int(2 ** 20) * 2048 : MAX + 1 + r.int(2 ** 30);
-      return { what: `64-bit length ${high ? 'with the high bit' : len}`, frames: [frameHeader(1 + r.int(2), len)], code: 1009 };
+      return { what: `64-bit length ${high ? 'with the high bit' : len}`, frames: [frameHeader(1 + r.int(2), len)], code: high ? 1002 : 1009 };
     }
     case 4:
       return { what: 'unmasked frame', frames: [frame(r.pick([1, 2, 9]), ascii(r, r.int(30)), { mask: false })], code: 1002 };
