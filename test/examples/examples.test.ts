@@ -4,11 +4,11 @@
  * against itself and must exit 0 on its own (so it closed everything it opened) within a
  * bound, with the key line of its output printed and nothing on stderr.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runNode } from '../run-node.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** Longest an example may run, ms (they take about a second alone; the machine is shared). */
@@ -35,39 +35,9 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
 /** Examples that run until stopped, so no smoke test can wait for their exit. */
 const LONG_RUNNING = new Set(['hello-server']);
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs one example to its exit; kills it (and fails) past {@link BOUND_MS}. */
-function runExample(name: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', `examples/${name}.ts`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`examples/${name}.ts did not exit within ${BOUND_MS} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, BOUND_MS);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
-
 describe.concurrent('examples', () => {
   it.each(EXAMPLES)('%s starts, does its thing against itself and exits 0', async (name, keyLine) => {
-    const run = await runExample(name);
+    const run = await runNode(['--import', 'tsx', `examples/${name}.ts`], root, BOUND_MS);
     const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
     expect(run.code, output).toBe(0);
     expect(run.stdout, output).toMatch(keyLine);

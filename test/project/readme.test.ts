@@ -21,10 +21,10 @@
  * A block that is deliberately not a whole program (a fragment, a type declaration) is fenced
  * as ```ts no-run and only counted: there are few, and each says why in its prose.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runNode } from '../run-node.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const scratch = path.join(root, '.scratch', 'doc-blocks');
@@ -72,36 +72,6 @@ function promised(code: string): string[] {
   return [...code.matchAll(/^(?:.*console\.log\(.*\);?)?\s*\/\/ → (.*)$/gm)].map((m) => m[1]!.trimEnd());
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `node ...args` in the scratch folder; kills it (and fails) past `boundMs`. */
-function runNode(args: string[], boundMs = BOUND_MS): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const file = args.at(-1)!;
-    const child = spawn(process.execPath, args, { cwd: scratch, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${file} did not exit within ${boundMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, boundMs);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 rmSync(scratch, { recursive: true, force: true });
 mkdirSync(scratch, { recursive: true });
 const runnable = blocks.filter((b) => b.run).map((b) => {
@@ -130,14 +100,14 @@ describe('documentation code blocks', () => {
   });
 
   it('they type-check', async () => {
-    const run = await runNode([path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', scratch], BOUND_MS * 3);
+    const run = await runNode([path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', scratch], scratch, BOUND_MS * 3);
     expect(run.stdout + run.stderr).toBe('');
     expect(run.code).toBe(0);
   }, BOUND_MS * 3 + 5_000);
 
   describe.concurrent('each runs as written', () => {
     it.each(runnable)('%s', async (_where, file, lines) => {
-      const run = await runNode(['--import', 'tsx', file]);
+      const run = await runNode(['--import', 'tsx', file], scratch, BOUND_MS);
       const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
       expect(run.code, output).toBe(0);
       expect(run.stderr, output).toBe('');
