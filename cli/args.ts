@@ -3,6 +3,7 @@
  * (`-H value`, `-Hvalue`, grouped flags `-vL`), counted flags (`-vv`), repeatable values and
  * `--` to end the options. Every mistake is a {@link UsageError} that names the option.
  */
+import { editDistance } from '../kernel/index.js';
 import { UsageError } from './errors.js';
 
 /** How an option takes its argument. */
@@ -126,7 +127,7 @@ function suggest(name: string, specs: readonly OptionSpec[]): string {
   let best = '';
   let bestD = name.length <= 4 ? 2 : 3;
   for (const s of specs) {
-    const d = distance(name, s.name);
+    const d = editDistance(name, s.name);
     if (d < bestD) {
       bestD = d;
       best = s.name;
@@ -137,24 +138,6 @@ function suggest(name: string, specs: readonly OptionSpec[]): string {
     if (starts.length === 1) best = starts[0]!.name;
   }
   return best === '' ? '' : ` (did you mean --${best}?)`;
-}
-
-/** Edit distance counting a swap of two neighbours as one edit (typos swap letters: `--prot`), for short option names only. */
-function distance(a: string, b: string): number {
-  // d[i][j]: the distance between a's first i letters and b's first j, row by row.
-  let before: number[] = [];
-  let prev = Array.from({ length: b.length + 1 }, (_, k) => k);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
-      row.push(d);
-    }
-    before = prev;
-    prev = row;
-  }
-  return prev[b.length]!;
 }
 
 /** A non-negative integer option value, or a usage error naming the option. */

@@ -22,7 +22,7 @@ export {
   type RegisterResult,
 } from './plugin.js';
 export { Stage, type StageName } from './stages.js';
-export { checkOptionKeys, optionHint, suggestOption, unknownOptionError } from './option-keys.js';
+export { checkOptionKeys, editDistance, optionHint, suggestOption, unknownOptionError } from './option-keys.js';
 export {
   tapErrorInfo,
   type TapErrorInfo,

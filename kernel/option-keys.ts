@@ -52,21 +52,28 @@ function tolerance(length: number): number {
   return length <= 4 ? 1 : length <= 8 ? 2 : 3;
 }
 
-/** Levenshtein distance, case-insensitive (option names are short, and this runs only on errors). */
-function distance(a: string, b: string): number {
+/**
+ * Edit distance between two names, case-insensitive, counting a swap of two neighbouring
+ * letters as one edit (a typo swaps letters: `requestTimoeut`). Names are short and this runs
+ * only on errors.
+ */
+export function editDistance(a: string, b: string): number {
   a = a.toLowerCase();
   b = b.toLowerCase();
-  const row = Array.from({ length: b.length + 1 }, (_, k) => k);
+  // d[i][j]: the distance between a's first i letters and b's first j, row by row.
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, k) => k);
   for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
+    const row = [i];
     for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
+      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      row.push(d);
     }
+    before = prev;
+    prev = row;
   }
-  return row[b.length]!;
+  return prev[b.length]!;
 }
 
 /**
@@ -81,7 +88,7 @@ export function suggestOption(name: string, known: Iterable<string>): string[] {
   let best: string[] = [];
   let bestD = tolerance(name.length) + 1;
   for (const k of all) {
-    const d = distance(name, k);
+    const d = editDistance(name, k);
     if (d < bestD) {
       bestD = d;
       best = [k];
