@@ -6,9 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import { ArgumentError, checkCallOptionNames, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
+import { ArgumentError, checkCallOptionNames, headerContains, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
 import { WebSocketHandshakeError } from './errors.js';
-import { acceptKey, hasToken } from './handshake.js';
+import { acceptKey } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
 import { defaultKernel } from './plugin.js';
 import { borrow } from './borrow.js';
@@ -49,8 +49,8 @@ function check101(mod: WsModule, response: Response, key: string, offered: reado
   const fail = (why: string): never => {
     throw new WebSocketHandshakeError(`WebSocket handshake with ${shown} failed: ${why}`, response);
   };
-  if (!hasToken(h.getAll('Upgrade').join(','), 'websocket')) fail('the 101 response has no Upgrade: websocket');
-  if (!hasToken(h.getAll('Connection').join(','), 'upgrade')) fail('the 101 response has no Connection: upgrade');
+  if (!headerContains(h, 'Upgrade', 'websocket')) fail('the 101 response has no Upgrade: websocket');
+  if (!headerContains(h, 'Connection', 'upgrade')) fail('the 101 response has no Connection: upgrade');
   if (h.get('Sec-WebSocket-Accept') !== acceptKey(key)) fail('wrong Sec-WebSocket-Accept');
   const protocol = h.get('Sec-WebSocket-Protocol');
   if (protocol !== undefined && !offered.includes(protocol)) fail(`the server chose subprotocol ${JSON.stringify(protocol)}, which was not offered`);

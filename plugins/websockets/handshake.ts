@@ -5,7 +5,7 @@
  * sides use.
  */
 import { createHash } from 'node:crypto';
-import { Headers, type Request } from '../../kernel/index.js';
+import { headerContains, Headers, type Request } from '../../kernel/index.js';
 import { normalizeOrigin, type ResolvedCheckOrigin, type ResolvedServerOptions } from './options.js';
 import { PERMESSAGE_DEFLATE, type Deflate, type WsModule } from './ws-lib.js';
 
@@ -17,20 +17,13 @@ export function acceptKey(key: string): string {
   return createHash('sha1').update(key + GUID).digest('base64');
 }
 
-/** True when the comma-separated header value lists `token` (case-insensitive). */
-export function hasToken(value: string | undefined, token: string): boolean {
-  if (value === undefined) return false;
-  for (const part of value.split(',')) if (part.trim().toLowerCase() === token) return true;
-  return false;
-}
-
 /**
  * True when `request` asks for a WebSocket: a GET with `Connection: upgrade` and
  * `Upgrade: websocket` (the reference's `isupgrade(stream.message)`).
  */
 export function isUpgrade(request: Request): boolean {
   const h = request.headers;
-  return request.method === 'GET' && hasToken(h.getAll('Connection').join(','), 'upgrade') && hasToken(h.getAll('Upgrade').join(','), 'websocket');
+  return request.method === 'GET' && headerContains(h, 'Connection', 'upgrade') && headerContains(h, 'Upgrade', 'websocket');
 }
 
 /** What to answer: a 101 with what was agreed, or a refusal. */
