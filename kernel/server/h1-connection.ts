@@ -1196,8 +1196,8 @@ function onSocketError(): void {
   // Errors end in 'close', where the connection cleans up; nothing to add here.
 }
 
-/** Status for a head or body error: 431/414 for limits, 501 for a transfer coding not implemented, 400 otherwise. */
-function statusFor(err: unknown): number {
+/** @internal Status for a head or body error: 431/414 for limits, 501 for a transfer coding not implemented, 400 otherwise. */
+export function statusFor(err: unknown): number {
   if (err instanceof ProtocolError) {
     if (err.notImplemented) return 501;
     if (err.limit === 'maxHeaderBytes') return 431;

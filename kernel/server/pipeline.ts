@@ -22,7 +22,7 @@ import { statusHasNoBody } from '../http1/framing.js';
 import { checkTrailers } from '../http1/serialize.js';
 import { notAResponse } from './handler-result.js';
 import type { RequestHandler, StreamHandler } from './h1-connection.js';
-import { writeResponseToStream } from './h1-connection.js';
+import { statusFor, writeResponseToStream } from './h1-connection.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
 import { Stream, type ExchangeConnection, type ResponseWire } from './stream.js';
@@ -295,7 +295,7 @@ export class PipelineHost implements ProtocolHost {
         }
       } catch (err) {
         if (!wire.writable) return; // the client reset the stream: nobody to answer
-        await this.errorResponse(req, wire, statusFor(err), err instanceof Error ? err.message : '', null);
+        await this.errorResponse(req, wire, bodyStatus(err), err instanceof Error ? err.message : '', null);
         return;
       }
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
@@ -482,21 +482,16 @@ export class PipelineHost implements ProtocolHost {
         return;
       }
       const bodyErr = err === wire.bodyError;
-      await this.errorResponse(req, wire, bodyErr ? statusFor(err) : 500, bodyErr && err instanceof Error ? err.message : '', null);
+      await this.errorResponse(req, wire, bodyErr ? bodyStatus(err) : 500, bodyErr && err instanceof Error ? err.message : '', null);
     }
   }
 }
 
 const DONE: Promise<void> = Promise.resolve();
 
-/** 408 for a body that timed out, 413/431 for limits, 400 for other body failures. */
-function statusFor(err: unknown): number {
-  if (err instanceof TimeoutError) return 408;
-  if (err instanceof ProtocolError) {
-    if (err.limit === 'maxHeaderBytes' || err.limit === 'maxLineBytes') return 431;
-    if (err.limit === 'maxBodyBytes') return 413;
-  }
-  return 400;
+/** Status for a request body that failed: 408 when it was too slow, else the HTTP/1 rule. */
+function bodyStatus(err: unknown): number {
+  return err instanceof TimeoutError ? 408 : statusFor(err);
 }
 
 /** The exchange `server.onRequest` taps see in request-handler mode. */
