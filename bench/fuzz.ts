@@ -22,7 +22,7 @@ import { ParseError, ProtocolError } from '../kernel/errors.js';
 import { ChunkedDecoder } from '../kernel/http1/chunked.js';
 import { HeadParser } from '../kernel/http1/head-parser.js';
 import { Response, serve } from '../index.js';
-import { mutatedBatch, mutateOnce, reached, Rng, sendBatch, splitRandom, validRequest } from '../test/hostile/generators.js';
+import { FUZZ_SERVER_OPTIONS, mutatedBatch, mutateOnce, reached, Rng, sendBatch, splitRandom, validRequest } from '../test/hostile/generators.js';
 
 interface ParseJob {
   seed: number;
@@ -150,11 +150,7 @@ async function runSockets(seed: number, count: number): Promise<{ heads: number;
   const onUncaught = (e: unknown): void => void crashes.push(`uncaught: ${String(e)}`);
   process.on('uncaughtException', onUncaught);
   const server = await serve(() => new Response(200, 'ok'), {
-    host: '127.0.0.1',
-    port: 0,
-    readHeaderTimeout: 2000,
-    readTimeout: 2000,
-    idleTimeout: 2000,
+    ...FUZZ_SERVER_OPTIONS,
     onError: (error, request) => {
       if (request !== null && request !== undefined) crashes.push(`handler error: ${String(error)}`);
     },

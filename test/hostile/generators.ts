@@ -367,3 +367,6 @@ export function dripClient(port: number, text: string, everyMs: number): { close
     socket,
   };
 }
+
+/** The server the fuzz runs against (test and `npm run fuzz`): loopback, port 0, 2 s timers so a mutated head that stops short is reclaimed quickly. */
+export const FUZZ_SERVER_OPTIONS = { host: '127.0.0.1', port: 0, readHeaderTimeout: 2000, readTimeout: 2000, idleTimeout: 2000 } as const;

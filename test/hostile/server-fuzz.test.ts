@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { Response, serve } from '../../index.js';
 import { forceCloseAfter } from '../cleanup.js';
 import { expectServing, waitConnections } from '../kernel/server/helpers.js';
-import { mutatedBatch, reached, Rng, seedFromEnv, sendBatch } from './generators.js';
+import { FUZZ_SERVER_OPTIONS, mutatedBatch, reached, Rng, seedFromEnv, sendBatch } from './generators.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -32,11 +32,7 @@ describe('server fuzz', () => {
       const handlerErrors: unknown[] = [];
       const server = forceCloseAfter(
         await serve(() => new Response(200, 'ok'), {
-          host: '127.0.0.1',
-          port: 0,
-          readHeaderTimeout: 2000,
-          readTimeout: 2000,
-          idleTimeout: 2000,
+          ...FUZZ_SERVER_OPTIONS,
           onError: (error, request) => {
             if (request !== null && request !== undefined) handlerErrors.push(error);
           },
