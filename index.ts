@@ -134,7 +134,9 @@ export function isOpen(client: Client): boolean {
 
 // Plugin namespaces and helpers the reference puts at the top level.
 export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/index.js';
-export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
+export { RetryBucket, isRecoverable, RequestRetryError } from './plugins/retries/index.js';
+export { TooManyRedirectsError } from './plugins/redirects/index.js';
+export { DecompressionLimitError, type DecompressionBound } from './plugins/decompression/index.js';
 export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';
 export { HTTP2Settings } from './plugins/h2/index.js';
 export { fileServer, serveFile, serveContent, type FileServerOptions, type DotfilesPolicy, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';

@@ -3,6 +3,7 @@
  * through this module (DESIGN.md, "Boundaries").
  */
 export * from './errors.js';
+export { StatusError } from './client/status-error.js';
 export * from './message/index.js';
 export * from './http1/index.js';
 export { createKernel, Kernel, type KernelOptions, type KernelState, type CloseHandler } from './kernel.js';

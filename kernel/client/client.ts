@@ -5,7 +5,8 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import { ArgumentError, ResponseTooLargeError, StatusError } from '../errors.js';
+import { ArgumentError, ResponseTooLargeError } from '../errors.js';
+import { StatusError } from './status-error.js';
 import { describe } from '../plugin.js';
 import { urlHint } from '../message/uri.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
