@@ -6,22 +6,21 @@ export * from './errors.js';
 export { StatusError } from './client/status-error.js';
 export * from './message/index.js';
 export * from './http1/index.js';
-export { createKernel, Kernel, type KernelOptions, type KernelState, type CloseHandler } from './kernel.js';
 export {
-  definePlugin,
+  createKernel,
   isPlugin,
-  checkPluginOptions,
-  callOptionOwner,
-  OptionChecks,
-  type OptionCheck,
-  type CallOptionOwner,
+  Kernel,
+  type KernelOptions,
+  type CloseHandler,
   type Plugin,
   type AnyPlugin,
   type PluginList,
-  type PluginDefinition,
   type OptionsArgs,
   type RegisterResult,
-} from './plugin.js';
+} from './kernel.js';
+export type { HookHost, KernelState } from './hook-host.js';
+export { definePlugin, type PluginDefinition } from './plugin.js';
+export { checkPluginOptions, callOptionOwner, OptionChecks, type OptionCheck, type CallOptionOwner } from './plugin-options.js';
 export { Stage, type StageName } from './stages.js';
 export { checkOptionKeys, editDistance, optionHint, suggestOption, unknownOptionError } from './option-keys.js';
 export {

@@ -21,7 +21,7 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
 import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
 import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
@@ -37,7 +37,7 @@ export interface ServerInit extends ServerOptions {
   /** `handler` is a stream handler (reads and writes a `Stream`). Default false. */
   stream?: boolean;
   /** A booted kernel whose server hooks (plugins) this server runs; none means no plugins. */
-  kernel?: Kernel;
+  kernel?: HookHost;
   /** Called with each error a handler threw (the client got 500) or a response failed with; default: one line on stderr. */
   onError?: (error: unknown, request: Request | null) => void;
 }
@@ -62,7 +62,7 @@ export class Server implements ConnectionHost, PipelineServer {
   readonly streamHandler: StreamHandler | null;
   /** @internal */
   hooks: Tapped<ServerHooks> | null = null;
-  private readonly kernel: Kernel | null;
+  private readonly kernel: HookHost | null;
   private readonly onError: (error: unknown, request: Request | null) => void;
   private listener: net.Server | null = null;
   private ownsListener = false;

@@ -23,11 +23,11 @@ import {
   type SessionInfo,
   type TappedHooks,
 } from '../../kernel/hooks.js';
-import { createKernel, type Kernel } from '../../kernel/kernel.js';
+import { createKernel, type Kernel, type PluginList } from '../../kernel/kernel.js';
 import { RequestContext } from '../../kernel/message/context.js';
 import { Request } from '../../kernel/message/request.js';
 import { Response } from '../../kernel/message/response.js';
-import { definePlugin, type PluginList } from '../../kernel/plugin.js';
+import { definePlugin } from '../../kernel/plugin.js';
 import { Stage } from '../../kernel/stages.js';
 
 // --- The plugin-api.md example, verbatim (imports aside) --------------------------------
