@@ -38,6 +38,7 @@ export {
   type ClientSession,
   type ServerInfo,
   type ProtocolInfo,
+  type UpgradeInfo,
   type PeerAddress,
   type ServerExchange,
   type ExchangeOptions,

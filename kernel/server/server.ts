@@ -28,7 +28,7 @@ import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
-import { PipelineHost, setUpgradeHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
+import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -307,11 +307,9 @@ export class Server implements ConnectionHost, PipelineServer {
 
   /**
    * @internal An HTTP/1 connection handed its socket over (`Upgrade`): the server keeps it in
-   * its books until it closes (`close()` waits for it, `forceClose()` drops it), and
-   * `getProtocolHost(socket)` finds the server.
+   * its books until it closes (`close()` waits for it, `forceClose()` drops it).
    */
   adoptUpgraded(socket: Duplex): void {
-    setUpgradeHost(socket, this.protocolHost);
     if (socket.destroyed) return;
     this.upgraded.add(socket);
     socket.once('close', () => {

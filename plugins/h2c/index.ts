@@ -37,9 +37,9 @@ export const h2c = definePlugin({
       serveH2(socket, info.host, info.head);
       return true;
     });
-    kernel.hooks.server.onUpgrade.tapPromise(stage, async (request, socket, head) => {
+    kernel.hooks.server.onUpgrade.tapPromise(stage, async (request, socket, info) => {
       if (!isH2cUpgrade(request)) return undefined;
-      return upgradeToH2c(request, socket, head);
+      return upgradeToH2c(request, socket, info);
     });
     kernel.hooks.client.session.tap(stage, (socket, info) => {
       const c = info.connect;
