@@ -10,7 +10,8 @@
 import { Buffer } from 'node:buffer';
 import net from 'node:net';
 import * as HTTP from '../index.js';
-import { definePlugin, type ProtocolConnection } from '../kernel/index.js';
+import { definePlugin } from '../kernel/index.js';
+import type { ProtocolConnection } from '../kernel/protocol.js';
 
 const MAGIC = Buffer.from('PING ');
 

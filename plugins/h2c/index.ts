@@ -12,7 +12,8 @@
  * Client: `client.session` speaks HTTP/2 on a plain connection when the call asks for it
  * (`http2PriorKnowledge: true`, or `httpVersion: 'h2'` on an `http://` URL).
  */
-import { definePlugin, isH2Preface, Stage } from '../../kernel/index.js';
+import { definePlugin, Stage } from '../../kernel/index.js';
+import { isH2Preface } from '../../kernel/protocol.js';
 import { connectH2Session, h2PingOptions, serveH2 } from '../h2/index.js';
 import { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
 

@@ -16,7 +16,8 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { eqIgnoreCase, H2_PREFACE, headerContains, URI, type Request, type UpgradeInfo } from '../../kernel/index.js';
+import { eqIgnoreCase, headerContains, URI, type Request, type UpgradeInfo } from '../../kernel/index.js';
+import { H2_PREFACE } from '../../kernel/protocol.js';
 import { serveH2 } from '../h2/index.js';
 import { hpackLiteral } from './hpack.js';
 

@@ -5,7 +5,8 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { PeerAddr, Response, serializeResponseHead, type Headers, type ProtocolHost, type Request } from '../../kernel/index.js';
+import { PeerAddr, Response, type Headers, type Request } from '../../kernel/index.js';
+import { serializeResponseHead, type ProtocolHost } from '../../kernel/protocol.js';
 import { WebSocketError } from './errors.js';
 import type { Negotiation } from './handshake.js';
 import type { ResolvedServerOptions } from './options.js';

@@ -19,13 +19,12 @@ import {
   Stream,
   streamHandler,
   type Kernel,
-  type ProtocolHost,
-  type ProtocolInfo,
   type RequestHandler,
   type ServerExchange,
   type ServerInfo,
   type StreamHandler,
 } from '../../../kernel/index.js';
+import type { ProtocolHost, ProtocolInfo } from '../../../kernel/protocol.js';
 import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from './helpers.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
