@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import * as top from '../../index.js';
 import * as kernel from '../../kernel/index.js';
 import * as protocol from '../../kernel/protocol.js';
+import * as plugins from '../../plugins/index.js';
 
 const names = (m: object): string[] => Object.keys(m);
 
@@ -49,5 +50,17 @@ describe('switchyard (the top level)', () => {
     const k = kernel as unknown as Record<string, unknown>;
     const own = new Set(['serve', 'listen']);
     for (const [name, value] of Object.entries(top)) if (name in k && !own.has(name)) expect(value, name).toBe(k[name]);
+  });
+});
+
+describe('plugin errors', () => {
+  it('come from their plugins: switchyard and switchyard/plugins export the same classes, switchyard/kernel none', () => {
+    const t = top as unknown as Record<string, unknown>;
+    const p = plugins as unknown as Record<string, unknown>;
+    for (const name of ['TooManyRedirectsError', 'DecompressionLimitError', 'RequestRetryError']) {
+      expect(isClass(p[name]), name).toBe(true);
+      expect(t[name], name).toBe(p[name]);
+      expect(names(kernel), name).not.toContain(name);
+    }
   });
 });
