@@ -209,28 +209,46 @@ export class Server implements ConnectionHost, PipelineServer {
    * else is dropped (see the module notes).
    */
   close(): Promise<void> {
-    if (this.state === 'configured') {
+    return this.stop(false);
+  }
+
+  /** Stops accepting and closes every connection at once, including requests in progress. */
+  forceClose(): Promise<void> {
+    return this.stop(true);
+  }
+
+  /**
+   * `close()` and `forceClose()`: stop accepting, then end every connection gracefully (the
+   * grace period starts) or at once. A graceful stop asked again changes nothing; a forced one
+   * also ends a graceful stop under way.
+   */
+  private stop(force: boolean): Promise<void> {
+    if (this.state === 'configured' || this.state === 'closed') {
       this.state = 'closed';
       this.resolveClosed();
       return this.closed;
     }
-    if (this.state === 'listening') {
-      this.state = 'closing';
-      this.stopAccepting();
-      for (const s of this.pending.keys()) s.destroy();
+    if (this.state === 'closing' && !force) return this.closed;
+    this.state = 'closing';
+    this.stopAccepting();
+    if (force) {
+      if (this.closeTimer !== null) clearTimeout(this.closeTimer);
+      this.dropAll();
+    } else {
+      this.dropPending();
       for (const c of this.connections) c.closeIfIdle();
       for (const c of this.protocolConns) c.shutdown();
-      this.maybeClosed();
-      const grace = this.opts.closeGracePeriod;
-      if (this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
     }
+    this.maybeClosed();
+    const grace = this.opts.closeGracePeriod;
+    if (!force && this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
     return this.closed;
   }
 
   /** The grace period is over: end what is left, politely where the kernel or the socket's owner knows how. */
   private readonly goAway = (): void => {
     this.goneAway = true;
-    for (const s of this.pending.keys()) s.destroy();
+    this.dropPending();
     for (const c of this.connections) c.endForClose();
     // HTTP/2: streamed bodies end cleanly; the sessions, sent GOAWAY at close(), then close once
     // their streams are done, or go with the rest below.
@@ -238,6 +256,11 @@ export class Server implements ConnectionHost, PipelineServer {
     for (const socket of this.upgraded) this.endUpgraded(socket);
     if (this.state === 'closing') this.closeTimer = setTimeout(this.dropAll, GOING_AWAY_MS);
   };
+
+  /** Drops the sockets still waiting for a protocol (detection, TLS handshake). */
+  private dropPending(): void {
+    for (const s of this.pending.keys()) s.destroy();
+  }
 
   private endUpgraded(socket: Duplex): void {
     const step = this.goingAway.get(socket);
@@ -255,26 +278,11 @@ export class Server implements ConnectionHost, PipelineServer {
 
   private readonly dropAll = (): void => {
     this.closeTimer = null;
-    for (const s of this.pending.keys()) s.destroy();
+    this.dropPending();
     for (const c of this.connections) c.destroy();
     for (const c of this.protocolConns) c.destroy();
     for (const s of this.upgraded) s.destroy();
   };
-
-  /** Stops accepting and closes every connection at once, including requests in progress. */
-  forceClose(): Promise<void> {
-    if (this.state === 'configured' || this.state === 'closed') {
-      this.state = 'closed';
-      this.resolveClosed();
-      return this.closed;
-    }
-    this.state = 'closing';
-    this.stopAccepting();
-    if (this.closeTimer !== null) clearTimeout(this.closeTimer);
-    this.dropAll();
-    this.maybeClosed();
-    return this.closed;
-  }
 
   /** Resolves when the server has stopped (after `close()` or `forceClose()` finished). */
   wait(): Promise<void> {
