@@ -166,9 +166,7 @@ export interface ClientSession {
 export interface ServerInfo {
   /** True for a TLS listener. */
   readonly tls: boolean;
-  /** Whether h2c (prior knowledge and `Upgrade: h2c`) may be served on this plain listener. */
-  readonly allowH2c: boolean;
-  /** The `serve`/`listen` options as given; plugins read their own keys (`http2Settings`, …). */
+  /** The `serve`/`listen` options as given (checked); plugins read their own keys, those they declare with `definePlugin({ serverOptions })`. */
   readonly options: Readonly<Record<string, unknown>>;
 }
 

@@ -40,6 +40,14 @@ export interface PluginDefinition<Options> {
    * another plugin already reads is refused.
    */
   readonly callOptions?: Readonly<Record<string, OptionCheck>>;
+  /**
+   * The server options this plugin reads (`serve`, `listen`, `new Server`; typed by declaration
+   * merging on `ServerOptions`), each with its {@link OptionCheck}, as `callOptions` are for
+   * calls: a server checks their values when it is made, and a server whose kernel lacks the
+   * plugin refuses them with an `ArgumentError` naming it. The plugin reads them from
+   * `ServerInfo.options`. A name the kernel or another plugin already reads is refused.
+   */
+  readonly serverOptions?: Readonly<Record<string, OptionCheck>>;
 }
 
 /** A plugin made by {@link definePlugin}; `Options` is what `kernel.register(plugin, options)` takes. */
@@ -81,7 +89,7 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   if (typeof definition !== 'object' || definition === null) {
     throw new ArgumentError(`definePlugin() takes { name, dependencies?, register }, got ${describe(definition)}`);
   }
-  const { name, dependencies = [], register, callOptions } = definition;
+  const { name, dependencies = [], register, callOptions, serverOptions } = definition;
   if (typeof name !== 'string' || name.trim() === '' || name.trim() !== name) {
     throw new ArgumentError(`definePlugin(): name must be a non-empty string without surrounding spaces, got ${describe(name)}`);
   }
@@ -100,7 +108,8 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
     // written for that style would hang until the timeout. Say so now.
     throw new ArgumentError(`definePlugin('${name}'): register takes (kernel, options); there is no done callback, return a promise instead`);
   }
-  if (callOptions !== undefined) declareCallOptions(name, callOptions);
+  if (callOptions !== undefined) callOptionTable.declare(name, callOptions);
+  if (serverOptions !== undefined) serverOptionTable.declare(name, serverOptions);
   return Object.freeze({
     name,
     dependencies: Object.freeze([...dependencies]),
@@ -110,48 +119,104 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   });
 }
 
-const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions']);
+const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions', 'serverOptions']);
 
-/** The plugin that reads a call option, and its check. */
-export interface CallOptionOwner {
+/** The plugin that reads an option (a call option or a server option), and its check. */
+export interface OptionOwner {
   /** The plugin's name. */
   readonly plugin: string;
   /** Checks a value of the option. */
   readonly check: OptionCheck;
 }
 
-/** Every plugin call option defined so far (in this process), by name. */
-const callOptionOwners = new Map<string, CallOptionOwner>();
-/** Names the kernel reads itself; set by the client's options module (kept here so this file needs nothing of the client). */
-let kernelCallOptions: ReadonlySet<string> = new Set();
+/** The plugin that reads a call option, and its check. */
+export type CallOptionOwner = OptionOwner;
+
+/**
+ * The options of one kind (call or server) that plugins declared, by name, beside the names the
+ * kernel reads itself (set by the client's or the server's options module, so this file needs
+ * nothing of either).
+ */
+class OptionTable {
+  private readonly owners = new Map<string, OptionOwner>();
+  /** Names the kernel reads itself, which no plugin may claim. */
+  kernelNames: ReadonlySet<string> = new Set();
+
+  /** `field`: the definition's field (`callOptions`); `kind`: what its entries are called (`call option`). */
+  constructor(
+    private readonly field: string,
+    private readonly kind: string,
+  ) {}
+
+  declare(plugin: string, table: Readonly<Record<string, OptionCheck>>): void {
+    if (typeof table !== 'object' || table === null) throw new ArgumentError(`definePlugin('${plugin}'): ${this.field} must be an object of { name: check }`);
+    for (const [key, check] of Object.entries(table)) {
+      if (typeof check !== 'function') throw new ArgumentError(`definePlugin('${plugin}'): ${this.field}.${key} must be a check function (value) => string | null`);
+      if (this.kernelNames.has(key)) throw new ArgumentError(`definePlugin('${plugin}'): the ${this.kind} ${JSON.stringify(key)} is the kernel's own; pick another name`);
+      const owner = this.owners.get(key);
+      // The same plugin defined again (a second copy of its module) takes its name over.
+      if (owner !== undefined && owner.plugin !== plugin) {
+        throw new ArgumentError(`definePlugin('${plugin}'): the ${this.kind} ${JSON.stringify(key)} belongs to plugin "${owner.plugin}"; pick another name`);
+      }
+      this.owners.set(key, Object.freeze({ plugin, check }));
+    }
+  }
+
+  owner(key: string): OptionOwner | undefined {
+    return this.owners.get(key);
+  }
+
+  names(): Iterable<string> {
+    return this.owners.keys();
+  }
+}
+
+/** Every plugin call option defined so far (in this process). */
+const callOptionTable = new OptionTable('callOptions', 'call option');
+/** Every plugin server option defined so far (in this process). */
+const serverOptionTable = new OptionTable('serverOptions', 'server option');
 
 /** @internal The kernel's own call option names, which no plugin may claim. */
 export function setKernelCallOptions(names: ReadonlySet<string>): void {
-  kernelCallOptions = names;
+  callOptionTable.kernelNames = names;
 }
 
-function declareCallOptions(plugin: string, table: Readonly<Record<string, OptionCheck>>): void {
-  if (typeof table !== 'object' || table === null) throw new ArgumentError(`definePlugin('${plugin}'): callOptions must be an object of { name: check }`);
-  for (const [key, check] of Object.entries(table)) {
-    if (typeof check !== 'function') throw new ArgumentError(`definePlugin('${plugin}'): callOptions.${key} must be a check function (value) => string | null`);
-    if (kernelCallOptions.has(key)) throw new ArgumentError(`definePlugin('${plugin}'): the call option ${JSON.stringify(key)} is the kernel's own; pick another name`);
-    const owner = callOptionOwners.get(key);
-    // The same plugin defined again (a second copy of its module) takes its name over.
-    if (owner !== undefined && owner.plugin !== plugin) {
-      throw new ArgumentError(`definePlugin('${plugin}'): the call option ${JSON.stringify(key)} belongs to plugin "${owner.plugin}"; pick another name`);
-    }
-    callOptionOwners.set(key, Object.freeze({ plugin, check }));
-  }
+/** @internal The kernel's own server option names, which no plugin may claim. */
+export function setKernelServerOptions(names: ReadonlySet<string>): void {
+  serverOptionTable.kernelNames = names;
 }
 
 /** The plugin that reads call option `key` (of every plugin defined so far), or undefined. */
 export function callOptionOwner(key: string): CallOptionOwner | undefined {
-  return callOptionOwners.get(key);
+  return callOptionTable.owner(key);
 }
 
 /** Names of every plugin call option defined so far (for suggestions). */
 export function pluginCallOptionNames(): Iterable<string> {
-  return callOptionOwners.keys();
+  return callOptionTable.names();
+}
+
+/** The plugin that reads server option `key` (of every plugin defined so far), or undefined. */
+export function serverOptionOwner(key: string): OptionOwner | undefined {
+  return serverOptionTable.owner(key);
+}
+
+/** Names of every plugin server option defined so far (for suggestions). */
+export function pluginServerOptionNames(): Iterable<string> {
+  return serverOptionTable.names();
+}
+
+/**
+ * The error for a plugin's option given to a client or server (`user`) whose kernel (null:
+ * none) lacks that plugin; `where` starts the message when given (`get()`).
+ */
+export function needsPlugin(where: string | null, key: string, plugin: string, kernel: Kernel | null, user: 'client' | 'server' = 'client'): ArgumentError {
+  // A client given no kernel runs on the default plugins; a server only through the top-level entry.
+  const elsewhere = user === 'client' ? 'leave out kernel to get the default plugins' : "leave out kernel in the top-level `switchyard` entry's serve/listen, which run on the default plugins";
+  const fix = kernel === null
+    ? `pass a kernel that has it, or use the top-level \`switchyard\` entry, whose ${user}s run on the default plugins`
+    : `register it on this kernel (kernel.register(${plugin})) before making the ${user}, or ${elsewhere}`;
+  return new ArgumentError(`${where === null ? '' : `${where}: `}${key} needs the ${plugin} plugin, which this ${user}'s kernel does not have: ${fix}`);
 }
 
 /**

@@ -7,7 +7,7 @@ import { ArgumentError } from '../errors.js';
 import type { Kernel } from '../kernel.js';
 import type { Body } from '../message/body.js';
 import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
-import { callOptionOwner, describe, pluginCallOptionNames, setKernelCallOptions } from '../plugin.js';
+import { callOptionOwner, describe, needsPlugin, pluginCallOptionNames, setKernelCallOptions } from '../plugin.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
 import type { Response } from '../message/response.js';
@@ -194,14 +194,6 @@ function adviceFor(o: object, key: string, known: ReadonlySet<string>, headersHi
   // Not one name of the object is an option: it was most likely meant as the body.
   if (!Object.keys(o).some((k) => known.has(k) || callOptionOwner(k) !== undefined)) return BODY_HINT;
   return undefined;
-}
-
-/** The error for a plugin's option given to a client whose kernel lacks that plugin. */
-export function needsPlugin(where: string, key: string, plugin: string, kernel: Kernel | null): ArgumentError {
-  const fix = kernel === null
-    ? 'pass a kernel that has it, or use the top-level `switchyard` entry, whose clients run on the default plugins'
-    : `register it on this kernel (kernel.register(${plugin})) before making the client, or leave out kernel to get the default plugins`;
-  return new ArgumentError(`${where}: ${key} needs the ${plugin} plugin, which this client's kernel does not have: ${fix}`);
 }
 
 /** @internal Checks the names and the types of a call's options (`kernel`: the client's, for the options that need a plugin). */

@@ -98,13 +98,13 @@ export class Server implements ConnectionHost, PipelineServer {
     if (stream !== undefined && typeof stream !== 'boolean') throw new ArgumentError(`stream must be a boolean, got ${typeof stream}`);
     if (onError !== undefined && typeof onError !== 'function') throw new ArgumentError(`onError must be a function, got ${typeof onError}`);
     if (kernel !== undefined && (typeof kernel !== 'object' || kernel === null || !('hooks' in kernel))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
-    this.opts = resolveServerOptions(rest, stream === true);
+    this.opts = resolveServerOptions(rest, stream === true, kernel ?? null);
     this.handler = stream === true ? null : (handler as RequestHandler);
     this.streamHandler = stream === true ? (handler as StreamHandler) : null;
     this.kernel = kernel ?? null;
     this.onError = onError ?? defaultOnError;
     const isTls = this.opts.tls !== null || this.opts.listener instanceof tls.Server;
-    this.info = Object.freeze({ tls: isTls, allowH2c: !isTls && this.opts.allowH2c, options: this.opts.raw });
+    this.info = Object.freeze({ tls: isTls, options: this.opts.raw });
     this.boundPort = this.opts.port;
     this.boundHost = this.opts.host;
     this.protocolHost = new PipelineHost(this);

@@ -18,6 +18,7 @@ import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { eqIgnoreCase, getProtocolHost, H2_PREFACE, headerContains, URI, type Request } from '../../kernel/index.js';
 import { serveH2 } from '../h2/index.js';
+import { allowsH2c } from './options.js';
 import { hpackLiteral } from './hpack.js';
 
 /** Longest wait for the client's preface after the 101, when the server sets no readHeaderTimeout. */
@@ -41,7 +42,7 @@ export function isH2cUpgrade(request: Request): boolean {
  */
 export async function upgradeToH2c(request: Request, socket: Duplex, head: Uint8Array): Promise<true | undefined> {
   const host = getProtocolHost(socket);
-  if (host === undefined || !host.info.allowH2c || host.closing) return undefined;
+  if (host === undefined || !allowsH2c(host.info) || host.closing) return undefined;
   // RFC 9110 §7.8: a server MUST ignore Upgrade in an HTTP/1.0 request.
   if (request.protoMajor === 1 && request.protoMinor === 0) return undefined;
   // The body would have to be read before switching; such requests stay HTTP/1.1 (RFC 7540 §3.2 allows it).
