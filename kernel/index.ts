@@ -38,6 +38,8 @@ export {
   type ClientSession,
   type ServerInfo,
   type ProtocolInfo,
+  type ProtocolTapOptions,
+  MAX_PREFACE_BYTES,
   type PeerAddress,
   type ServerExchange,
   type ExchangeOptions,

@@ -1,6 +1,6 @@
 /**
  * Server: owns the listener, the set of open connections and their configuration; accepts
- * connections, lets protocol plugins (h2, h2c) claim them, and runs HTTP/1.1 on the rest.
+ * connections, lets protocol plugins (such as h2 and h2c) claim them, and runs HTTP/1.1 on the rest.
  *
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
@@ -24,11 +24,11 @@ import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
 import type { Kernel } from '../kernel.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
-import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { PipelineHost, setUpgradeHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
+import { Prefaces } from './prefaces.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -62,6 +62,8 @@ export class Server implements ConnectionHost, PipelineServer {
   readonly streamHandler: StreamHandler | null;
   /** @internal */
   hooks: Tapped<ServerHooks> | null = null;
+  /** What the protocol taps declared to see of a plain connection's first bytes; null: read nothing ahead. */
+  private prefaces: Prefaces | null = null;
   private readonly kernel: Kernel | null;
   private readonly onError: (error: unknown, request: Request | null) => void;
   private listener: net.Server | null = null;
@@ -146,6 +148,7 @@ export class Server implements ConnectionHost, PipelineServer {
     if (k !== null) {
       if (k.state !== 'ready') await k.ready();
       this.hooks = k.tapped.server;
+      if (this.hooks.protocol !== null) this.prefaces = Prefaces.of(this.hooks.protocol);
     }
     const o = this.opts;
     let listener = o.listener;
@@ -195,8 +198,8 @@ export class Server implements ConnectionHost, PipelineServer {
   private alpn(given: unknown): string[] {
     let base = Array.isArray(given) && given.every((p) => typeof p === 'string') ? (given as string[]) : ['http/1.1'];
     const tapped = this.kernel !== null ? this.kernel.tapped.server : null;
-    // Offer only what can be served: without a protocol plugin, 'h2' would meet the HTTP/1 loop.
-    if (tapped === null || tapped.protocol === null) base = base.filter((p) => p !== 'h2');
+    // Offer only what can be served: without a protocol plugin, another protocol would meet the HTTP/1 loop.
+    if (tapped === null || tapped.protocol === null) base = base.filter((p) => HTTP1_ALPN.includes(p));
     const h = tapped !== null ? tapped.alpnProtocols : null;
     return h !== null ? h.call([...base], this.info) : base;
   }
@@ -366,8 +369,11 @@ export class Server implements ConnectionHost, PipelineServer {
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
     if (hooks !== null && hooks.protocol !== null) {
-      this.detect(socket, hooks.protocol);
-      return;
+      if (this.prefaces !== null) {
+        this.detect(socket, hooks.protocol, this.prefaces);
+        return;
+      }
+      if (hooks.protocol.call(socket, { alpnProtocol: null, head: EMPTY, server: this.info, host: this.protocolHost }) === true) return;
     }
     this.startHttp1(socket, null);
   };
@@ -403,13 +409,14 @@ export class Server implements ConnectionHost, PipelineServer {
   };
 
   /**
-   * Plain TCP with protocol taps: read until the bytes are, or cannot be, the HTTP/2 preface.
-   * Reads are bounded to the preface still missing (`boundReads`, and why), so a client's first
-   * HTTP/2 frames stay in the socket for node:http2; a runtime without that reads as a stream.
+   * Plain TCP with taps that declared prefaces: read until the bytes hold one, or cannot become
+   * one. Reads are bounded to the preface still missing (`boundReads`, and why), so what a
+   * client sends after it (HTTP/2's first frames) stays in the socket for the taker; a runtime
+   * without that reads as a stream.
    */
-  private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>): void {
+  private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>, prefaces: Prefaces): void {
     // Waiting for the first bytes is waiting for a request head: a client that sends nothing, or
-    // only part of the preface, is dropped at readHeaderTimeout.
+    // only part of a preface, is dropped at readHeaderTimeout.
     this.addPending(socket, this.opts.readHeaderTimeout);
     let head: Buffer = EMPTY;
     let settled = false;
@@ -438,10 +445,10 @@ export class Server implements ConnectionHost, PipelineServer {
       this.startHttp1(socket, head);
       socket.resume();
     };
-    /** Adds a read to `head` (copied: a bounded read's bytes are a view); 1 once it holds the preface, -1 once it cannot, 0 while it may. */
+    /** Adds a read to `head` (copied: a bounded read's bytes are a view); 1 once it holds a preface, -1 once it cannot, 0 while it may. */
     const take = (bytes: Buffer): -1 | 0 | 1 => {
       head = head.length === 0 ? Buffer.from(bytes) : Buffer.concat([head, bytes]);
-      return matchH2Preface(head);
+      return prefaces.match(head);
     };
     const onData = (chunk: Buffer): void => {
       if (take(chunk) !== 0) decide();
@@ -452,18 +459,18 @@ export class Server implements ConnectionHost, PipelineServer {
       this.maybeClosed();
     };
     let gathered = false;
-    const bounded = boundReads(socket, H2_PREFACE.length, (bytes, full) => {
+    const bounded = boundReads(socket, prefaces.shortest, (bytes, full) => {
       if (gathered) head = Buffer.concat([head, bytes]);
       else {
         const match = take(bytes);
-        if (match === 0) return H2_PREFACE.length - head.length;
+        if (match === 0) return prefaces.missing(head);
         if (match === 1) {
-          // The frames after the preface stay in the socket; node:http2 takes it after this read.
+          // What follows the preface stays in the socket; the taker reads it after this read.
           process.nextTick(decide);
           return 0;
         }
         if (full) {
-          // Not HTTP/2, and more may be waiting: one more read of this burst (the rest of a
+          // No declared protocol, and more may be waiting: one more read of this burst (the rest of a
           // request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was no
           // more, libuv reads nothing further in this loop, and the decision is made after it.
           gathered = true;
@@ -509,6 +516,9 @@ export class Server implements ConnectionHost, PipelineServer {
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
+
+/** ALPN names of what the kernel's own loop serves. */
+const HTTP1_ALPN: readonly string[] = ['http/1.1', 'http/1.0'];
 
 function noop(): void {}
 

@@ -12,7 +12,7 @@
  * Client: `client.session` speaks HTTP/2 on a plain connection when the call asks for it
  * (`http2PriorKnowledge: true`, or `httpVersion: 'h2'` on an `http://` URL).
  */
-import { definePlugin, isH2Preface, OptionChecks, Stage, type OptionCheck } from '../../kernel/index.js';
+import { definePlugin, H2_PREFACE, isH2Preface, OptionChecks, Stage, type OptionCheck } from '../../kernel/index.js';
 import { connectH2Session, h2PingOptions, serveH2 } from '../h2/index.js';
 import { allowsH2c, type H2cServerOptions } from './options.js';
 import { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
@@ -35,7 +35,8 @@ export const h2c = definePlugin({
   serverOptions: { allowH2c: OptionChecks.boolean } satisfies Record<keyof H2cServerOptions, OptionCheck>,
   register(kernel) {
     const stage = { name: NAME, stage: Stage.DEFAULT };
-    kernel.hooks.server.protocol.tap(stage, (socket, info) => {
+    // A plain connection that opens with the HTTP/2 preface is h2c: the server reads that far before asking.
+    kernel.hooks.server.protocol.tap({ ...stage, preface: H2_PREFACE }, (socket, info) => {
       if (info.alpnProtocol !== null || !allowsH2c(info.server) || info.host === undefined || !isH2Preface(info.head)) return undefined;
       serveH2(socket, info.host, info.head);
       return true;
