@@ -361,13 +361,20 @@ export class Server implements ConnectionHost, PipelineServer {
 
   // ---- accepting ---------------------------------------------------------------------------
 
-  private readonly onConnection = (socket: Socket): void => {
+  /** A TCP accept: false (the socket dropped) once the server no longer listens, else true after the connection hook. */
+  private accepted(socket: Socket): boolean {
     if (this.state !== 'listening') {
       socket.destroy();
-      return;
+      return false;
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    return true;
+  }
+
+  private readonly onConnection = (socket: Socket): void => {
+    if (!this.accepted(socket)) return;
+    const hooks = this.hooks;
     if (hooks !== null && hooks.protocol !== null) {
       if (this.prefaces !== null) {
         this.detect(socket, hooks.protocol, this.prefaces);
@@ -380,12 +387,7 @@ export class Server implements ConnectionHost, PipelineServer {
 
   /** TCP accept on a TLS listener: the connection hook; HTTP starts after the handshake, until which the raw socket is `pending`. */
   private readonly onTcpForTls = (socket: Socket): void => {
-    if (this.state !== 'listening') {
-      socket.destroy();
-      return;
-    }
-    const hooks = this.hooks;
-    if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    if (!this.accepted(socket)) return;
     this.addPending(socket, this.opts.tlsHandshakeTimeout);
     socket.once('close', () => {
       if (this.removePending(socket)) this.maybeClosed();
