@@ -177,8 +177,9 @@ export interface ProtocolInfo {
   /**
    * Plain TCP, when a tap declared a `preface` ({@link ProtocolTapOptions}): the first bytes
    * read, up to the end of a whole declared preface (never past it), or as far as they went
-   * when they fit no preface or the peer stopped sending. TLS, or no preface declared: empty. A tap that claims the connection owns these bytes
-   * (`socket.unshift(head)` before handing it on).
+   * when they fit no preface or the peer stopped sending. TLS, or no preface declared: empty.
+   * A tap that claims the connection owns these bytes (`socket.unshift(head)` before handing
+   * it on).
    */
   readonly head: Uint8Array;
   /** The listener. */
@@ -202,8 +203,9 @@ export interface ProtocolTapOptions {
    * h2c; 1 to {@link MAX_PREFACE_BYTES}). When any tap declares one, the server reads a new
    * plain connection's first bytes before asking the taps: until they hold a whole declared
    * preface or differ from every one, never past the end of a preface they may still be (what
-   * follows it stays in the socket for the taker), within `readHeaderTimeout`. Taps without one are asked with what
-   * was read; when no tap declares one, the server reads nothing ahead and `head` is empty.
+   * follows it stays in the socket for the taker), within `readHeaderTimeout`. Taps without
+   * one are asked with what was read; when no tap declares one, the server reads nothing
+   * ahead and `head` is empty.
    */
   readonly preface?: Uint8Array;
 }

@@ -472,9 +472,9 @@ export class Server implements ConnectionHost, PipelineServer {
           return 0;
         }
         if (full) {
-          // No declared protocol, and more may be waiting: one more read of this burst (the rest of a
-          // request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was no
-          // more, libuv reads nothing further in this loop, and the decision is made after it.
+          // No declared preface, and more may be waiting: one more read of this burst (the rest
+          // of a request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was
+          // no more, libuv reads nothing further in this loop, and the decision is made after it.
           gathered = true;
           setImmediate(decide);
           return READ_MAX;
