@@ -4,8 +4,8 @@
  */
 export { Client, setDefaultClientKernel, getCallOptions, getAttempt, isHeadersValue, type ClientOptions, type ClientCallDefaults } from './client.js';
 export { Transport, type TransportOptions, type Origin } from './transport.js';
-export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions, VerbHeaders, Verb } from './options.js';
-export { checkCallOptionNames } from './options.js';
+export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions, ExchangeTimeoutOptions, VerbHeaders, Verb } from './options.js';
+export { checkCallOptionNames, EXCHANGE_TIMEOUT_OPTIONS, pickExchangeTimeouts } from './options.js';
 export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
 export {

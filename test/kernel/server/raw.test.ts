@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createKernel, Response, type Request, type Stream } from '../../../kernel/index.js';
+// Declares the h2c plugin's server option allowH2c (the servers here still run no plugin).
+import '../../../plugins/h2c/index.js';
 import {
   expectClosed,
   expectServing,
