@@ -13,7 +13,8 @@
  */
 import { stat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Response, selfSignedCertificate, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
+import { Response, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
+import { selfSignedCertificate } from '../tls/self-signed.js';
 import { fileServer, type DotfilesPolicy } from '../plugins/fileserver/index.js';
 import { loggingMiddleware, type Logger } from '../plugins/middleware/index.js';
 import { intOption, parseArgs, type OptionSpec } from './args.js';

@@ -11,11 +11,10 @@ import {
   ParseError,
   ProtocolError,
   Response,
-  selfSignedCertificate,
   TLSHandshakeError,
   Transport,
-  type SelfSignedCertificate,
 } from '../../../kernel/index.js';
+import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { closedPort, newClient, okResponse, rawServer, readRequests, rejection, startServer, startTlsServer, text, within } from './helpers.js';
 
 /** A raw server that answers every request with `reply` (then optionally ends the socket). */

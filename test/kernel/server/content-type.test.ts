@@ -4,7 +4,8 @@
  * nothing (as node:http), a handler's own type is kept, and 204/304 and empty bodies carry none.
  */
 import { describe, expect, it } from 'vitest';
-import { Response, selfSignedCertificate, type Request } from '../../../kernel/index.js';
+import { Response, type Request } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 import { createKernel } from '../../../kernel/index.js';

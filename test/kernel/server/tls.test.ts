@@ -20,13 +20,12 @@ import {
   listen,
   port,
   Response,
-  selfSignedCertificate,
   serve,
   type Request,
-  type SelfSignedCertificate,
   type Server,
   type Stream,
 } from '../../../kernel/index.js';
+import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from './helpers.js';
 
 // ---- private helpers -------------------------------------------------------------------------

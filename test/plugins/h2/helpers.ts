@@ -11,7 +11,6 @@ import {
   Client,
   createKernel,
   listen,
-  selfSignedCertificate,
   serve,
   type ClientOptions,
   type Kernel,
@@ -20,6 +19,7 @@ import {
   type ServeOptions,
   type StreamHandler,
 } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 

@@ -7,12 +7,11 @@ import {
   Client,
   Response,
   createKernel,
-  selfSignedCertificate,
   type AnyPlugin,
   type ClientOptions,
   type Kernel,
-  type SelfSignedCertificate,
 } from '../../../kernel/index.js';
+import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { proxy, type ProxyPluginOptions } from '../../../plugins/proxy/index.js';
 import { onCleanup, startServer } from '../../kernel/server/helpers.js';
 

@@ -13,12 +13,12 @@ import {
   RequestContext,
   Response,
   TooManyRedirectsError,
-  selfSignedCertificate,
   type ClientEvent,
   type RedirectEvent,
   type Server,
   type Stream,
 } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { DEFAULT_REDIRECT_LIMIT, presets, redirects } from '../../../plugins/index.js';
 import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, type Seen } from './helpers.js';
 

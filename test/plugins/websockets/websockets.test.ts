@@ -6,7 +6,8 @@
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, createKernel, definePlugin, listen, selfSignedCertificate, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
+import { ArgumentError, Client, createKernel, definePlugin, listen, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
 import { GOING_AWAY_MS } from '../../../kernel/server/server.js';
 import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
