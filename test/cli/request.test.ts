@@ -17,7 +17,7 @@ import { CallbackBody, createKernel, Response, type Kernel, type Request, type S
 import { selfSignedCertificate } from '../../tls/self-signed.js';
 import { presets } from '../../plugins/index.js';
 import { parseMultipartForm } from '../../plugins/multipart/index.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening } from '../interop/helpers.js';
+import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening } from '../helpers/peers.js';
 import { main } from '../../cli/main.js';
 import { BIN, runCli, runCommand, runMain, tempDir } from './helpers.js';
 

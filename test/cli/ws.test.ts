@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selfSignedCertificate } from '../../tls/self-signed.js';
 import { WebSockets } from '../../plugins/websockets/index.js';
-import { cleanEnv, findBinary, startPeer, stopPeer, type Peer } from '../interop/helpers.js';
+import { cleanEnv, findBinary, startPeer, stopPeer, type Peer } from '../helpers/peers.js';
 import { runCli, runMain, startCli, tempDir } from './helpers.js';
 
 // websockets 10 (Debian bookworm), its asyncio API. Echoes text; answers "bin" with 300 bytes 0..255,0..43; refuses /forbidden with 403.

@@ -15,7 +15,7 @@ import {
   Transport,
 } from '../../../kernel/index.js';
 import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
-import { closedPort, newClient, okResponse, rawServer, readRequests, rejection, startServer, startTlsServer, text, within } from './helpers.js';
+import { closedPort, newClient, okResponse, rawServer, readRequests, rejection, startServer, startTlsServer, text, within } from '../../helpers/client.js';
 
 /** A raw server that answers every request with `reply` (then optionally ends the socket). */
 async function replies(reply: string | Buffer, end = false) {

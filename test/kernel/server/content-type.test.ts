@@ -9,8 +9,8 @@ import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 import { createKernel } from '../../../kernel/index.js';
-import { closeKernelAfter } from '../../cleanup.js';
-import { curlEnv, runCurl, startServer } from './helpers.js';
+import { closeKernelAfter } from '../../helpers/cleanup.js';
+import { curlEnv, runCurl, startServer } from '../../helpers/server.js';
 
 const cert = selfSignedCertificate();
 

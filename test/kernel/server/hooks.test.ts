@@ -25,7 +25,7 @@ import {
   type ServerInfo,
   type StreamHandler,
 } from '../../../kernel/index.js';
-import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from './helpers.js';
+import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { resolveServerOptions } from '../../../kernel/server/options.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { onCleanup, waitConnections, waitFor } from './helpers.js';
-import { forceCloseAfter } from '../../cleanup.js';
+import { onCleanup, waitConnections, waitFor } from '../../helpers/server.js';
+import { forceCloseAfter } from '../../helpers/cleanup.js';
 
 const hello = (): Response => new Response(200, 'hello');
 const cert = selfSignedCertificate();

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeNetServerAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
+import { closeNetServerAfter, forceCloseAfter, onCleanup } from '../../helpers/cleanup.js';
 import {
   listen,
   port,
@@ -26,7 +26,7 @@ import {
   type Stream,
 } from '../../../kernel/index.js';
 import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
-import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from './helpers.js';
+import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from '../../helpers/server.js';
 
 // ---- private helpers -------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import {
 } from '../../../kernel/index.js';
 import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { DEFAULT_REDIRECT_LIMIT, presets, redirects } from '../../../plugins/index.js';
-import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, type Seen } from './helpers.js';
+import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, type Seen } from '../../helpers/redirects.js';
 
 type Route = (req: Request, url: URL) => Response | Promise<Response>;
 
