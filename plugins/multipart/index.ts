@@ -129,7 +129,6 @@ export function randomBoundary(): string {
  * which no header value may hold. Other characters, `%` included, go as they are (UTF-8).
  */
 function quoteParam(s: string): string {
-  // eslint-disable-next-line no-control-regex
   return `"${s.replace(/[\x00-\x1f\x7f"]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)}"`;
 }
 
