@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
-import { AbstractBody, ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
+import { ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -234,12 +234,12 @@ export class Form extends ChunkBody {
     return contentType(this);
   }
 
-  /** See {@link AbstractBody.length}: known when every part's size is (strings, bytes, unread `fs` read streams), else -1. */
+  /** See {@link ChunkBody.length}: known when every part's size is (strings, bytes, unread `fs` read streams), else -1. */
   override get length(): number {
     return this.total;
   }
 
-  /** See {@link AbstractBody.read}. */
+  /** See {@link ChunkBody.read}. */
   override read(dst: Uint8Array): Promise<number> {
     if (!this.isClosed && dst.length > 0 && !this.hasWaiting && this.segments[this.index] instanceof FileSource) return this.readFile(dst);
     return super.read(dst);
@@ -326,7 +326,7 @@ export class Form extends ChunkBody {
     }
   }
 
-  /** See {@link AbstractBody.closed}. */
+  /** See {@link ChunkBody.closed}. */
   get closed(): boolean {
     return this.isClosed;
   }
