@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { EXCHANGE_TIMEOUT_OPTIONS, Request, upgradeRequest } from '../../../kernel/index.js';
-import { closeAfter } from '../../cleanup.js';
+import { closeAfter } from '../../helpers/cleanup.js';
 
 /** The message `p` rejects with (fails the test when it resolves). */
 async function rejected(p: Promise<unknown>): Promise<string> {

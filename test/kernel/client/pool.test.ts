@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { AbstractBody, ParseError, Request, Response, Transport, type Client, type RequestHandler } from '../../../kernel/index.js';
-import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within, type RawRequest } from './helpers.js';
+import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within, type RawRequest } from '../../helpers/client.js';
 
 /** A handler that holds every answer until `n` requests are in flight, then answers them all. */
 function barrier(n: number): { handler: RequestHandler; arrived: () => number; reset: (m: number) => void } {

@@ -16,7 +16,7 @@ import {
   type AnyClientEvent,
 } from '../../../kernel/index.js';
 import { RetryEvent, verbosePrinter } from '../../../kernel/client/index.js';
-import { closedPort, newClient, rejection, startServer } from './helpers.js';
+import { closedPort, newClient, rejection, startServer } from '../../helpers/client.js';
 
 afterEach(() => {
   vi.restoreAllMocks();

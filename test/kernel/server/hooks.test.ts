@@ -25,7 +25,7 @@ import {
   type StreamHandler,
 } from '../../../kernel/index.js';
 import type { ProtocolHost, ProtocolInfo } from '../../../kernel/protocol.js';
-import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from './helpers.js';
+import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
 

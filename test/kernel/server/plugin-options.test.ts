@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ArgumentError, createKernel, definePlugin, OptionChecks, Response, Server, type ServeOptions, type ServerInit, type ServerInfo } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { onCleanup, rawClient, startServer } from './helpers.js';
+import { onCleanup, rawClient, startServer } from '../../helpers/server.js';
 
 const ok = (): Response => new Response(200, 'ok');
 

@@ -8,10 +8,11 @@ import { once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, createKernel, definePlugin, Response, selfSignedCertificate, serve, type Kernel } from '../../../kernel/index.js';
+import { ArgumentError, createKernel, definePlugin, Response, serve, type Kernel } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { MAX_PREFACE_BYTES, type ProtocolInfo } from '../../../kernel/protocol.js';
-import { forceCloseAfter } from '../../cleanup.js';
-import { get, onCleanup, rawClient, startServer, within } from './helpers.js';
+import { forceCloseAfter } from '../../helpers/cleanup.js';
+import { get, onCleanup, rawClient, startServer, within } from '../../helpers/server.js';
 
 async function kernelWith(setup: (kernel: Kernel) => void): Promise<Kernel> {
   const kernel = createKernel().register(definePlugin({ name: 'prefaces-test', register: setup }));

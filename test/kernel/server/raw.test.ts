@@ -18,7 +18,7 @@ import {
   statusOf,
   waitConnections,
   within,
-} from './helpers.js';
+} from '../../helpers/server.js';
 
 /** Number of status lines in `bytes` (responses received). */
 function statusLines(bytes: Buffer): number {

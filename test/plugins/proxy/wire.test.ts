@@ -11,7 +11,7 @@ import { websockets, WebSockets } from '../../../plugins/websockets/index.js';
 import { ProxyConfig } from '../../../plugins/proxy/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { afterBytes, afterHead, onCleanup, rawProxy, startMicrosocks, startSquid } from './peers.js';
+import { afterBytes, afterHead, onCleanup, rawProxy, startMicrosocks, startSquid } from '../../helpers/proxies.js';
 import { bootKernel, certificate, makeClient, rejection, startOrigin } from './setup.js';
 
 const basic = (u: string, p: string): string => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
