@@ -130,6 +130,12 @@ export interface SessionPool {
    * drops it and opens a new connection for the next request.
    */
   discard(session: ClientSession): void;
+  /**
+   * A session that is not {@link ClientSession.multiplexed} finished its exchange and can take
+   * another: the pool keeps it idle for the next request to its origin (or closes it when its
+   * idle limits are reached).
+   */
+  release(session: ClientSession): void;
 }
 
 /**
@@ -140,6 +146,13 @@ export interface SessionPool {
 export interface ClientSession {
   /** `http/1.1` or `h2` (the ALPN identifier of the protocol spoken). */
   readonly protocol: string;
+  /**
+   * True: concurrent exchanges share the session while {@link ClientSession.capacity} allows
+   * (HTTP/2), and the pool hands it to them as they come. False: one exchange at a time; the
+   * session gives itself back with {@link SessionPool.release} when its exchange is done (the
+   * kernel's HTTP/1.1 driver). Absent counts as true.
+   */
+  readonly multiplexed?: boolean;
   /** True once the connection is closed or closing; the pool drops closed sessions. */
   readonly closed: boolean;
   /** Sends one exchange. Resolves when the response head arrived, with a streaming body; the exchange ends when that body is read or closed. */

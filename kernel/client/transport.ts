@@ -58,7 +58,8 @@ export interface AcquireOptions {
 
 class Pool implements SessionOwner, SessionPool {
   readonly key: string;
-  readonly idle: H1ClientSession[] = [];
+  /** Sessions that take one exchange at a time, idle (most recently used last). */
+  readonly idle: ClientSession[] = [];
   readonly all = new Set<ClientSession>();
   /** Multiplexed sessions (HTTP/2): shared by concurrent exchanges while they have capacity. */
   readonly shared: ClientSession[] = [];
@@ -70,12 +71,12 @@ class Pool implements SessionOwner, SessionPool {
     this.transport = transport;
   }
 
-  release(session: H1ClientSession): void {
+  release(session: ClientSession): void {
     this.transport.onRelease(this, session);
   }
 
   discard(session: ClientSession): void {
-    const i = this.idle.indexOf(session as H1ClientSession);
+    const i = this.idle.indexOf(session);
     if (i >= 0) {
       this.idle.splice(i, 1);
       this.transport.idleTotal--;
@@ -212,7 +213,7 @@ export class Transport {
     while (idle.length > 0) {
       const s = idle.pop()!;
       this.idleTotal--;
-      if (!s.closed && (this.idleTimeout === 0 || performance.now() - s.idleSince < this.idleTimeout)) return s;
+      if (!s.closed && (this.idleTimeout === 0 || s.idleSince === undefined || performance.now() - s.idleSince < this.idleTimeout)) return s;
       s.destroy();
       pool.all.delete(s);
     }
@@ -268,7 +269,7 @@ export class Transport {
     // This connection may be multiplexed: requests arriving meanwhile wait for it (see acquire).
     const opening = this.open(pool, o, ctx, hooks, started);
     const shared = opening.then(
-      (s) => (s instanceof H1ClientSession ? null : s),
+      (s) => (s.multiplexed !== false ? s : null),
       () => null,
     );
     pool.pending = shared;
@@ -288,7 +289,7 @@ export class Transport {
       session = hooks.session.call(socket, { alpnProtocol: alpn, connect: o, ctx, pool }) ?? null;
     }
     if (session === null) session = new H1ClientSession(socket, pool, { maxLineBytes: this.maxLineBytes, maxHeaderBytes: this.maxHeaderBytes });
-    else if (!(session instanceof H1ClientSession)) this.addShared(pool, session);
+    else if (session.multiplexed !== false) this.addShared(pool, session);
     pool.all.add(session);
     return session;
   }
@@ -309,7 +310,7 @@ export class Transport {
   }
 
   /** @internal */
-  onRelease(pool: Pool, session: H1ClientSession): void {
+  onRelease(pool: Pool, session: ClientSession): void {
     if (this.closed || pool.idle.length >= this.maxIdlePerHost || this.idleTotal >= this.maxIdleTotal) {
       pool.all.delete(session);
       session.destroy();
@@ -325,7 +326,7 @@ export class Transport {
     for (const p of this.pools.values()) {
       for (let i = p.idle.length - 1; i >= 0; i--) {
         const s = p.idle[i]!;
-        if (now - s.idleSince >= this.idleTimeout) {
+        if (s.idleSince !== undefined && now - s.idleSince >= this.idleTimeout) {
           p.idle.splice(i, 1);
           this.idleTotal--;
           p.all.delete(s);
