@@ -215,7 +215,7 @@ export class Client {
       if (err0 !== null) throw err0;
       const o = call.options;
       const plan = this.planFor(o);
-      const session = this.transport.acquireIdle(call.origin ?? originOf(call.request.url), plan.acquire);
+      const session = this.transport.acquireIdle(call.origin ?? originOf(call.request.url), plan.acquire, routeOf(this.hooks, ctx));
       if (session === null) return this.requestFull(call);
       setAttempt(ctx, 1);
       p = session.dispatch(call.request, ctx, o.responseStream === undefined ? plan.buffered : plan.timeouts);
@@ -477,6 +477,7 @@ export class Client {
     // open(): the stream's reader decides whether its connection is reused (closeRead closes it).
     const timeouts = hold ? Object.freeze({ ...plan.timeouts, [kHoldConnection]: true }) : plan.timeouts;
     const acquire = plan.acquire;
+    const route = routeOf(hooks, ctx);
     let req = call.request;
     let attempt = 1;
     let redirects = 0;
@@ -500,7 +501,7 @@ export class Client {
           const err0 = ctx.error();
           if (err0 !== null) throw err0;
           const origin = originOf(req.url);
-          const session = this.transport.acquireIdle(origin, acquire) ?? (await this.transport.acquire(origin, ctx, acquire));
+          const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
           res = await session.dispatch(req, ctx, timeouts);
         }
         res.url = req.url;
@@ -562,7 +563,7 @@ interface CallPlan {
   readonly timeouts: ExchangeOptions;
   /** `timeouts` marked {@link kBufferBody}: for calls that buffer the whole body and run no per-attempt hooks. */
   readonly buffered: ExchangeOptions;
-  readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null; readonly proxy: CallOptions['proxy'] };
+  readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null };
 }
 
 function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean): CallPlan {
@@ -580,11 +581,16 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: 
   // `auto` is the client's preference: without HTTP/2 that is HTTP/1.1 (its own pool key, so a
   // transport shared with clients that do negotiate h2 never hands this one an h2 session).
   if (httpVersion === 'auto' && !preferHttp2) httpVersion = 'h1';
-  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks, proxy: o.proxy } as const);
+  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks } as const);
   // A session that gathers the whole body itself before resolving does not know the call's
   // bound: only calls without one let it (the others read through the body, which stops at it).
   const buffered = (o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES) === 0 ? Object.freeze({ ...timeouts, [kBufferBody]: true }) : timeouts;
   return { timeouts, buffered, acquire };
+}
+
+/** What the `client.poolKey` taps add to the pool key of the call on `ctx`; nothing to ask when none is tapped. */
+function routeOf(hooks: Tapped<ClientHooks> | null, ctx: RequestContext): unknown {
+  return hooks === null || hooks.poolKey === null ? undefined : hooks.poolKey.call(undefined, ctx);
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
- * Transport: the connection pool. One pool per origin (scheme, host, port, and the proxy and
- * local address that shape the connection); idle HTTP/1 connections are reused last-in,
- * first-out, dropped when the server closes them, and closed after `idleTimeout`.
+ * Transport: the connection pool. One pool per origin (scheme, host, port), HTTP version wish
+ * and what the `client.poolKey` taps add (a proxy); idle HTTP/1 connections are reused
+ * last-in, first-out, dropped when the server closes them, and closed after `idleTimeout`.
  */
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
@@ -25,7 +25,7 @@ export interface TransportOptions {
   tlsConfig?: ConnectionOptions;
   /** Source address of outbound connections: an IP literal of this machine (a request whose connection cannot bind it fails with `ArgumentError`). */
   localAddr?: string;
-  /** Proxy policy (the proxy plugin's `ProxyConfig`); opaque to the kernel, part of the pool key. */
+  /** Proxy policy (the proxy plugin's `ProxyConfig`): the default of the clients on this transport, which pass it to the plugin as a call option. */
   proxy?: unknown;
   /** Longest status or header line. Default 65536. */
   maxLineBytes?: number;
@@ -53,7 +53,6 @@ export interface AcquireOptions {
   /** `auto`: HTTP/2 by ALPN when offered (the caller prefers it), else HTTP/1.1. */
   readonly httpVersion: 'auto' | 'h1' | 'h2';
   readonly hooks: Tapped<ClientHooks> | null;
-  readonly proxy?: unknown;
 }
 
 class Pool implements SessionOwner, SessionPool {
@@ -180,11 +179,12 @@ export class Transport {
 
   /**
    * @internal An idle session for `origin`, or null: synchronous, so reusing a pooled
-   * connection costs no promise (the common case of every call after the first).
+   * connection costs no promise (the common case of every call after the first). `route` is
+   * what the `client.poolKey` taps gave the call.
    */
-  acquireIdle(origin: Origin, a: AcquireOptions): ClientSession | null {
+  acquireIdle(origin: Origin, a: AcquireOptions, route: unknown): ClientSession | null {
     if (this.closed || (this.idleTotal === 0 && this.sharedTotal === 0)) return null;
-    const pool = this.pools.get(poolKey(origin, a.proxy !== undefined ? a.proxy : this.proxy, a.httpVersion));
+    const pool = this.pools.get(poolKey(origin, route, a.httpVersion));
     if (pool === undefined) return null;
     if (pool.shared.length > 0) {
       const s = this.takeShared(pool);
@@ -220,11 +220,10 @@ export class Transport {
     return null;
   }
 
-  /** @internal A session for one exchange to `origin`: an idle one, or a new connection. */
-  async acquire(origin: Origin, ctx: RequestContext, a: AcquireOptions): Promise<ClientSession> {
+  /** @internal A session for one exchange to `origin`: an idle one, or a new connection (see {@link Transport.acquireIdle} for `route`). */
+  async acquire(origin: Origin, ctx: RequestContext, a: AcquireOptions, route: unknown): Promise<ClientSession> {
     if (this.closed) throw new ArgumentError('the transport is closed');
-    const proxy = a.proxy !== undefined ? a.proxy : this.proxy;
-    const key = poolKey(origin, proxy, a.httpVersion);
+    const key = poolKey(origin, route, a.httpVersion);
     let pool = this.pools.get(key);
     if (pool === undefined) {
       pool = new Pool(key, this);
@@ -240,10 +239,10 @@ export class Transport {
       if (again !== null) return again;
       if (s === null || s.capacity() === 0) break;
     }
-    return this.connect(pool, origin, ctx, a, proxy);
+    return this.connect(pool, origin, ctx, a, route);
   }
 
-  private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, proxy: unknown): Promise<ClientSession> {
+  private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, route: unknown): Promise<ClientSession> {
     const started = performance.now();
     const hooks = a.hooks;
     const o: ConnectOptions = {
@@ -255,7 +254,7 @@ export class Transport {
       httpVersion: a.httpVersion,
       localAddress: this.localAddr,
       timeoutMs: a.connectTimeout,
-      proxy,
+      poolKey: route,
       tls: this.tlsConfig,
     };
     // `auto` comes from a client that prefers HTTP/2 (its own preferHttp2, or this transport's
@@ -350,32 +349,32 @@ export class Transport {
   }
 }
 
-const proxyIds = new WeakMap<object, number>();
-let nextProxyId = 1;
+const routeIds = new WeakMap<object, number>();
+let nextRouteId = 1;
 
-/** Keys of direct (proxy-less) pools per origin object and version wish: the client reuses its Origin objects, so most acquires build no string. */
+/** Keys of pools with nothing added per origin object and version wish: the client reuses its Origin objects, so most acquires build no string. */
 const directKeys = new WeakMap<Origin, Record<string, string>>();
 
-/** Pool key: origin, HTTP version wish, and the proxy policy (by identity). */
-function poolKey(o: Origin, proxy: unknown, v: string): string {
-  if (proxy === undefined || proxy === null) {
+/** Pool key: origin, HTTP version wish, and what the `client.poolKey` taps gave (an object by identity). */
+function poolKey(o: Origin, route: unknown, v: string): string {
+  if (route === undefined || route === null) {
     let byVersion = directKeys.get(o);
     if (byVersion === undefined) directKeys.set(o, (byVersion = {}));
     return (byVersion[v] ??= `${o.protocol}//${o.host}:${o.port}|${v}`);
   }
-  return buildKey(o, proxy, v);
+  return buildKey(o, route, v);
 }
 
-function buildKey(o: Origin, proxy: unknown, v: string): string {
-  let p = '';
-  if (typeof proxy === 'object' && proxy !== null) {
-    let id = proxyIds.get(proxy);
+function buildKey(o: Origin, route: unknown, v: string): string {
+  let p: string;
+  if ((typeof route === 'object' && route !== null) || typeof route === 'function') {
+    let id = routeIds.get(route);
     if (id === undefined) {
-      id = nextProxyId++;
-      proxyIds.set(proxy, id);
+      id = nextRouteId++;
+      routeIds.set(route, id);
     }
-    p = `|proxy${id}`;
-  } else if (typeof proxy === 'string') p = `|${proxy}`;
+    p = `|@${id}`;
+  } else p = `|=${String(route)}`;
   return `${o.protocol}//${o.host}:${o.port}|${v}${p}`;
 }
 
