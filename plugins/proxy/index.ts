@@ -27,8 +27,8 @@
  * Forward mode is chosen by `client.onRequest` and only used when `client.connect` picks the
  * same proxy for that request. Otherwise a plain `http:` origin goes through a CONNECT tunnel,
  * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes
- * (`WebSockets.open`, which runs no `onRequest`), a policy given on the `Transport` only
- * (invisible to `client.onRequest`), and h2c prior knowledge (`httpVersion: 'h2'`).
+ * (`WebSockets.open`, which runs no `onRequest`) and h2c prior knowledge (`httpVersion: 'h2'`).
+ * A policy given to a `Transport` is its clients' default call option, so it forwards too.
  */
 import {
   ArgumentError,
