@@ -85,8 +85,8 @@ export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') 
  * Marks exchange options (`ExchangeOptions[kBufferBody] === true`) of a call that will buffer
  * the whole response body at once and has no hook to show the head to first: a protocol
  * session may then resolve `dispatch` with the body complete (bytes, or a `FlowBody` that
- * holds all of it), saving the caller a second wait. Sessions that ignore it behave as usual. A registry symbol, so a
- * plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
+ * holds all of it), saving the caller a second wait. Sessions that ignore it behave as usual.
+ * A registry symbol, so a plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
  */
 export const kBufferBody: unique symbol = Symbol.for('switchyard.bufferBody') as never;
 /** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
