@@ -22,6 +22,10 @@ const kAttempt = Symbol.for('switchyard.attempt');
 const EMPTY_OPTIONS: CallOptions = Object.freeze({});
 const NO_DEADLINE = Object.freeze({ deadline: 0 });
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
+/** {@link Call.links}: the call listens to its options' `signal`. */
+const LISTENING = 1;
+/** {@link Call.links}: the call's context is a child it made, to detach from its parent at the end. */
+const CHILD = 2;
 
 /**
  * Default of `maxResponseBytes`: 64 MiB, the bound the server puts on a request body it
@@ -60,12 +64,15 @@ export class Call {
   ctx!: RequestContext;
   /** The origin of {@link Call.request}'s URL when the client knew it while building the request (a URL it parsed before), else null. */
   origin: Origin | null = null;
-  /** When the call began (traced calls only: the clock is read for `DoneEvent.elapsedMs`). */
-  private started = 0;
-  /** The caller's signal while it is linked to {@link Call.ctx}. */
-  private signal: AbortSignal | null = null;
-  /** True while {@link Call.ctx} is a child the call made and must detach from its parent at the end. */
-  private child = false;
+  /**
+   * When the call began, for `DoneEvent.elapsedMs`: traced calls only (null otherwise, so an
+   * untraced call stores no number).
+   */
+  private started: number | null = null;
+  /** What {@link Call.unlink} undoes: {@link LISTENING} and {@link CHILD}. */
+  private links = 0;
+  /** What {@link Call.settle} does with a failed exchange. */
+  private onFailure: ((call: Call, err: unknown) => Response | Promise<Response>) | null = null;
 
   constructor(options: CallOptions) {
     this.options = options;
@@ -85,7 +92,7 @@ export class Call {
     if (ctx === undefined) ctx = timeout > 0 ? new RequestContext({ deadline: performance.now() + timeout }) : new RequestContext(NO_DEADLINE);
     else if (timeout > 0) {
       ctx = ctx.child(performance.now() + timeout);
-      this.child = true;
+      this.links = CHILD;
     }
     ctx.set(kCallOptions, o);
     this.ctx = ctx;
@@ -98,7 +105,7 @@ export class Call {
     }
     // The call itself is the listener (an EventListener object): no closure per call.
     signal.addEventListener('abort', this, { once: true });
-    this.signal = signal;
+    this.links |= LISTENING;
   }
 
   /** The caller's `AbortSignal` fired: cancels the call's context with its reason. */
@@ -109,15 +116,11 @@ export class Call {
 
   /** Stops the caller's signal from reaching the call's context, and detaches a child context from its parent. */
   unlink(): void {
-    const s = this.signal;
-    if (s !== null) {
-      this.signal = null;
-      s.removeEventListener('abort', this);
-    }
-    if (this.child) {
-      this.child = false;
-      this.ctx.detach();
-    }
+    const links = this.links;
+    if (links === 0) return;
+    this.links = 0;
+    if ((links & LISTENING) !== 0) this.options.signal!.removeEventListener('abort', this);
+    if ((links & CHILD) !== 0) this.ctx.detach();
   }
 
   /**
@@ -159,10 +162,29 @@ export class Call {
     );
   }
 
+  /**
+   * Ends a buffered call whose one exchange is `p` (see {@link Call.complete}); a failed
+   * exchange goes to `onFailure`, which retries it or ends the call.
+   */
+  settle(p: Promise<Response>, onFailure: (call: Call, err: unknown) => Response | Promise<Response>): Promise<Response> {
+    this.onFailure = onFailure;
+    // Bound methods, not arrow functions: the handlers share no context object made per call.
+    return p.then(this.settled.bind(this), this.failed.bind(this));
+  }
+
+  private settled(res: Response): Response | Promise<Response> {
+    res.url = this.request.url;
+    return this.complete(res);
+  }
+
+  private failed(err: unknown): Response | Promise<Response> {
+    return this.onFailure!(this, err);
+  }
+
   private end(res: Response | null, err: unknown): void {
     this.unlink();
     const trace = this.trace;
-    if (trace !== null) trace(new DoneEvent(res?.url ?? this.request.url, res, err, getAttempt(this.ctx), performance.now() - this.started));
+    if (trace !== null) trace(new DoneEvent(res?.url ?? this.request.url, res, err, getAttempt(this.ctx), performance.now() - (this.started ?? 0)));
   }
 }
 

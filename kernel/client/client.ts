@@ -226,21 +226,18 @@ export class Client {
         return Promise.reject(e);
       }
     }
-    return p.then(
-      (res) => {
-        res.url = call.request.url;
-        return call.complete(res);
-      },
-      (err: unknown) => {
-        const retry = retryMark(err, call.request);
-        if (retry === 0) return call.fail(err);
-        return this.run(call, retry).then(
-          (res) => call.complete(res),
-          (e: unknown) => call.fail(e),
-        );
-      },
-    );
+    return call.settle(p, this.retryPlain);
   }
+
+  /** A plain call's exchange failed: the attempt loop sends it again when it would retry that error, else the call ends with it. */
+  private readonly retryPlain = (call: Call, err: unknown): Promise<Response> => {
+    const retry = retryMark(err, call.request);
+    if (retry === 0) return call.fail(err);
+    return this.run(call, retry).then(
+      (res) => call.complete(res),
+      (e: unknown) => call.fail(e),
+    );
+  };
 
   private async requestFull(call: Call): Promise<Response> {
     let res: Response;
