@@ -7,7 +7,8 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import { ResponseTooLargeError, StatusError } from '../errors.js';
+import { ResponseTooLargeError } from '../errors.js';
+import { StatusError } from './status-error.js';
 import { AbstractBody } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';

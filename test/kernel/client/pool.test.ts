@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
-import { AbstractBody, createKernel, definePlugin, ParseError, Request, Response, Transport, type Client, type ClientSession, type RequestHandler } from '../../../kernel/index.js';
+import { AbstractBody, createKernel, definePlugin, ParseError, Request, Response, Transport, type Client, type RequestHandler } from '../../../kernel/index.js';
+import type { ClientSession } from '../../../kernel/protocol.js';
 import { closeKernelAfter } from '../../cleanup.js';
 import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within, type RawRequest } from './helpers.js';
 
