@@ -84,7 +84,12 @@ export interface ConnectOptions {
   readonly localAddress?: string;
   /** Connect timeout in ms (0 for none); it bounds DNS, TCP, proxy/SOCKS handshakes and TLS, so a tap must honour it too. */
   readonly timeoutMs: number;
-  /** The proxy policy of the client or call (the proxy plugin's `ProxyConfig`); opaque to the kernel. */
+  /**
+   * What the `client.poolKey` taps gave the call that opens this connection (the proxy plugin:
+   * the call's proxy policy); opaque to the kernel. Absent on connections outside the pool.
+   */
+  readonly poolKey?: unknown;
+  /** The `proxy` option of an upgrade handshake (`upgradeRequest`), which opens a connection outside the pool; opaque to the kernel. */
   readonly proxy?: unknown;
   /** Client TLS configuration, passed to `tls.connect`. */
   readonly tls?: Readonly<ConnectionOptions>;
@@ -130,6 +135,12 @@ export interface SessionPool {
    * drops it and opens a new connection for the next request.
    */
   discard(session: ClientSession): void;
+  /**
+   * A session that is not {@link ClientSession.multiplexed} finished its exchange and can take
+   * another: the pool keeps it idle for the next request to its origin (or closes it when its
+   * idle limits are reached).
+   */
+  release(session: ClientSession): void;
 }
 
 /**
@@ -140,6 +151,13 @@ export interface SessionPool {
 export interface ClientSession {
   /** `http/1.1` or `h2` (the ALPN identifier of the protocol spoken). */
   readonly protocol: string;
+  /**
+   * True: concurrent exchanges share the session while {@link ClientSession.capacity} allows
+   * (HTTP/2), and the pool hands it to them as they come. False: one exchange at a time; the
+   * session gives itself back with {@link SessionPool.release} when its exchange is done (the
+   * kernel's HTTP/1.1 driver). Absent counts as true.
+   */
+  readonly multiplexed?: boolean;
   /** True once the connection is closed or closing; the pool drops closed sessions. */
   readonly closed: boolean;
   /** Sends one exchange. Resolves when the response head arrived, with a streaming body; the exchange ends when that body is read or closed. */
@@ -292,6 +310,17 @@ export interface ClientHooks {
    */
   readonly onUpgrade: AsyncSeries<[request: Request, response: Response, socket: Duplex]>;
   /**
+   * What else, beyond scheme, host, port and HTTP version, tells the connections of a call
+   * apart (a proxy plugin: the call's proxy policy). Taps return the value (or leave the one
+   * they were given, which starts `undefined`); calls whose values differ never share a pooled
+   * connection (an object counts by identity, anything else by its string; `undefined` and
+   * `null` add nothing), and the value of the call that opens a connection reaches the
+   * `connect` taps as `ConnectOptions.poolKey`. Derive it from the call's options
+   * (`getCallOptions(ctx)`) and return the same object for the same choice: a new object per
+   * call means a new connection per call. Sync waterfall, once per call, only when tapped.
+   */
+  readonly poolKey: SyncWaterfall<[key: unknown, ctx: RequestContext]>;
+  /**
    * A new connection is needed: a tap returns a connected byte stream to the origin (a proxy
    * tunnel, a SOCKS socket); nothing → the kernel's own `net`/`tls` connect. For `https:` the
    * kernel runs TLS over what the tap returns unless it is already a `TLSSocket`. Async series
@@ -412,6 +441,7 @@ export function createHookTable(): HookTable {
     onResponseHead: new AsyncSeriesBailHook<[Response, RequestContext], Request | void>(['response', 'ctx'], 'client.onResponseHead'),
     onRetry: new AsyncSeriesBailHook<[RetryState, RequestContext], RetryDecision | void>(['state', 'ctx'], 'client.onRetry'),
     onUpgrade: new AsyncSeriesHook<[Request, Response, Duplex]>(['request', 'response', 'socket'], 'client.onUpgrade'),
+    poolKey: new SyncWaterfallHook<[unknown, RequestContext]>(['key', 'ctx'], 'client.poolKey'),
     connect: new AsyncSeriesBailHook<[ConnectOptions, RequestContext], Duplex | void>(['options', 'ctx'], 'client.connect'),
     alpnProtocols: new SyncWaterfallHook<[string[], ConnectOptions]>(['protocols', 'options'], 'client.alpnProtocols'),
     session: new SyncBailHook<[Duplex, SessionInfo], ClientSession | void>(['socket', 'info'], 'client.session'),

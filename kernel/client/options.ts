@@ -205,8 +205,9 @@ export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
 setKernelCallOptions(KERNEL_CALL_OPTIONS);
 
 /**
- * `proxy` is typed by the kernel (a `Transport` keys its pools by it) but read by the proxy
- * plugin, which declares it; this stands in when that plugin's module is not loaded at all.
+ * `proxy` is typed by the kernel (a `Transport` carries it as the default of its clients) but
+ * read by the proxy plugin, which declares it; this stands in when that plugin's module is not
+ * loaded at all.
  */
 const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
 

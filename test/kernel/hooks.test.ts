@@ -126,7 +126,7 @@ function fakeSession(): ClientSession {
 
 // --- The table -------------------------------------------------------------------------
 
-const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'connect', 'alpnProtocols', 'session'];
+const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'poolKey', 'connect', 'alpnProtocols', 'session'];
 const SERVER_HOOKS = ['connection', 'alpnProtocols', 'protocol', 'onUpgrade', 'onRequest', 'onResponseHead'];
 
 describe('hook table', () => {
