@@ -7,13 +7,16 @@
  *   head is left to the caller (body bytes, a pipelined request);
  * - a line that lies entirely inside the chunk is parsed in place, in one pass that validates
  *   bytes through lookup tables and finds the line end at the same time;
- * - a head split across chunks: from the first line cut by a chunk end, the head's bytes are
- *   copied once into one growing per-parser buffer, where line ends (and CTLs) are found four
- *   bytes at a time and each line is parsed by the same code when its LF arrives; bytes already
- *   buffered are never rescanned. Strings are not built per line: they are cut from one latin1
- *   decode of the buffer when the head completes (or when a big chunk lets the rest be parsed in
- *   place). A line that begins inside a chunk is still checked as far as it goes, as one
- *   parsed in place is, so a split head fails as early and with the same messages;
+ * - a head split across chunks: its bytes are copied once into one growing per-parser buffer,
+ *   where line ends (and CTLs) are found four bytes at a time and each line is parsed by the
+ *   same code when its LF arrives, its strings deferred to one latin1 decode of the buffer at
+ *   the end. Past its first few lines a line is only checked, recording nothing, so an
+ *   unfinished head costs its bytes alone; such a head is parsed once more from the buffer as a
+ *   whole head when it completes.
+ *   A line still arriving is checked as far as it goes, as one parsed in place is, so a split
+ *   head fails as early and with the same messages. (A trailer section, which continues the
+ *   budget of a head, records its lines with their strings deferred to one decode at its end,
+ *   and parses the rest of a big chunk in place);
  * - field values (most of a head's bytes) are validated four bytes at a time through an
  *   Int32Array view of the chunk; well-known field names are found by locating the colon and
  *   comparing whole words against a table (a match also proves the name valid, so only unknown
@@ -181,6 +184,12 @@ function excerpt(buf: Uint8Array, start: number, end: number): string {
  */
 const DEFERRED = '\0';
 
+/**
+ * Strings a held head records before it goes dry (`goDry`): the records of a usual head (about
+ * 30 strings) within the first `pend`, so a split head of that size is parsed once.
+ */
+const HELD_RECORDS = 60;
+
 const S_START = 0;
 const S_HEADERS = 1;
 const S_DONE = 2;
@@ -287,11 +296,13 @@ export class HeadParser {
   // arrives. Strings of those lines are not built per line: `text` records their offsets in
   // `pend` and returns the DEFERRED placeholder, and `flush` cuts them from one latin1 decode
   // of `acc` at the end. `acc[lineStart..accLen)` is the partial line; `accLen > 0` means the
-  // head is in split mode.
+  // head is in split mode. A held head (`compact`) records nothing per line: see `holdAsBytes`.
   private acc: Buffer | null = null;
   private accWords: Int32Array | null = null;
   /** This head is held as bytes until it completes, whatever the size of the chunks (`holdAsBytes`). */
   private compact = false;
+  /** ...and its lines are checked but no longer recorded: its bytes are all it holds (`goDry`). */
+  private dry = false;
   private accLen = 0;
   private lineStart = 0;
   /** Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. */
@@ -333,6 +344,26 @@ export class HeadParser {
 
   /** Prepares for the next head on the same connection (fresh `headers`, cleared results and error). */
   reset(): void {
+    this.clearResults();
+    this.accLen = 0;
+    this.lineStart = 0;
+    this.compact = false;
+    this.dry = false;
+    this.pendN = 0;
+    this.error = null;
+    this.sBuf = null;
+    this.sStr = '';
+    this.wBuf = null;
+    this.words = null;
+    // Do not keep a large head buffer around on an idle keep-alive connection.
+    if (this.acc !== null && this.acc.length > 8192) {
+      this.acc = null;
+      this.accWords = null;
+    }
+  }
+
+  /** Clears what the parse of a head found, keeping the buffers. */
+  private clearResults(): void {
     this.complete = false;
     this.headBytes = 0;
     this.method = '';
@@ -355,20 +386,6 @@ export class HeadParser {
     this.plainHost = false;
     this.h2Preface = false;
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
-    this.accLen = 0;
-    this.lineStart = 0;
-    this.compact = false;
-    this.pendN = 0;
-    this.error = null;
-    this.sBuf = null;
-    this.sStr = '';
-    this.wBuf = null;
-    this.words = null;
-    // Do not keep a large head buffer around on an idle keep-alive connection.
-    if (this.acc !== null && this.acc.length > 8192) {
-      this.acc = null;
-      this.accWords = null;
-    }
   }
 
   /** Bytes received for this head so far, including a partial line held by the parser. */
@@ -403,7 +420,8 @@ export class HeadParser {
     } catch (err) {
       this.error = err as Error;
       // Fields parsed before the error stay visible, as for a head in one chunk.
-      if (this.accLen > 0) this.flush();
+      if (this.dry) this.recordHeld();
+      else if (this.accLen > 0) this.flush();
       throw err;
     }
   }
@@ -449,9 +467,11 @@ export class HeadParser {
    * The head that began at `buf[start]` did not end in this chunk. The strings cut from it so
    * far (each a string object, many of them slices pinning decoded text) would be held until it
    * does, several times the head's size; a peer can keep many heads unfinished. So the head is
-   * parsed again as a split head instead, held as its bytes in `acc` with strings deferred to
-   * `flush`, and it stays so until it completes (`compact`). A head that arrives whole never
-   * comes here.
+   * parsed again as a split head instead, held as its bytes in `acc`, and it stays so until it
+   * completes (`compact`). Its lines are checked as they arrive (every error comes where it
+   * comes for a whole head); past its first few lines nothing is recorded per line, not even
+   * offsets (`goDry`): the held bytes are all it costs, and `parseHeld` parses them once more,
+   * whole, when the last one arrives. A head that arrives whole never comes here.
    */
   private holdAsBytes(buf: Buffer, start: number, end: number): void {
     const acc = this.acc;
@@ -467,6 +487,73 @@ export class HeadParser {
     this.compact = true;
     // The same bytes parse the same way again: the head stays unfinished (-1).
     this.continueSplit(buf, start, end);
+  }
+
+  /**
+   * The held head `acc[0..end)` is complete: parses it again in place, as a head that arrived
+   * whole, so its strings come from one decode of its bytes. Its lines were checked as they
+   * arrived; the end-of-head checks run here. Returns `end`.
+   */
+  private parseHeld(end: number): number {
+    this.clearResults();
+    this.compact = false;
+    this.dry = false;
+    this.parseLines(end);
+    return end;
+  }
+
+  /**
+   * A held head has more lines than its first few: drops what its lines recorded (the fields
+   * and the offsets of their strings, about 32 bytes a line, twice the bytes of a short line),
+   * and records nothing from here on; `parseHeld` parses the whole head again when it completes.
+   * The framing facts read so far stay, for the checks of the lines still to come.
+   */
+  private goDry(): void {
+    this.headers = new Headers();
+    this.pendN = 0;
+    this.dry = true;
+  }
+
+  /**
+   * After an error in a held head: parses its complete lines again in place so the fields
+   * before the error are in `headers`, as they are for a head in one chunk (a complete line
+   * that failed fails again, after recording what a whole head records).
+   */
+  private recordHeld(): void {
+    const acc = this.acc!;
+    const end = this.accLen > this.lineStart && acc[this.accLen - 1] === LF ? this.accLen : this.lineStart;
+    const error = this.error;
+    this.clearResults();
+    this.compact = false;
+    this.dry = false;
+    try {
+      this.parseLines(end);
+    } catch {
+      // The error already thrown is the one that counts.
+    }
+    this.error = error;
+  }
+
+  /** Parses the lines of `acc[0..end)` in place; they were checked as they arrived. */
+  private parseLines(end: number): void {
+    const acc = this.acc!;
+    this.accLen = 0;
+    this.lineStart = 0;
+    this.pendN = 0;
+    this.sBuf = null;
+    this.cEnd = end;
+    let pos = 0;
+    while (pos < end && this.state !== S_DONE) {
+      const next = this.state === S_HEADERS ? this.headerLine(acc, pos, end) : this.startLine(acc, pos, end);
+      if (next < 0) break;
+      this.headBytes += next - pos;
+      pos = next;
+    }
+    // Drop the window so an idle parser does not pin the head's text.
+    this.sBuf = null;
+    this.sStr = '';
+    this.wBuf = null;
+    this.words = null;
   }
 
   /**
@@ -528,8 +615,11 @@ export class HeadParser {
   private reserve(need: number): Buffer {
     const old = this.acc;
     if (old !== null && old.length >= need) return old;
-    let size = old === null ? 512 : old.length * 2;
-    while (size < need) size *= 2;
+    // Doubling while small; then steps of 4 KiB or an eighth, so an unfinished head is held in
+    // little more than its size (doubling would hold up to twice it) at a bounded copying cost.
+    let size = old === null ? 512 : old.length;
+    while (size < need && size < 4096) size *= 2;
+    if (size < need) size = Math.ceil(Math.max(need, size + Math.max(4096, size >> 3)) / 4096) * 4096;
     // `acc` never holds more than one head (the limits stop it first).
     const cap = this.maxHeaderBytes + 4;
     if (size > cap) size = Math.max(cap, need);
@@ -642,8 +732,13 @@ export class HeadParser {
       const le = q + 1;
       this.accLen = le;
       // Before what may be the final empty line (any other 2-byte line is an error), build the
-      // pending strings: the end-of-head checks read the fields. This also ends split mode.
-      if (le - ls === 2 && this.state === S_HEADERS) this.flush();
+      // pending strings: the end-of-head checks read the fields. This also ends split mode. A
+      // held head is parsed once more, now whole, with its strings.
+      if (le - ls === 2 && this.state === S_HEADERS) {
+        if (this.dry) return this.parseHeld(le) + delta;
+        this.flush();
+      }
+      if (this.pendN >= HELD_RECORDS && this.compact && !this.dry) this.goDry();
       const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
       if (next !== le) throw new ParseError('malformed line in the head');
       this.headBytes += le - ls;
@@ -787,7 +882,7 @@ export class HeadParser {
   /** `buf[a..b)` as a string, a substring of the decoded window when possible. */
   private text(buf: Buffer, a: number, b: number): string {
     if (buf !== this.sBuf || a < this.sBase || b > this.sEnd) {
-      if (buf === this.acc) {
+      if (buf === this.acc && this.accLen > 0) {
         // A line of a split head: record the range, `flush` builds the string.
         const k = this.pendN * 2;
         const pend = k + 2 <= this.pend.length ? this.pend : this.growPend();
@@ -987,6 +1082,14 @@ export class HeadParser {
 
     // Before any string is built or deferred: a dropped trailer leaves no trace.
     if (id >= 0 && KNOWN_NO_TRAILER[id] !== 0 && this.kind === 'trailers') return p + 2;
+    if (buf === this.acc && this.dry) {
+      // A line of a held head: checked, not recorded (`parseHeld` records it). The framing
+      // fields are read now, so their errors come where a whole head's do; Host and Upgrade
+      // only count at the end.
+      const role = id >= 0 && this.kind !== 'trailers' ? KNOWN_ROLE[id]! : 0;
+      if (role !== 0 && role !== H_HOST && role !== H_UPGRADE) this.field(role, latin1(buf, valStart, valEnd));
+      return p + 2;
+    }
     const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
     const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
     this.headers.push(name, value);
