@@ -12,11 +12,8 @@
  *   same code when its LF arrives, its strings deferred to one latin1 decode of the buffer at
  *   the end. Past its first few lines a line is only checked, recording nothing, so an
  *   unfinished head costs its bytes alone; such a head is parsed once more from the buffer as a
- *   whole head when it completes.
- *   A line still arriving is checked as far as it goes, as one parsed in place is, so a split
- *   head fails as early and with the same messages. (A trailer section, which continues the
- *   budget of a head, records its lines with their strings deferred to one decode at its end,
- *   and parses the rest of a big chunk in place);
+ *   whole head when it completes. A line still arriving is checked as far as it goes, as one
+ *   parsed in place is, so a split head fails as early and with the same messages;
  * - field values (most of a head's bytes) are validated four bytes at a time through an
  *   Int32Array view of the chunk; well-known field names are found by locating the colon and
  *   comparing whole words against a table (a match also proves the name valid, so only unknown
@@ -290,26 +287,24 @@ export class HeadParser {
 
   private state: number;
   private error: Error | null = null;
-  // Split heads. Once a line is cut by the end of a chunk, the rest of the head (until it is
-  // complete, or until a chunk big enough to parse in place arrives) is copied into `acc`, one
-  // growing per-parser buffer, and each line is parsed there, by the same code, when its LF
-  // arrives. Strings of those lines are not built per line: `text` records their offsets in
-  // `pend` and returns the DEFERRED placeholder, and `flush` cuts them from one latin1 decode
-  // of `acc` at the end. `acc[lineStart..accLen)` is the partial line; `accLen > 0` means the
-  // head is in split mode. A held head (`compact`) records nothing per line: see `holdAsBytes`.
+  // Split heads. A head that does not end in the chunk it begins in is held in `acc`, one
+  // growing per-parser buffer, from its first byte until it completes (`holdAsBytes`), and each
+  // line is parsed there, by the same code, when its LF arrives. Strings of those lines are not
+  // built per line: `text` records their offsets in `pend` and returns the DEFERRED
+  // placeholder, and `flush` cuts them from one latin1 decode of `acc` at the end; past its
+  // first few lines a head records nothing (`goDry`). `acc[lineStart..accLen)` is the partial
+  // line; `accLen > 0` means the head is in split mode.
   private acc: Buffer | null = null;
   private accWords: Int32Array | null = null;
-  /** This head is held as bytes until it completes, whatever the size of the chunks (`holdAsBytes`). */
-  private compact = false;
-  /** ...and its lines are checked but no longer recorded: its bytes are all it holds (`goDry`). */
+  /** The held head's lines are checked but no longer recorded: its bytes are all it holds (`goDry`). */
   private dry = false;
+  /** `headBytes` where the held head begins in `acc`: 0, or for a trailer section the bytes of the head before it. */
+  private heldBase = 0;
   private accLen = 0;
   private lineStart = 0;
   /** Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. */
   private pend: Int32Array = new Int32Array(128);
   private pendN = 0;
-  /** `headers` index of the first field parsed in split mode. */
-  private pendHeader = 0;
   /** The unfinished line in `acc` is checked up to here (see `checkLineSoFar`)... */
   private lineAt = 0;
   /** ...and that byte is in this part of it (`L_*`)... */
@@ -347,7 +342,6 @@ export class HeadParser {
     this.clearResults();
     this.accLen = 0;
     this.lineStart = 0;
-    this.compact = false;
     this.dry = false;
     this.pendN = 0;
     this.error = null;
@@ -432,8 +426,8 @@ export class HeadParser {
       pos = this.continueSplit(buf, pos, end);
       if (pos < 0 || this.state === S_DONE) return (pos < 0 ? end : pos) - start;
     }
-    // The head begins in this chunk (see `holdAsBytes`).
-    const fresh = this.headBytes === 0 && pos === start;
+    // Not in split mode: the head (or trailer section) begins at `start`, after `base` bytes.
+    const base = this.headBytes;
     const maxLine = this.maxLineBytes + 2;
     while (pos < end) {
       const headRoom = this.maxHeaderBytes - this.headBytes;
@@ -444,8 +438,7 @@ export class HeadParser {
       const next = this.state === S_HEADERS ? this.headerLine(buf, pos, lim) : this.startLine(buf, pos, lim);
       if (next < 0) {
         if (lim < end) throw this.limitError(headRoom < maxLine);
-        if (fresh) this.holdAsBytes(buf, start, end);
-        else this.saveLine(buf, pos, end);
+        this.holdAsBytes(buf, start, end, base);
         return end - start;
       }
       this.headBytes += next - pos;
@@ -459,7 +452,7 @@ export class HeadParser {
         break;
       }
     }
-    if (fresh && this.state !== S_DONE && pos > start) this.holdAsBytes(buf, start, end);
+    if (this.state !== S_DONE && pos > start) this.holdAsBytes(buf, start, end, base);
     return pos - start;
   }
 
@@ -468,23 +461,22 @@ export class HeadParser {
    * far (each a string object, many of them slices pinning decoded text) would be held until it
    * does, several times the head's size; a peer can keep many heads unfinished. So the head is
    * parsed again as a split head instead, held as its bytes in `acc`, and it stays so until it
-   * completes (`compact`). Its lines are checked as they arrive (every error comes where it
+   * completes, whatever the size of the later chunks. Its lines are checked as they arrive (every error comes where it
    * comes for a whole head); past its first few lines nothing is recorded per line, not even
    * offsets (`goDry`): the held bytes are all it costs, and `parseHeld` parses them once more,
    * whole, when the last one arrives. A head that arrives whole never comes here.
    */
-  private holdAsBytes(buf: Buffer, start: number, end: number): void {
+  private holdAsBytes(buf: Buffer, start: number, end: number, base: number): void {
     const acc = this.acc;
     const accWords = this.accWords;
     this.reset();
+    this.headBytes = this.heldBase = base;
     if (this.acc === null && acc !== null && acc.length >= end - start) {
       this.acc = acc;
       this.accWords = accWords;
     }
     if (this.acc === null) this.reserve(end - start);
-    this.pendHeader = 0;
     this.newLine(0);
-    this.compact = true;
     // The same bytes parse the same way again: the head stays unfinished (-1).
     this.continueSplit(buf, start, end);
   }
@@ -496,7 +488,7 @@ export class HeadParser {
    */
   private parseHeld(end: number): number {
     this.clearResults();
-    this.compact = false;
+    this.headBytes = this.heldBase;
     this.dry = false;
     this.parseLines(end);
     return end;
@@ -524,7 +516,7 @@ export class HeadParser {
     const end = this.accLen > this.lineStart && acc[this.accLen - 1] === LF ? this.accLen : this.lineStart;
     const error = this.error;
     this.clearResults();
-    this.compact = false;
+    this.headBytes = this.heldBase;
     this.dry = false;
     try {
       this.parseLines(end);
@@ -554,19 +546,6 @@ export class HeadParser {
     this.sStr = '';
     this.wBuf = null;
     this.words = null;
-  }
-
-  /**
-   * Starts split mode with a line that the chunk ends inside (already validated as far as it
-   * goes by the in-place parse); fails at once when it is already too long.
-   */
-  private saveLine(buf: Buffer, pos: number, end: number): void {
-    this.lineStart = 0;
-    this.accLen = 0;
-    this.pendHeader = this.headers.size;
-    this.newLine(0);
-    this.append(buf, pos, end);
-    this.checkPartial(end - pos, buf[end - 1]!);
   }
 
   /** A line starts at `acc[at]`: its check starts at its first part. */
@@ -649,9 +628,8 @@ export class HeadParser {
    * Continues a split head. Only LF is searched for; a line is parsed (in `acc`, strings
    * deferred to `flush`) when its LF arrives, but bare CRs and CTLs are caught on arrival so a
    * split head fails as early as a whole one, and the limits are checked against every byte.
-   * Returns the position after the head when it completes, the position after a line when the
-   * rest of the chunk is big enough to be parsed in place (split mode then ends, pending fields
-   * flushed), or -1 when the whole chunk was consumed.
+   * Returns the position after the head when it completes, or -1 when the whole chunk was
+   * consumed.
    */
   private continueSplit(buf: Buffer, pos: number, end: number): number {
     if (pos >= end) return -1;
@@ -661,14 +639,8 @@ export class HeadParser {
       this.probeLine(this.acc!, this.lineStart, this.accLen);
       throw new ParseError('bare CR (not followed by LF) in the head');
     }
-    if (end - pos > 256 && !this.compact) {
-      // A big chunk: finish the partial line, then parse the rest in place.
-      if (w0 > this.lineStart) return this.finishSplitLine(buf, pos, end);
-      this.flush();
-      return pos;
-    }
-    // Small pieces (the common split): copy what the head may still hold once, then find the
-    // line ends in `acc`, four bytes at a time through its aligned Int32 view.
+    // Copy what the head may still hold once, then find the line ends in `acc`, four bytes at a
+    // time through its aligned Int32 view.
     const maxLine = this.maxLineBytes + 2;
     // Where the head would pass maxHeaderBytes, in `acc` coordinates (fixed for this head).
     const headEnd = this.lineStart + this.maxHeaderBytes - this.headBytes;
@@ -738,7 +710,7 @@ export class HeadParser {
         if (this.dry) return this.parseHeld(le) + delta;
         this.flush();
       }
-      if (this.pendN >= HELD_RECORDS && this.compact && !this.dry) this.goDry();
+      if (this.pendN >= HELD_RECORDS && !this.dry) this.goDry();
       const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
       if (next !== le) throw new ParseError('malformed line in the head');
       this.headBytes += le - ls;
@@ -781,61 +753,6 @@ export class HeadParser {
     return q;
   }
 
-  /**
-   * Split mode with a big chunk: finds the LF of the partial line in the chunk (scanning before
-   * copying, so `acc` only grows to what the line needs), parses the line, and unless the head
-   * is complete flushes the pending fields so the caller parses the rest in place.
-   */
-  private finishSplitLine(buf: Buffer, pos: number, end: number): number {
-    const have = this.accLen - this.lineStart;
-    const lineRoom = this.maxLineBytes + 2 - have;
-    const headRoom = this.maxHeaderBytes - this.headBytes - have;
-    let lim = pos + (headRoom < lineRoom ? headRoom : lineRoom);
-    if (end < lim) lim = end;
-    let i = pos;
-    for (; i < lim; i++) {
-      const c = buf[i]!;
-      if (VALUE[c] === 0) {
-        if (c === LF) break;
-        if (c === CR) {
-          if (i + 1 < end && buf[i + 1] !== LF) {
-            // As in `continueSplit`: past a limit that error comes first; else the line parser
-            // names the first bad byte of the line.
-            if (i + 1 >= lim) {
-              i = lim;
-              break;
-            }
-            this.append(buf, pos, i + 2);
-            this.probeLine(this.acc!, this.lineStart, this.accLen);
-            throw new ParseError('bare CR (not followed by LF) in the head');
-          }
-        } else if (c !== HTAB) {
-          this.append(buf, pos, i + 1);
-          this.probeLine(this.acc!, this.lineStart, this.accLen);
-          throw new ParseError(`invalid byte ${showByte(c)} in the head`);
-        }
-      }
-    }
-    if (i >= lim) {
-      this.append(buf, pos, lim);
-      this.checkLineSoFar(this.acc!, this.lineStart, this.accLen);
-      if (lim < end) throw this.limitError(headRoom < lineRoom);
-      this.checkPartial(this.accLen - this.lineStart, buf[end - 1]!);
-      return -1;
-    }
-    this.append(buf, pos, i + 1);
-    const acc = this.acc!;
-    const ls = this.lineStart;
-    const le = this.accLen;
-    // Build the pending strings first: the line may end the head (see `continueSplit`).
-    if (le - ls === 2 && this.state === S_HEADERS) this.flush();
-    const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
-    if (next !== le) throw new ParseError('malformed line in the head');
-    this.headBytes += le - ls;
-    if (this.accLen > 0) this.flush();
-    return i + 1;
-  }
-
   /** Doubles `pend` (the deferred fields of a split head). */
   private growPend(): Int32Array {
     const np = new Int32Array(this.pend.length * 2);
@@ -863,7 +780,7 @@ export class HeadParser {
       }
       const names = this.headers._names;
       const values = this.headers._values;
-      for (let i = this.pendHeader; k < n && i < names.length; i++) {
+      for (let i = 0; k < n && i < names.length; i++) {
         if (names[i] === DEFERRED) {
           names[i] = s.slice(pend[k], pend[k + 1]);
           k += 2;

@@ -884,6 +884,37 @@ describe('HeadParser: long heads held across chunks', () => {
     expect(mismatches.slice(0, 10)).toEqual([]);
   });
 
+  it('a trailer section of 70 lines after a head: whole, byte by byte and in random pieces agree, limits included', () => {
+    const ends = ['\r\n', 'Content-Length: 5\r\nX-Last: y\r\n\r\n', 'X-Bad : y\r\n\r\n', 'X-Ctl: a\x01\r\n\r\n', 'X-End: z\n\r\n', `X-Long: ${'a'.repeat(300)}\r\n\r\n`];
+    const mismatches: string[] = [];
+    for (const tail of ends) {
+      const all = b(PAD + tail + 'rest');
+      // The last: the head before the section (50 bytes) decides whether the section fits.
+      for (const maxHeaderBytes of [4096, 1000, 50 + PAD.length + 20]) {
+        const feed = (parts: Uint8Array[]): string => {
+          const p = new HeadParser('trailers', { maxLineBytes: 200, maxHeaderBytes });
+          p.headBytes = 50;
+          let consumed = 0;
+          try {
+            for (const part of parts) {
+              consumed += p.execute(part);
+              if (p.complete) break;
+            }
+            return JSON.stringify({ complete: p.complete, consumed, headBytes: p.headBytes, headers: p.headers.toArray() });
+          } catch (err) {
+            return JSON.stringify({ error: `${(err as Error).constructor.name}: ${(err as Error).message}`, headers: p.headers.toArray() });
+          }
+        };
+        const whole = feed([all]);
+        for (const [how, parts] of [['bytes', pieces(all, 'bytes')], ['seed 1', pieces(all, prng(1))], ['seed 2', pieces(all, prng(2))]] as const) {
+          const got = feed(parts);
+          if (got !== whole) mismatches.push(`${JSON.stringify(tail)}, max ${maxHeaderBytes}, ${how}: whole ${whole.slice(0, 200)}; split ${got.slice(0, 200)}`);
+        }
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
   it('a held head that completes in a later chunk keeps what follows it for the caller', () => {
     const head = b(`GET /x HTTP/1.1\r\nHost: h\r\n${PAD}\r\n`);
     const p = new HeadParser('request');

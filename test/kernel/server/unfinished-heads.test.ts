@@ -14,8 +14,8 @@ import { unfinishedHead } from './fixtures/unfinished-heads.js';
 const FIXTURE = fileURLToPath(new URL('./fixtures/unfinished-heads.ts', import.meta.url));
 const NODE_ARGS = ['--expose-gc', '--import', 'tsx'];
 
-function runParserChild(n: number, size: number, piece: number, maxHeaderBytes?: number): Promise<{ headBytes: number; perParser: number }> {
-  const args = [String(n), String(size), String(piece), ...(maxHeaderBytes === undefined ? [] : [String(maxHeaderBytes)])];
+function runParserChild(n: number, size: number, piece: number, maxHeaderBytes = 4 << 20, kind = 'request'): Promise<{ headBytes: number; perParser: number }> {
+  const args = [String(n), String(size), String(piece), String(maxHeaderBytes), kind];
   return new Promise((resolve, reject) => {
     const child = execFile(process.execPath, [...NODE_ARGS, FIXTURE, 'parser', ...args], { timeout: 20_000 }, (err, stdout, stderr) => {
       if (err !== null) reject(new Error(`${err.message}\n${stderr}`));
@@ -36,6 +36,11 @@ describe('an unfinished head is held as its bytes', () => {
       expect(r.perParser - r.headBytes).toBeLessThan(Math.max(12 * 1024, r.headBytes / 8 + 4096));
     });
   }
+
+  it('a 60 KiB trailer section arriving in 1024-byte pieces costs the parser its size and a constant', async () => {
+    const r = await runParserChild(100, 60 * 1024, 1024, 4 << 20, 'trailers');
+    expect(r.perParser - r.headBytes).toBeLessThan(12 * 1024);
+  });
 
   it('200 connections each holding an unfinished 60 KiB head: the server serves others, then reclaims them', async () => {
     const child: ChildProcess = killAfter(fork(FIXTURE, ['server'], { execArgv: NODE_ARGS, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
