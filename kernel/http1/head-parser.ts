@@ -302,8 +302,11 @@ export class HeadParser {
   private heldBase = 0;
   private accLen = 0;
   private lineStart = 0;
-  /** Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. */
-  private pend: Int32Array = new Int32Array(128);
+  /**
+   * Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. Room for
+   * the strings of the lines before `goDry` (a line adds at most two).
+   */
+  private readonly pend: Int32Array = new Int32Array((HELD_RECORDS + 2) * 2);
   private pendN = 0;
   /** The unfinished line in `acc` is checked up to here (see `checkLineSoFar`)... */
   private lineAt = 0;
@@ -461,10 +464,11 @@ export class HeadParser {
    * far (each a string object, many of them slices pinning decoded text) would be held until it
    * does, several times the head's size; a peer can keep many heads unfinished. So the head is
    * parsed again as a split head instead, held as its bytes in `acc`, and it stays so until it
-   * completes, whatever the size of the later chunks. Its lines are checked as they arrive (every error comes where it
-   * comes for a whole head); past its first few lines nothing is recorded per line, not even
-   * offsets (`goDry`): the held bytes are all it costs, and `parseHeld` parses them once more,
-   * whole, when the last one arrives. A head that arrives whole never comes here.
+   * completes, whatever the size of the later chunks. Its lines are checked as they arrive
+   * (every error comes where it comes for a whole head); past its first few lines nothing is
+   * recorded per line, not even offsets (`goDry`): the held bytes are all it costs, and
+   * `parseHeld` parses them once more, whole, when the last one arrives. A head that arrives
+   * whole never comes here.
    */
   private holdAsBytes(buf: Buffer, start: number, end: number, base: number): void {
     const acc = this.acc;
@@ -753,13 +757,6 @@ export class HeadParser {
     return q;
   }
 
-  /** Doubles `pend` (the deferred fields of a split head). */
-  private growPend(): Int32Array {
-    const np = new Int32Array(this.pend.length * 2);
-    np.set(this.pend);
-    return (this.pend = np);
-  }
-
   /**
    * Builds the strings of the lines parsed in `acc` from one latin1 decode of it, puts them in
    * place of their DEFERRED placeholders (in the order they were recorded: start line, then each
@@ -802,7 +799,7 @@ export class HeadParser {
       if (buf === this.acc && this.accLen > 0) {
         // A line of a split head: record the range, `flush` builds the string.
         const k = this.pendN * 2;
-        const pend = k + 2 <= this.pend.length ? this.pend : this.growPend();
+        const pend = this.pend;
         pend[k] = a;
         pend[k + 1] = b;
         this.pendN++;
