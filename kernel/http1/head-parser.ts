@@ -7,12 +7,12 @@
  *   head is left to the caller (body bytes, a pipelined request);
  * - a line that lies entirely inside the chunk is parsed in place, in one pass that validates
  *   bytes through lookup tables and finds the line end at the same time;
- * - a head split across chunks: from the first line cut by a chunk end, the head's bytes are
- *   copied once into one growing per-parser buffer, where line ends (and CTLs) are found four
- *   bytes at a time and each line is parsed by the same code when its LF arrives; bytes already
- *   buffered are never rescanned. Strings are not built per line: they are cut from one latin1
- *   decode of the buffer when the head completes (or when a big chunk lets the rest be parsed in
- *   place). A line that begins inside a chunk is still checked as far as it goes, as one
+ * - a head split across chunks: its bytes are copied once into one growing per-parser buffer,
+ *   where line ends (and CTLs) are found four bytes at a time and each line is parsed by the
+ *   same code when its LF arrives, its strings deferred to one latin1 decode of the buffer at
+ *   the end. Past its first few lines a line is only checked, recording nothing, so an
+ *   unfinished head costs its bytes alone; such a head is parsed once more from the buffer as a
+ *   whole head when it completes. A line still arriving is checked as far as it goes, as one
  *   parsed in place is, so a split head fails as early and with the same messages;
  * - field values (most of a head's bytes) are validated four bytes at a time through an
  *   Int32Array view of the chunk; well-known field names are found by locating the colon and
@@ -181,6 +181,12 @@ function excerpt(buf: Uint8Array, start: number, end: number): string {
  */
 const DEFERRED = '\0';
 
+/**
+ * Strings a held head records before it goes dry (`goDry`): the records of a usual head (about
+ * 30 strings) within the first `pend`, so a split head of that size is parsed once.
+ */
+const HELD_RECORDS = 60;
+
 const S_START = 0;
 const S_HEADERS = 1;
 const S_DONE = 2;
@@ -281,24 +287,27 @@ export class HeadParser {
 
   private state: number;
   private error: Error | null = null;
-  // Split heads. Once a line is cut by the end of a chunk, the rest of the head (until it is
-  // complete, or until a chunk big enough to parse in place arrives) is copied into `acc`, one
-  // growing per-parser buffer, and each line is parsed there, by the same code, when its LF
-  // arrives. Strings of those lines are not built per line: `text` records their offsets in
-  // `pend` and returns the DEFERRED placeholder, and `flush` cuts them from one latin1 decode
-  // of `acc` at the end. `acc[lineStart..accLen)` is the partial line; `accLen > 0` means the
-  // head is in split mode.
+  // Split heads. A head that does not end in the chunk it begins in is held in `acc`, one
+  // growing per-parser buffer, from its first byte until it completes (`holdAsBytes`), and each
+  // line is parsed there, by the same code, when its LF arrives. Strings of those lines are not
+  // built per line: `text` records their offsets in `pend` and returns the DEFERRED
+  // placeholder, and `flush` cuts them from one latin1 decode of `acc` at the end; past its
+  // first few lines a head records nothing (`goDry`). `acc[lineStart..accLen)` is the partial
+  // line; `accLen > 0` means the head is in split mode.
   private acc: Buffer | null = null;
   private accWords: Int32Array | null = null;
-  /** This head is held as bytes until it completes, whatever the size of the chunks (`holdAsBytes`). */
-  private compact = false;
+  /** The held head's lines are checked but no longer recorded: its bytes are all it holds (`goDry`). */
+  private dry = false;
+  /** `headBytes` where the held head begins in `acc`: 0, or for a trailer section the bytes of the head before it. */
+  private heldBase = 0;
   private accLen = 0;
   private lineStart = 0;
-  /** Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. */
-  private pend: Int32Array = new Int32Array(128);
+  /**
+   * Deferred strings: [start, end) in `acc`, in the order `text` was asked for them. Room for
+   * the strings of the lines before `goDry` (a line adds at most two).
+   */
+  private readonly pend: Int32Array = new Int32Array((HELD_RECORDS + 2) * 2);
   private pendN = 0;
-  /** `headers` index of the first field parsed in split mode. */
-  private pendHeader = 0;
   /** The unfinished line in `acc` is checked up to here (see `checkLineSoFar`)... */
   private lineAt = 0;
   /** ...and that byte is in this part of it (`L_*`)... */
@@ -333,6 +342,25 @@ export class HeadParser {
 
   /** Prepares for the next head on the same connection (fresh `headers`, cleared results and error). */
   reset(): void {
+    this.clearResults();
+    this.accLen = 0;
+    this.lineStart = 0;
+    this.dry = false;
+    this.pendN = 0;
+    this.error = null;
+    this.sBuf = null;
+    this.sStr = '';
+    this.wBuf = null;
+    this.words = null;
+    // Do not keep a large head buffer around on an idle keep-alive connection.
+    if (this.acc !== null && this.acc.length > 8192) {
+      this.acc = null;
+      this.accWords = null;
+    }
+  }
+
+  /** Clears what the parse of a head found, keeping the buffers. */
+  private clearResults(): void {
     this.complete = false;
     this.headBytes = 0;
     this.method = '';
@@ -355,20 +383,6 @@ export class HeadParser {
     this.plainHost = false;
     this.h2Preface = false;
     this.state = this.kind === 'trailers' ? S_HEADERS : S_START;
-    this.accLen = 0;
-    this.lineStart = 0;
-    this.compact = false;
-    this.pendN = 0;
-    this.error = null;
-    this.sBuf = null;
-    this.sStr = '';
-    this.wBuf = null;
-    this.words = null;
-    // Do not keep a large head buffer around on an idle keep-alive connection.
-    if (this.acc !== null && this.acc.length > 8192) {
-      this.acc = null;
-      this.accWords = null;
-    }
   }
 
   /** Bytes received for this head so far, including a partial line held by the parser. */
@@ -403,7 +417,8 @@ export class HeadParser {
     } catch (err) {
       this.error = err as Error;
       // Fields parsed before the error stay visible, as for a head in one chunk.
-      if (this.accLen > 0) this.flush();
+      if (this.dry) this.recordHeld();
+      else if (this.accLen > 0) this.flush();
       throw err;
     }
   }
@@ -414,8 +429,8 @@ export class HeadParser {
       pos = this.continueSplit(buf, pos, end);
       if (pos < 0 || this.state === S_DONE) return (pos < 0 ? end : pos) - start;
     }
-    // The head begins in this chunk (see `holdAsBytes`).
-    const fresh = this.headBytes === 0 && pos === start;
+    // Not in split mode: the head (or trailer section) begins at `start`, after `base` bytes.
+    const base = this.headBytes;
     const maxLine = this.maxLineBytes + 2;
     while (pos < end) {
       const headRoom = this.maxHeaderBytes - this.headBytes;
@@ -426,8 +441,7 @@ export class HeadParser {
       const next = this.state === S_HEADERS ? this.headerLine(buf, pos, lim) : this.startLine(buf, pos, lim);
       if (next < 0) {
         if (lim < end) throw this.limitError(headRoom < maxLine);
-        if (fresh) this.holdAsBytes(buf, start, end);
-        else this.saveLine(buf, pos, end);
+        this.holdAsBytes(buf, start, end, base);
         return end - start;
       }
       this.headBytes += next - pos;
@@ -441,7 +455,7 @@ export class HeadParser {
         break;
       }
     }
-    if (fresh && this.state !== S_DONE && pos > start) this.holdAsBytes(buf, start, end);
+    if (this.state !== S_DONE && pos > start) this.holdAsBytes(buf, start, end, base);
     return pos - start;
   }
 
@@ -449,37 +463,93 @@ export class HeadParser {
    * The head that began at `buf[start]` did not end in this chunk. The strings cut from it so
    * far (each a string object, many of them slices pinning decoded text) would be held until it
    * does, several times the head's size; a peer can keep many heads unfinished. So the head is
-   * parsed again as a split head instead, held as its bytes in `acc` with strings deferred to
-   * `flush`, and it stays so until it completes (`compact`). A head that arrives whole never
-   * comes here.
+   * parsed again as a split head instead, held as its bytes in `acc`, and it stays so until it
+   * completes, whatever the size of the later chunks. Its lines are checked as they arrive
+   * (every error comes where it comes for a whole head); past its first few lines nothing is
+   * recorded per line, not even offsets (`goDry`): the held bytes are all it costs, and
+   * `parseHeld` parses them once more, whole, when the last one arrives. A head that arrives
+   * whole never comes here.
    */
-  private holdAsBytes(buf: Buffer, start: number, end: number): void {
+  private holdAsBytes(buf: Buffer, start: number, end: number, base: number): void {
     const acc = this.acc;
     const accWords = this.accWords;
     this.reset();
+    this.headBytes = this.heldBase = base;
     if (this.acc === null && acc !== null && acc.length >= end - start) {
       this.acc = acc;
       this.accWords = accWords;
     }
     if (this.acc === null) this.reserve(end - start);
-    this.pendHeader = 0;
     this.newLine(0);
-    this.compact = true;
     // The same bytes parse the same way again: the head stays unfinished (-1).
     this.continueSplit(buf, start, end);
   }
 
   /**
-   * Starts split mode with a line that the chunk ends inside (already validated as far as it
-   * goes by the in-place parse); fails at once when it is already too long.
+   * The held head `acc[0..end)` is complete: parses it again in place, as a head that arrived
+   * whole, so its strings come from one decode of its bytes. Its lines were checked as they
+   * arrived; the end-of-head checks run here. Returns `end`.
    */
-  private saveLine(buf: Buffer, pos: number, end: number): void {
-    this.lineStart = 0;
+  private parseHeld(end: number): number {
+    this.clearResults();
+    this.headBytes = this.heldBase;
+    this.dry = false;
+    this.parseLines(end);
+    return end;
+  }
+
+  /**
+   * A held head has more lines than its first few: drops what its lines recorded (the fields
+   * and the offsets of their strings, about 32 bytes a line, twice the bytes of a short line),
+   * and records nothing from here on; `parseHeld` parses the whole head again when it completes.
+   * The framing facts read so far stay, for the checks of the lines still to come.
+   */
+  private goDry(): void {
+    this.headers = new Headers();
+    this.pendN = 0;
+    this.dry = true;
+  }
+
+  /**
+   * After an error in a held head: parses its complete lines again in place so the fields
+   * before the error are in `headers`, as they are for a head in one chunk (a complete line
+   * that failed fails again, after recording what a whole head records).
+   */
+  private recordHeld(): void {
+    const acc = this.acc!;
+    const end = this.accLen > this.lineStart && acc[this.accLen - 1] === LF ? this.accLen : this.lineStart;
+    const error = this.error;
+    this.clearResults();
+    this.headBytes = this.heldBase;
+    this.dry = false;
+    try {
+      this.parseLines(end);
+    } catch {
+      // The error already thrown is the one that counts.
+    }
+    this.error = error;
+  }
+
+  /** Parses the lines of `acc[0..end)` in place; they were checked as they arrived. */
+  private parseLines(end: number): void {
+    const acc = this.acc!;
     this.accLen = 0;
-    this.pendHeader = this.headers.size;
-    this.newLine(0);
-    this.append(buf, pos, end);
-    this.checkPartial(end - pos, buf[end - 1]!);
+    this.lineStart = 0;
+    this.pendN = 0;
+    this.sBuf = null;
+    this.cEnd = end;
+    let pos = 0;
+    while (pos < end && this.state !== S_DONE) {
+      const next = this.state === S_HEADERS ? this.headerLine(acc, pos, end) : this.startLine(acc, pos, end);
+      if (next < 0) break;
+      this.headBytes += next - pos;
+      pos = next;
+    }
+    // Drop the window so an idle parser does not pin the head's text.
+    this.sBuf = null;
+    this.sStr = '';
+    this.wBuf = null;
+    this.words = null;
   }
 
   /** A line starts at `acc[at]`: its check starts at its first part. */
@@ -528,8 +598,11 @@ export class HeadParser {
   private reserve(need: number): Buffer {
     const old = this.acc;
     if (old !== null && old.length >= need) return old;
-    let size = old === null ? 512 : old.length * 2;
-    while (size < need) size *= 2;
+    // Doubling while small; then steps of 4 KiB or an eighth, so an unfinished head is held in
+    // little more than its size (doubling would hold up to twice it) at a bounded copying cost.
+    let size = old === null ? 512 : old.length;
+    while (size < need && size < 4096) size *= 2;
+    if (size < need) size = Math.ceil(Math.max(need, size + Math.max(4096, size >> 3)) / 4096) * 4096;
     // `acc` never holds more than one head (the limits stop it first).
     const cap = this.maxHeaderBytes + 4;
     if (size > cap) size = Math.max(cap, need);
@@ -559,9 +632,8 @@ export class HeadParser {
    * Continues a split head. Only LF is searched for; a line is parsed (in `acc`, strings
    * deferred to `flush`) when its LF arrives, but bare CRs and CTLs are caught on arrival so a
    * split head fails as early as a whole one, and the limits are checked against every byte.
-   * Returns the position after the head when it completes, the position after a line when the
-   * rest of the chunk is big enough to be parsed in place (split mode then ends, pending fields
-   * flushed), or -1 when the whole chunk was consumed.
+   * Returns the position after the head when it completes, or -1 when the whole chunk was
+   * consumed.
    */
   private continueSplit(buf: Buffer, pos: number, end: number): number {
     if (pos >= end) return -1;
@@ -571,14 +643,8 @@ export class HeadParser {
       this.probeLine(this.acc!, this.lineStart, this.accLen);
       throw new ParseError('bare CR (not followed by LF) in the head');
     }
-    if (end - pos > 256 && !this.compact) {
-      // A big chunk: finish the partial line, then parse the rest in place.
-      if (w0 > this.lineStart) return this.finishSplitLine(buf, pos, end);
-      this.flush();
-      return pos;
-    }
-    // Small pieces (the common split): copy what the head may still hold once, then find the
-    // line ends in `acc`, four bytes at a time through its aligned Int32 view.
+    // Copy what the head may still hold once, then find the line ends in `acc`, four bytes at a
+    // time through its aligned Int32 view.
     const maxLine = this.maxLineBytes + 2;
     // Where the head would pass maxHeaderBytes, in `acc` coordinates (fixed for this head).
     const headEnd = this.lineStart + this.maxHeaderBytes - this.headBytes;
@@ -642,8 +708,13 @@ export class HeadParser {
       const le = q + 1;
       this.accLen = le;
       // Before what may be the final empty line (any other 2-byte line is an error), build the
-      // pending strings: the end-of-head checks read the fields. This also ends split mode.
-      if (le - ls === 2 && this.state === S_HEADERS) this.flush();
+      // pending strings: the end-of-head checks read the fields. This also ends split mode. A
+      // held head is parsed once more, now whole, with its strings.
+      if (le - ls === 2 && this.state === S_HEADERS) {
+        if (this.dry) return this.parseHeld(le) + delta;
+        this.flush();
+      }
+      if (this.pendN >= HELD_RECORDS && !this.dry) this.goDry();
       const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
       if (next !== le) throw new ParseError('malformed line in the head');
       this.headBytes += le - ls;
@@ -687,68 +758,6 @@ export class HeadParser {
   }
 
   /**
-   * Split mode with a big chunk: finds the LF of the partial line in the chunk (scanning before
-   * copying, so `acc` only grows to what the line needs), parses the line, and unless the head
-   * is complete flushes the pending fields so the caller parses the rest in place.
-   */
-  private finishSplitLine(buf: Buffer, pos: number, end: number): number {
-    const have = this.accLen - this.lineStart;
-    const lineRoom = this.maxLineBytes + 2 - have;
-    const headRoom = this.maxHeaderBytes - this.headBytes - have;
-    let lim = pos + (headRoom < lineRoom ? headRoom : lineRoom);
-    if (end < lim) lim = end;
-    let i = pos;
-    for (; i < lim; i++) {
-      const c = buf[i]!;
-      if (VALUE[c] === 0) {
-        if (c === LF) break;
-        if (c === CR) {
-          if (i + 1 < end && buf[i + 1] !== LF) {
-            // As in `continueSplit`: past a limit that error comes first; else the line parser
-            // names the first bad byte of the line.
-            if (i + 1 >= lim) {
-              i = lim;
-              break;
-            }
-            this.append(buf, pos, i + 2);
-            this.probeLine(this.acc!, this.lineStart, this.accLen);
-            throw new ParseError('bare CR (not followed by LF) in the head');
-          }
-        } else if (c !== HTAB) {
-          this.append(buf, pos, i + 1);
-          this.probeLine(this.acc!, this.lineStart, this.accLen);
-          throw new ParseError(`invalid byte ${showByte(c)} in the head`);
-        }
-      }
-    }
-    if (i >= lim) {
-      this.append(buf, pos, lim);
-      this.checkLineSoFar(this.acc!, this.lineStart, this.accLen);
-      if (lim < end) throw this.limitError(headRoom < lineRoom);
-      this.checkPartial(this.accLen - this.lineStart, buf[end - 1]!);
-      return -1;
-    }
-    this.append(buf, pos, i + 1);
-    const acc = this.acc!;
-    const ls = this.lineStart;
-    const le = this.accLen;
-    // Build the pending strings first: the line may end the head (see `continueSplit`).
-    if (le - ls === 2 && this.state === S_HEADERS) this.flush();
-    const next = this.state === S_HEADERS ? this.headerLine(acc, ls, le) : this.startLine(acc, ls, le);
-    if (next !== le) throw new ParseError('malformed line in the head');
-    this.headBytes += le - ls;
-    if (this.accLen > 0) this.flush();
-    return i + 1;
-  }
-
-  /** Doubles `pend` (the deferred fields of a split head). */
-  private growPend(): Int32Array {
-    const np = new Int32Array(this.pend.length * 2);
-    np.set(this.pend);
-    return (this.pend = np);
-  }
-
-  /**
    * Builds the strings of the lines parsed in `acc` from one latin1 decode of it, puts them in
    * place of their DEFERRED placeholders (in the order they were recorded: start line, then each
    * field's name if it was cut, then its value), and ends split mode.
@@ -768,7 +777,7 @@ export class HeadParser {
       }
       const names = this.headers._names;
       const values = this.headers._values;
-      for (let i = this.pendHeader; k < n && i < names.length; i++) {
+      for (let i = 0; k < n && i < names.length; i++) {
         if (names[i] === DEFERRED) {
           names[i] = s.slice(pend[k], pend[k + 1]);
           k += 2;
@@ -787,10 +796,10 @@ export class HeadParser {
   /** `buf[a..b)` as a string, a substring of the decoded window when possible. */
   private text(buf: Buffer, a: number, b: number): string {
     if (buf !== this.sBuf || a < this.sBase || b > this.sEnd) {
-      if (buf === this.acc) {
+      if (buf === this.acc && this.accLen > 0) {
         // A line of a split head: record the range, `flush` builds the string.
         const k = this.pendN * 2;
-        const pend = k + 2 <= this.pend.length ? this.pend : this.growPend();
+        const pend = this.pend;
         pend[k] = a;
         pend[k + 1] = b;
         this.pendN++;
@@ -987,6 +996,14 @@ export class HeadParser {
 
     // Before any string is built or deferred: a dropped trailer leaves no trace.
     if (id >= 0 && KNOWN_NO_TRAILER[id] !== 0 && this.kind === 'trailers') return p + 2;
+    if (buf === this.acc && this.dry) {
+      // A line of a held head: checked, not recorded (`parseHeld` records it). The framing
+      // fields are read now, so their errors come where a whole head's do; Host and Upgrade
+      // only count at the end.
+      const role = id >= 0 && this.kind !== 'trailers' ? KNOWN_ROLE[id]! : 0;
+      if (role !== 0 && role !== H_HOST && role !== H_UPGRADE) this.field(role, latin1(buf, valStart, valEnd));
+      return p + 2;
+    }
     const name = id >= 0 ? KNOWN_NAMES[id]! : this.fieldName(buf, nameStart, nameEnd);
     const value = valEnd > valStart ? this.text(buf, valStart, valEnd) : '';
     this.headers.push(name, value);

@@ -818,3 +818,112 @@ describe('HeadParser: heads split across chunks', () => {
     expectError(() => feedHead('request', pieces(b(head), 'bytes'), { maxLineBytes: max }), ProtocolError, 'maxLineBytes');
   });
 });
+
+describe('HeadParser: long heads held across chunks', () => {
+  // Past its first few lines a held head records nothing per line and is parsed again when it
+  // completes: every fixture behind 70 more lines must still end the same way whole and split,
+  // with the same fields, after an error too.
+  const PAD = Array.from({ length: 70 }, (_, i) => `X-Pad-${String(i).padStart(2, '0')}: v\r\n`).join('');
+  /** `raw` with the padding lines after its first line. */
+  const padded = (raw: string): string => {
+    const at = raw.indexOf('\r\n') + 2;
+    return at < 2 ? raw : raw.slice(0, at) + PAD + raw.slice(at);
+  };
+  /** What feeding `parts` ends in, with the fields the parser holds then. */
+  function ending(kind: Kind, parts: Uint8Array[], limits?: { maxLineBytes?: number; maxHeaderBytes?: number }): unknown {
+    const p = new HeadParser(kind, limits);
+    let consumed = 0;
+    try {
+      for (const part of parts) {
+        const n = p.execute(part);
+        consumed += n;
+        if (p.complete) return { consumed, ...(snapshot(p) as object) };
+      }
+      return { incomplete: true, headers: p.headers.toArray() };
+    } catch (err) {
+      const e = err as Error & { limit?: string | null };
+      return { error: `${e.constructor.name} (${e.limit ?? 'no limit'}): ${e.message}`, target: p.target, headers: p.headers.toArray() };
+    }
+  }
+
+  it('every fixture behind 70 more lines: whole, byte by byte and in random pieces agree, fields included', () => {
+    const mismatches: string[] = [];
+    for (const f of [...VALID, ...INVALID]) {
+      const all = b(padded(f.raw) + (f.rest ?? ''));
+      const whole = ending(f.kind, [all]);
+      const splits: [string, Uint8Array[]][] = [['byte by byte', pieces(all, 'bytes')]];
+      for (let seed = 1; seed <= 10; seed++) splits.push([`seed ${seed}`, pieces(all, prng(seed))]);
+      for (const cut of [20, 600, all.length - 5]) splits.push([`cut at ${cut}, big rest`, [all.subarray(0, cut), all.subarray(cut)]]);
+      for (const [how, parts] of splits) {
+        const got = ending(f.kind, parts);
+        if (JSON.stringify(got) !== JSON.stringify(whole)) mismatches.push(`${f.name}, ${how}: whole ${JSON.stringify(whole).slice(0, 300)}; split ${JSON.stringify(got).slice(0, 300)}`);
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
+  it('a bad byte behind 70 more lines fails at that byte, whatever the split', () => {
+    const configs = [
+      { limits: { maxLineBytes: 100, maxHeaderBytes: 2000 }, fill: 'a'.repeat(300) },
+      { limits: { maxLineBytes: 100, maxHeaderBytes: 1100 }, fill: 'a\r\nX: b\r\n'.repeat(40) },
+    ];
+    const mismatches: string[] = [];
+    for (const { limits, fill } of configs) {
+      for (const f of INVALID) {
+        const raw = padded(f.raw);
+        for (let k = raw.length - f.raw.length + f.raw.indexOf('\r\n') + 3; k <= raw.length; k++) {
+          const buf = b(raw.slice(0, k) + fill);
+          const whole = outcome(f.kind, [buf], limits);
+          for (const [how, parts] of [['byte by byte', pieces(buf, 'bytes')], ['seed', pieces(buf, prng(k))]] as const) {
+            const got = outcome(f.kind, parts, limits);
+            if (got !== whole) mismatches.push(`${f.name}, cut at ${k}, ${how}: whole ${whole}; split ${got}`);
+          }
+        }
+      }
+    }
+    expect(mismatches.slice(0, 10)).toEqual([]);
+  });
+
+  it('a trailer section of 70 lines after a head: whole, byte by byte and in random pieces agree, limits included', () => {
+    const ends = ['\r\n', 'Content-Length: 5\r\nX-Last: y\r\n\r\n', 'X-Bad : y\r\n\r\n', 'X-Ctl: a\x01\r\n\r\n', 'X-End: z\n\r\n', `X-Long: ${'a'.repeat(300)}\r\n\r\n`];
+    const mismatches: string[] = [];
+    for (const tail of ends) {
+      const all = b(PAD + tail + 'rest');
+      // The last: the head before the section (50 bytes) decides whether the section fits.
+      for (const maxHeaderBytes of [4096, 1000, 50 + PAD.length + 20]) {
+        const feed = (parts: Uint8Array[]): string => {
+          const p = new HeadParser('trailers', { maxLineBytes: 200, maxHeaderBytes });
+          p.headBytes = 50;
+          let consumed = 0;
+          try {
+            for (const part of parts) {
+              consumed += p.execute(part);
+              if (p.complete) break;
+            }
+            return JSON.stringify({ complete: p.complete, consumed, headBytes: p.headBytes, headers: p.headers.toArray() });
+          } catch (err) {
+            return JSON.stringify({ error: `${(err as Error).constructor.name}: ${(err as Error).message}`, headers: p.headers.toArray() });
+          }
+        };
+        const whole = feed([all]);
+        for (const [how, parts] of [['bytes', pieces(all, 'bytes')], ['seed 1', pieces(all, prng(1))], ['seed 2', pieces(all, prng(2))]] as const) {
+          const got = feed(parts);
+          if (got !== whole) mismatches.push(`${JSON.stringify(tail)}, max ${maxHeaderBytes}, ${how}: whole ${whole.slice(0, 200)}; split ${got.slice(0, 200)}`);
+        }
+      }
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
+  it('a held head that completes in a later chunk keeps what follows it for the caller', () => {
+    const head = b(`GET /x HTTP/1.1\r\nHost: h\r\n${PAD}\r\n`);
+    const p = new HeadParser('request');
+    expect(p.execute(head.subarray(0, 500))).toBe(500);
+    const rest = Buffer.concat([head.subarray(500), b('GET /y HTTP/1.1\r\n')]);
+    expect(p.execute(rest)).toBe(head.length - 500);
+    expect(p.complete).toBe(true);
+    expect(p.target).toBe('/x');
+    expect(p.headers.size).toBe(71);
+    expect(p.headers.get('X-Pad-69')).toBe('v');
+  });
+});
