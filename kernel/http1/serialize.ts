@@ -12,12 +12,14 @@ import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { parseContentLength, readTransferCodings, type TransferCodings } from './head-parser.js';
+import { framingPlan, planFraming, requestFraming, type FramingPlan, type OutgoingFraming } from './framing.js';
 import { isForbiddenTrailer, STATUS_TEXT } from './tables.js';
 import * as tables from './tables.js';
 import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
 
 const TOKEN: Uint8Array = tables.TOKEN;
+
+export type { OutgoingFraming } from './framing.js';
 
 /**
  * Where serialized bytes go: a Node `Writable` (`net.Socket`, `tls.TLSSocket`, ...) or anything
@@ -35,13 +37,6 @@ export interface ByteSink {
   /** True once the sink can no longer be written to. */
   readonly destroyed?: boolean;
 }
-
-/**
- * Framing header a head serializer adds: a number adds `Content-Length: n`, `'chunked'` adds
- * `Transfer-Encoding: chunked`, `'none'` adds nothing (no body, a body delimited by closing the
- * connection, or framing headers the caller put in `headers` itself).
- */
-export type OutgoingFraming = number | 'chunked' | 'none';
 
 /** Bodies this small are copied behind the head so head and body go out in one write. */
 const COALESCE_BYTES = 65536;
@@ -364,16 +359,6 @@ function put(sink: ByteSink, chunk: Uint8Array): Promise<void> | undefined {
   return waitDrain(sink);
 }
 
-/** How the body bytes of a message go out after its head. */
-type BodyMode = 'none' | 'fixed' | 'chunked' | 'raw';
-
-interface Plan {
-  framing: OutgoingFraming;
-  mode: BodyMode;
-  /** Exact byte count for `fixed`. */
-  length: number;
-}
-
 /** Known byte length of a body to send: explicit `contentLength`, else string/bytes/null size, else `body.length` (-1 unknown). */
 function knownLength(contentLength: number, body: Body): number {
   if (body instanceof AbstractBody) return contentLength >= 0 ? contentLength : body.length;
@@ -382,53 +367,6 @@ function knownLength(contentLength: number, body: Body): number {
     fail(`contentLength ${contentLength} does not match the ${actual}-byte ${typeof body === 'string' ? 'string' : 'byte'} body`);
   }
   return actual;
-}
-
-/**
- * Checks the caller's Transfer-Encoding fields by the rules the parser reads them with: the
- * serializer applies chunked itself, once, so the list must end in a single chunked; codings
- * before it are the caller's, applied to the body it gives.
- */
-function checkTransferEncoding(headers: Headers): void {
-  const all = headers.getAll('Transfer-Encoding');
-  const tc: TransferCodings = { chunked: false, chunkedNotLast: false, otherCoding: '' };
-  try {
-    for (const v of all) readTransferCodings(v, tc);
-  } catch (err) {
-    fail((err as Error).message);
-  }
-  if (!tc.chunked || tc.chunkedNotLast) fail(`Transfer-Encoding "${all.join(', ')}" must end with chunked, once (the serializer frames bodies itself)`);
-}
-
-/**
- * Decides framing from the caller's framing headers (honored when consistent: a Content-Length
- * must match a known length, a Transfer-Encoding must end in chunked, never both) and otherwise
- * from the body: a known length gets Content-Length, anything else chunked (or raw bytes
- * delimited by close when the peer speaks HTTP/1.0).
- */
-function plan(headers: Headers, contentLength: number, body: Body, rawIfUnknown: boolean, omitZero: boolean): Plan {
-  const len = knownLength(contentLength, body);
-  const cli = headers.indexOf('Content-Length');
-  const tei = headers.indexOf('Transfer-Encoding');
-  if (cli >= 0 && tei >= 0) fail('headers contain both Content-Length and Transfer-Encoding');
-  if (tei >= 0) {
-    checkTransferEncoding(headers);
-    return { framing: 'none', mode: 'chunked', length: -1 };
-  }
-  if (cli >= 0) {
-    const declared = parseContentLength(headers.getAll('Content-Length').join(', '));
-    if (declared < 0) fail(`invalid Content-Length header "${headers.getAll('Content-Length').join(', ')}"`);
-    if (len >= 0 && len !== declared) fail(`Content-Length header ${declared} does not match the body length ${len}`);
-    return { framing: 'none', mode: 'fixed', length: declared };
-  }
-  if (len >= 0) return { framing: len === 0 && omitZero ? 'none' : len, mode: 'fixed', length: len };
-  if (rawIfUnknown) return { framing: 'none', mode: 'raw', length: -1 };
-  return { framing: 'chunked', mode: 'chunked', length: -1 };
-}
-
-/** Methods whose requests normally carry a body, so an empty one still gets `Content-Length: 0`. */
-export function expectsBody(method: string): boolean {
-  return method === 'POST' || method === 'PUT' || method === 'PATCH';
 }
 
 /**
@@ -451,8 +389,8 @@ export function expectsBody(method: string): boolean {
 export async function writeRequest(sink: ByteSink, request: Request): Promise<void> {
   const body = request.body;
   try {
-    const p = plan(request.headers, request.contentLength, body, false, !expectsBody(request.method));
-    const head = serializeRequestHead(request.method, request.target, request.headers, request.host, p.framing, request.close);
+    const p = requestFraming(request.method, request.headers, knownLength(request.contentLength, body));
+    const head = serializeRequestHead(request.method, request.target, request.headers, request.host, p.field, request.close);
     const tail = p.mode === 'chunked' ? serializeLastChunk(request.trailers) : null;
     await writeBody(sink, head, body, p, tail, request.trailers);
   } finally {
@@ -486,23 +424,24 @@ export async function writeResponse(sink: ByteSink, response: Response, request:
     const headers = response.headers;
     const http10 = request !== null && request.protoMajor === 1 && request.protoMinor === 0;
     let close = response.close || (request !== null && request.close);
-    let p: Plan;
+    let p: FramingPlan;
     let dropFraming = false;
     if (status < 200 || status === 204) {
-      p = { framing: 'none', mode: 'none', length: 0 };
+      p = framingPlan();
       dropFraming = true;
     } else if (status === 304 || (method === 'CONNECT' && status < 300)) {
-      p = { framing: 'none', mode: 'none', length: 0 };
+      p = framingPlan();
     } else if (method === 'HEAD') {
       const hasFraming = headers.has('Content-Length') || headers.has('Transfer-Encoding');
       const len = response.contentLength >= 0 ? response.contentLength : body instanceof AbstractBody ? body.length : -1;
-      p = { framing: !hasFraming && len >= 0 ? len : 'none', mode: 'none', length: 0 };
+      p = framingPlan();
+      if (!hasFraming && len >= 0) p.field = len;
     } else {
-      p = plan(headers, response.contentLength, body, http10, false);
+      p = planFraming(headers, knownLength(response.contentLength, body), false, http10, framingPlan());
       if (p.mode === 'chunked' && http10) fail('cannot send a chunked body to an HTTP/1.0 client; remove Transfer-Encoding or set a length');
       if (p.mode === 'raw') close = true;
     }
-    let head = serializeStatusLine(status, response.reason) + serializeFields(headers, -1, dropFraming) + framingField(p.framing);
+    let head = serializeStatusLine(status, response.reason) + serializeFields(headers, -1, dropFraming) + framingField(p.field);
     if (!headers.has('Connection')) {
       if (close) head += 'Connection: close\r\n';
       else if (http10 && status >= 200) head += 'Connection: keep-alive\r\n';
@@ -516,7 +455,7 @@ export async function writeResponse(sink: ByteSink, response: Response, request:
 }
 
 /** Writes the head and the body per `p`; `tail` is the last chunk plus trailers for chunked bodies. */
-async function writeBody(sink: ByteSink, head: string, body: Body, p: Plan, tail: string | null, trailers: Headers): Promise<void> {
+async function writeBody(sink: ByteSink, head: string, body: Body, p: FramingPlan, tail: string | null, trailers: Headers): Promise<void> {
   if (p.mode === 'none' || body === null || (!(body instanceof AbstractBody) && body.length === 0)) {
     // Nothing to stream: the head (and for chunked, the last chunk) in one write.
     const w = put(sink, Buffer.from(tail === null || p.mode !== 'chunked' ? head : head + tail, 'latin1'));
