@@ -1,6 +1,7 @@
 /**
  * The HTTP/1.1 wire codec: incremental head parser, chunked decoder, body framing, incoming
- * bodies, `readRequest`/`readResponse`, and the serializer.
+ * bodies, `readRequest`/`readResponse`, the serializer, and the one exchange of heads an
+ * upgrade or a CONNECT makes.
  */
 export {
   HeadParser,
@@ -20,7 +21,17 @@ export {
 export { ChunkedDecoder, type ChunkedDecoderOptions } from './chunked.js';
 export { FORBIDDEN_TRAILERS, isForbiddenTrailer } from './tables.js';
 export { isValidHost, requestTargetError, absoluteTargetAuthority } from './target.js';
-export { type BodyKind, requestBodyKind, responseBodyKind, statusHasNoBody } from './framing.js';
+export {
+  type BodyKind,
+  requestBodyKind,
+  responseBodyKind,
+  statusHasNoBody,
+  type BodyMode,
+  type FramingPlan,
+  framingPlan,
+  requestFraming,
+} from './framing.js';
+export { exchangeHead, type ExchangedHead, type HeadExchangeOptions } from './head-exchange.js';
 export { ByteReader, type ByteSourceInit } from './byte-reader.js';
 export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
 export { readRequest, readResponse, type ReadRequestOptions, type ReadResponseOptions } from './read.js';
