@@ -178,7 +178,8 @@ function checkHost(value: string): void {
  * host:port for absolute-form and CONNECT, empty for the other forms, as RFC 9110 §7.2 has a
  * client send), the other fields in stored spelling, the framing field for `framing`,
  * `Connection: close` when `close` is set and no Connection field is present, and the empty line.
- * Returns a latin1 string. Framing ownership and errors as for {@link serializeResponseHead};
+ * Returns a latin1 string. `framing` is normally the `field` of the plan {@link requestFraming}
+ * makes for the request. Framing ownership and errors as for {@link serializeResponseHead};
  * an `ArgumentError` also for more than one Host header, a Host that is not `host[:port]`, and a
  * target in a form the method may not use (RFC 9112 §3.2: origin-form `/path`, absolute-form for
  * proxies, `host:port` only and always for CONNECT, `*` only for OPTIONS).
@@ -375,11 +376,11 @@ function knownLength(contentLength: number, body: Body): number {
  *
  * - Request line `METHOD target HTTP/1.1`; the Host field first (the Host header, else
  *   `request.host`); other headers in stored spelling; `Connection: close` when `request.close`.
- * - A body of known length (`contentLength >= 0`, a string, bytes, or an AbstractBody with a
- *   known `length`) is sent with Content-Length (omitted for an empty body unless the method is
- *   POST, PUT or PATCH); any other body with the chunked coding followed by `request.trailers`,
- *   the only framing that carries trailers.
- * - Framing headers already in `request.headers` are honored when consistent with the body.
+ * - Framing as {@link requestFraming} decides it: a body of known length (`contentLength >= 0`,
+ *   a string, bytes, or an AbstractBody with a known `length`) is sent with Content-Length
+ *   (omitted for an empty body unless the method is POST, PUT or PATCH); any other body with
+ *   the chunked coding followed by `request.trailers`, the only framing that carries trailers.
+ *   Framing headers already in `request.headers` are honored when consistent with the body.
  * - A streamed body is read to its end and then closed.
  *
  * Throws `ArgumentError` before writing anything for invalid names, values, method or target, or
