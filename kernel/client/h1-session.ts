@@ -21,6 +21,7 @@ import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { framingPlan, requestFraming, responseBodyKind, type FramingPlan } from '../http1/framing.js';
+import { MAX_INTERIM_RESPONSES } from '../http1/head-exchange.js';
 import { CONN_CLOSE, connectionFlags, HeadParser, type HeadLimits } from '../http1/head-parser.js';
 import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
@@ -219,9 +220,6 @@ export class H1ClientSession implements ClientSession {
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H1ClientSession}. */
-/** Interim (1xx) responses an exchange takes before its final response; more is a ProtocolError. */
-const MAX_INTERIM_RESPONSES = 10;
-
 class Exchange implements FlowSource {
   readonly promise: Promise<Response>;
   private resolveHead!: (r: Response) => void;
@@ -437,8 +435,6 @@ class Exchange implements FlowSource {
           return;
         }
         if (parser.status >= 100 && parser.status < 200 && parser.status !== 101) {
-          // A server that only ever sends interim answers would otherwise keep the call parsing
-          // them until its head timeout; Go's client stops after 5, this one a little later.
           if (++this.interim > MAX_INTERIM_RESPONSES) {
             this.fail(new ProtocolError(`the server sent more than ${MAX_INTERIM_RESPONSES} informational (1xx) responses before a final one`));
             return;

@@ -7,7 +7,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { ParseError } from '../errors.js';
+import { ParseError, ProtocolError } from '../errors.js';
 import type { Headers } from '../message/headers.js';
 import { HeadParser, type HeadLimits } from './head-parser.js';
 
@@ -47,6 +47,13 @@ export interface ExchangedHead {
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Interim (1xx) answers a client takes before the final one; more is a `ProtocolError`. A peer
+ * that only ever sends interim answers would otherwise keep it parsing them until a timeout;
+ * Go's client stops after 5, this one a little later.
+ */
+export const MAX_INTERIM_RESPONSES = 10;
+
 function closedByDefault(received: number, headBytes: number): Error {
   return new ParseError(received === 0 ? 'the connection closed before a response arrived' : `the connection closed inside the response head (after ${headBytes} bytes)`);
 }
@@ -60,7 +67,8 @@ function closedByDefault(received: number, headBytes: number): Error {
  * after a failure is the caller's choice).
  *
  * Rejects with what the parser throws (`ParseError` for bytes that are not a response head,
- * `ProtocolError` for one over `maxLineBytes`/`maxHeaderBytes`), the socket's `'error'`,
+ * `ProtocolError` for one over `maxLineBytes`/`maxHeaderBytes`), `ProtocolError` after more than
+ * {@link MAX_INTERIM_RESPONSES} interim answers, the socket's `'error'`,
  * `options.closedError` when it ends first, or the reason of `options.signal`.
  */
 export function exchangeHead(socket: Duplex, head: string, options: HeadExchangeOptions = {}): Promise<ExchangedHead> {
@@ -71,6 +79,7 @@ export function exchangeHead(socket: Duplex, head: string, options: HeadExchange
   return new Promise<ExchangedHead>((resolve, reject) => {
     let done = false;
     let received = 0;
+    let interim = 0;
     const finish = (): boolean => {
       if (done) return false;
       done = true;
@@ -103,6 +112,10 @@ export function exchangeHead(socket: Duplex, head: string, options: HeadExchange
           const status = parser.status;
           if (status < 200 && status !== 101) {
             // Interim (100, 103): the final answer follows on the same connection.
+            if (++interim > MAX_INTERIM_RESPONSES) {
+              fail(new ProtocolError(`the server sent more than ${MAX_INTERIM_RESPONSES} informational (1xx) responses before a final one`));
+              return;
+            }
             parser.reset();
             if (off < chunk.length) continue;
             break;

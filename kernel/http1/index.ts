@@ -31,7 +31,7 @@ export {
   framingPlan,
   requestFraming,
 } from './framing.js';
-export { exchangeHead, type ExchangedHead, type HeadExchangeOptions } from './head-exchange.js';
+export { exchangeHead, MAX_INTERIM_RESPONSES, type ExchangedHead, type HeadExchangeOptions } from './head-exchange.js';
 export { ByteReader, type ByteSourceInit } from './byte-reader.js';
 export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
 export { readRequest, readResponse, type ReadRequestOptions, type ReadResponseOptions } from './read.js';

@@ -36,7 +36,8 @@ export async function httpConnect(socket: net.Socket, proxy: ProxyEndpoint, host
   } catch (err) {
     if (err instanceof ProxyError) throw err;
     if (err instanceof ProtocolError) {
-      throw new ProtocolError(`proxy ${proxy.href} sent a CONNECT answer head over the limit (${err.message})`, { cause: err, limit: err.limit ?? undefined, line: err.line });
+      const what = err.limit !== null ? 'a CONNECT answer head over the limit' : 'an invalid CONNECT answer';
+      throw new ProtocolError(`proxy ${proxy.href} sent ${what} (${err.message})`, { cause: err, limit: err.limit ?? undefined, line: err.line });
     }
     if (err instanceof ParseError) throw new ParseError(`proxy ${proxy.href} sent an invalid CONNECT answer: ${err.message}`, { cause: err });
     throw new ProxyError(proxy.href, `connection to proxy ${proxy.href} failed during ${step}: ${(err as Error).message}`, { cause: err });

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ParseError, ProtocolError } from '../../../kernel/errors.js';
-import { exchangeHead } from '../../../kernel/http1/head-exchange.js';
+import { exchangeHead, MAX_INTERIM_RESPONSES } from '../../../kernel/http1/head-exchange.js';
 import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
 
 interface Peer {
@@ -156,6 +156,19 @@ describe('exchangeHead', () => {
     const c = exchangeHead(line.client, HEAD, { maxLineBytes: 20 });
     line.server.write(`HTTP/1.1 200 ${'O'.repeat(40)}\r\n\r\n`);
     await expect(c).rejects.toThrow(/maxLineBytes \(20 bytes\)/);
+  });
+
+  it(`takes ${MAX_INTERIM_RESPONSES} interim answers before the final one; one more is a ProtocolError`, async () => {
+    const ok = await pair();
+    const a = exchangeHead(ok.client, HEAD);
+    ok.server.write('HTTP/1.1 100 Continue\r\n\r\n'.repeat(MAX_INTERIM_RESPONSES) + 'HTTP/1.1 200 OK\r\n\r\n');
+    expect((await a).status).toBe(200);
+    const endless = await pair();
+    const b = exchangeHead(endless.client, HEAD);
+    endless.server.write('HTTP/1.1 103 Early Hints\r\n\r\n'.repeat(MAX_INTERIM_RESPONSES + 1) + 'HTTP/1.1 200 OK\r\n\r\n');
+    const err = await b.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as Error).message).toMatch(/more than 10 informational \(1xx\) responses/);
   });
 
   it('aborting its signal rejects with the reason and removes its listeners; an aborted signal writes nothing', async () => {
