@@ -285,7 +285,7 @@ class Exchange implements FlowSource {
     const p = requestFraming(req.method, req.headers, req.contentLength >= 0 ? req.contentLength : streamed ? (body as AbstractBody).length : -1, this.session.framing);
     const head = serializeRequestHead(req.method, req.target, req.headers, req.host, p.field, req.close);
     // Read before the first await: the plan is the session's, refilled by its next exchange.
-    const chunked = p.mode === 'chunked';
+    const chunked = p.kind === 'chunked';
     const length = p.length;
     if (!streamed) {
       if (expect) {

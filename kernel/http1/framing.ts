@@ -5,6 +5,7 @@
 import { ArgumentError } from '../errors.js';
 import type { Headers } from '../message/headers.js';
 import { parseContentLength, readTransferCodings, type HeadParser, type TransferCodings } from './head-parser.js';
+import type { OutgoingFraming } from './serialize.js';
 
 /**
  * How a body is delimited on the wire:
@@ -53,19 +54,6 @@ export function statusHasNoBody(status: number): boolean {
 // Outgoing messages: what a head says about its body, and how the body bytes follow.
 
 /**
- * Framing field a head serializer adds: a number adds `Content-Length: n`, `'chunked'` adds
- * `Transfer-Encoding: chunked`, `'none'` adds nothing (no body, a body delimited by closing the
- * connection, or framing headers the caller put in `headers` itself).
- */
-export type OutgoingFraming = number | 'chunked' | 'none';
-
-/**
- * How the bytes of an outgoing body follow its head: not at all, exactly `length` bytes, in the
- * chunked coding (then trailers may follow), or as they come until the connection closes.
- */
-export type BodyMode = 'none' | 'fixed' | 'chunked' | 'raw';
-
-/**
  * One framing decision for an outgoing message, as {@link requestFraming} makes it: the field
  * its head carries and how its body goes out. A plain record with no methods, so a connection
  * can keep one and have it refilled for every message it sends.
@@ -73,15 +61,15 @@ export type BodyMode = 'none' | 'fixed' | 'chunked' | 'raw';
 export interface FramingPlan {
   /** The framing field for the head serializer (`serializeRequestHead`, `serializeResponseHead`). */
   field: OutgoingFraming;
-  /** How the body bytes go out after the head. */
-  mode: BodyMode;
-  /** Exact byte count of a `fixed` body; -1 for the other modes. */
+  /** How the body bytes go out after the head (`close`: as they come, until the connection closes). */
+  kind: BodyKind;
+  /** Exact byte count of a `length` body; -1 for the other kinds. */
   length: number;
 }
 
 /** A plan to fill in (framing `none`, no body). */
 export function framingPlan(): FramingPlan {
-  return { field: 'none', mode: 'none', length: -1 };
+  return { field: 'none', kind: 'none', length: -1 };
 }
 
 /** Methods whose requests normally carry a body, so an empty one still gets `Content-Length: 0`. */
@@ -117,11 +105,11 @@ export function planFraming(headers: Headers, length: number, omitZero: boolean,
   if (cli >= 0 || tei >= 0) return ownFraming(headers, cli, tei, length, into);
   if (length >= 0) {
     into.field = length === 0 && omitZero ? 'none' : length;
-    into.mode = 'fixed';
+    into.kind = 'length';
     into.length = length;
   } else {
     into.field = rawIfUnknown ? 'none' : 'chunked';
-    into.mode = rawIfUnknown ? 'raw' : 'chunked';
+    into.kind = rawIfUnknown ? 'close' : 'chunked';
     into.length = -1;
   }
   return into;
@@ -133,14 +121,14 @@ function ownFraming(headers: Headers, cli: number, tei: number, length: number, 
   into.field = 'none';
   if (tei >= 0) {
     checkTransferEncoding(headers);
-    into.mode = 'chunked';
+    into.kind = 'chunked';
     into.length = -1;
     return into;
   }
   const declared = parseContentLength(headers.getAll('Content-Length').join(', '));
   if (declared < 0) fail(`invalid Content-Length header "${headers.getAll('Content-Length').join(', ')}"`);
   if (length >= 0 && length !== declared) fail(`Content-Length header ${declared} does not match the body length ${length}`);
-  into.mode = 'fixed';
+  into.kind = 'length';
   into.length = declared;
   return into;
 }

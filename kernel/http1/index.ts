@@ -1,7 +1,8 @@
 /**
  * The HTTP/1.1 wire codec: incremental head parser, chunked decoder, body framing, incoming
- * bodies, `readRequest`/`readResponse`, the serializer, and the one exchange of heads an
- * upgrade or a CONNECT makes.
+ * bodies, `readRequest`/`readResponse`, the serializer and the framing rules of outgoing
+ * messages, `writeRequest`/`writeResponse`, and the one exchange of heads an upgrade or a
+ * CONNECT makes.
  */
 export {
   HeadParser,
@@ -26,7 +27,6 @@ export {
   requestBodyKind,
   responseBodyKind,
   statusHasNoBody,
-  type BodyMode,
   type FramingPlan,
   framingPlan,
   requestFraming,
@@ -35,11 +35,9 @@ export { exchangeHead, MAX_INTERIM_RESPONSES, type ExchangedHead, type HeadExcha
 export { ByteReader, type ByteSourceInit } from './byte-reader.js';
 export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
 export { readRequest, readResponse, type ReadRequestOptions, type ReadResponseOptions } from './read.js';
+export { type ByteSink, writeRequest, writeResponse } from './write.js';
 export {
-  type ByteSink,
   type OutgoingFraming,
-  writeRequest,
-  writeResponse,
   serializeRequestHead,
   serializeResponseHead,
   serializeLastChunk,

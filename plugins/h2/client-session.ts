@@ -290,7 +290,7 @@ export class H2ClientSession implements ClientSession {
     // content-length the DATA must add up to (RFC 9113 §8.1.1), never a coding.
     const p = requestFraming(req.method, req.headers, len, this.framing);
     if (typeof p.field === 'number') out['content-length'] = p.field;
-    else if (p.mode === 'fixed' && req.headers.has('Content-Length')) out['content-length'] = p.length;
+    else if (p.kind === 'length' && req.headers.has('Content-Length')) out['content-length'] = p.length;
     return out;
   }
 

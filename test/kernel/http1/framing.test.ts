@@ -13,23 +13,23 @@ function plan(method: string, headers: [string, string][], length: number): Fram
 
 describe('requestFraming', () => {
   it('a known length gets Content-Length, an unknown one chunked', () => {
-    expect(plan('POST', [], 5)).toEqual({ field: 5, mode: 'fixed', length: 5 });
-    expect(plan('GET', [], 5)).toEqual({ field: 5, mode: 'fixed', length: 5 });
-    expect(plan('POST', [], -1)).toEqual({ field: 'chunked', mode: 'chunked', length: -1 });
-    expect(plan('GET', [], -1)).toEqual({ field: 'chunked', mode: 'chunked', length: -1 });
+    expect(plan('POST', [], 5)).toEqual({ field: 5, kind: 'length', length: 5 });
+    expect(plan('GET', [], 5)).toEqual({ field: 5, kind: 'length', length: 5 });
+    expect(plan('POST', [], -1)).toEqual({ field: 'chunked', kind: 'chunked', length: -1 });
+    expect(plan('GET', [], -1)).toEqual({ field: 'chunked', kind: 'chunked', length: -1 });
   });
 
   it('an empty body gets Content-Length: 0 only on methods that expect a body', () => {
-    for (const m of ['POST', 'PUT', 'PATCH']) expect(plan(m, [], 0), m).toEqual({ field: 0, mode: 'fixed', length: 0 });
-    for (const m of ['GET', 'HEAD', 'DELETE', 'OPTIONS', 'CONNECT', 'QUERY']) expect(plan(m, [], 0), m).toEqual({ field: 'none', mode: 'fixed', length: 0 });
+    for (const m of ['POST', 'PUT', 'PATCH']) expect(plan(m, [], 0), m).toEqual({ field: 0, kind: 'length', length: 0 });
+    for (const m of ['GET', 'HEAD', 'DELETE', 'OPTIONS', 'CONNECT', 'QUERY']) expect(plan(m, [], 0), m).toEqual({ field: 'none', kind: 'length', length: 0 });
   });
 
   it("the caller's consistent framing headers are kept and no second field is added", () => {
-    expect(plan('POST', [['content-length', '3']], 3)).toEqual({ field: 'none', mode: 'fixed', length: 3 });
-    expect(plan('POST', [['Content-Length', '3']], -1)).toEqual({ field: 'none', mode: 'fixed', length: 3 });
-    expect(plan('POST', [['Content-Length', '3'], ['Content-Length', '3']], -1)).toEqual({ field: 'none', mode: 'fixed', length: 3 });
-    expect(plan('POST', [['Transfer-Encoding', 'chunked']], -1)).toEqual({ field: 'none', mode: 'chunked', length: -1 });
-    expect(plan('POST', [['Transfer-Encoding', 'gzip, chunked']], 10)).toEqual({ field: 'none', mode: 'chunked', length: -1 });
+    expect(plan('POST', [['content-length', '3']], 3)).toEqual({ field: 'none', kind: 'length', length: 3 });
+    expect(plan('POST', [['Content-Length', '3']], -1)).toEqual({ field: 'none', kind: 'length', length: 3 });
+    expect(plan('POST', [['Content-Length', '3'], ['Content-Length', '3']], -1)).toEqual({ field: 'none', kind: 'length', length: 3 });
+    expect(plan('POST', [['Transfer-Encoding', 'chunked']], -1)).toEqual({ field: 'none', kind: 'chunked', length: -1 });
+    expect(plan('POST', [['Transfer-Encoding', 'gzip, chunked']], 10)).toEqual({ field: 'none', kind: 'chunked', length: -1 });
   });
 
   it('inconsistent framing headers are an ArgumentError that says what is wrong', () => {
@@ -51,8 +51,8 @@ describe('requestFraming', () => {
   it('fills the plan it is given (a connection reuses one) and returns it', () => {
     const p = framingPlan();
     expect(requestFraming('POST', new Headers(), -1, p)).toBe(p);
-    expect(p.mode).toBe('chunked');
+    expect(p.kind).toBe('chunked');
     requestFraming('GET', new Headers(), 0, p);
-    expect({ ...p }).toEqual({ field: 'none', mode: 'fixed', length: 0 });
+    expect({ ...p }).toEqual({ field: 'none', kind: 'length', length: 0 });
   });
 });
