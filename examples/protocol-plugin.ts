@@ -6,11 +6,15 @@
  * Starts a server on 127.0.0.1, speaks both protocols to it, prints what it got and exits.
  *
  *   node --import tsx examples/protocol-plugin.ts
+ *
+ * Outside this repository, import from 'switchyard', 'switchyard/kernel' and
+ * 'switchyard/protocol' (the entry for protocol plugins: `ProtocolConnection`, …).
  */
 import { Buffer } from 'node:buffer';
 import net from 'node:net';
 import * as HTTP from '../index.js';
-import { definePlugin, type ProtocolConnection } from '../kernel/index.js';
+import { definePlugin } from '../kernel/index.js';
+import type { ProtocolConnection } from '../kernel/protocol.js';
 
 const MAGIC = Buffer.from('PING ');
 

@@ -193,6 +193,20 @@ export interface ProtocolInfo {
   readonly host?: ProtocolHost;
 }
 
+/** What `server.onUpgrade` taps know about an upgrade request's connection and server. */
+export interface UpgradeInfo {
+  /** The bytes read past the request head. A tap that claims the socket owns them. */
+  readonly head: Uint8Array;
+  /** The listener. */
+  readonly server: ServerInfo;
+  /**
+   * The server's lifecycle for a socket the tap takes: `host.onGoingAway(socket, step)` says how
+   * to end it politely when the server closes; a protocol served on it runs its exchanges with
+   * `host.runExchange` (`Upgrade: h2c`).
+   */
+  readonly host: ProtocolHost;
+}
+
 /** Address of the peer of a server connection. */
 export interface PeerAddress {
   /** IP address. */
@@ -299,13 +313,13 @@ export interface ServerHooks {
   readonly protocol: SyncBail<[socket: Duplex, info: ProtocolInfo], true | void>;
   /**
    * A request carrying `Connection: upgrade` and `Upgrade` arrived, before `onRequest`.
-   * A tap returning `true` took the socket (WebSockets, `Upgrade: h2c`); `head` holds the
-   * bytes read past the request head. Unclaimed, the request goes on as an ordinary request
+   * A tap returning `true` took the socket (WebSockets, `Upgrade: h2c`); `info.head` holds the
+   * bytes read past the request head, `info.server` and `info.host` are its server. Unclaimed, the request goes on as an ordinary request
    * (`onRequest`, then the handler), which RFC 9110 §7.8 allows; the handler may still
    * upgrade it or answer (426). A claiming tap does its own authorization, as with
    * node:http's `'upgrade'` event. Async series bail, cold.
    */
-  readonly onUpgrade: AsyncSeriesBail<[request: Request, socket: Duplex, head: Uint8Array], true | void>;
+  readonly onUpgrade: AsyncSeriesBail<[request: Request, socket: Duplex, info: UpgradeInfo], true | void>;
   /**
    * A request head arrived (router dispatch, access-log start). Returning a `Response`
    * answers the request without calling the handler and skips later taps. Async series
@@ -384,7 +398,7 @@ export function createHookTable(): HookTable {
     connection: new SyncHook<[Socket, ServerInfo]>(['socket', 'server'], 'server.connection'),
     alpnProtocols: new SyncWaterfallHook<[string[], ServerInfo]>(['protocols', 'server'], 'server.alpnProtocols'),
     protocol: new SyncBailHook<[Duplex, ProtocolInfo], true | void>(['socket', 'info'], 'server.protocol'),
-    onUpgrade: new AsyncSeriesBailHook<[Request, Duplex, Uint8Array], true | void>(['request', 'socket', 'head'], 'server.onUpgrade'),
+    onUpgrade: new AsyncSeriesBailHook<[Request, Duplex, UpgradeInfo], true | void>(['request', 'socket', 'info'], 'server.onUpgrade'),
     onRequest: new AsyncSeriesBailHook<[Request, ServerExchange], Response | void>(['request', 'exchange'], 'server.onRequest'),
     onResponseHead: new SyncHook<[Response, Request]>(['response', 'request'], 'server.onResponseHead'),
   });

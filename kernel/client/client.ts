@@ -5,11 +5,12 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import { ArgumentError, ResponseTooLargeError, StatusError } from '../errors.js';
-import { describe } from '../plugin.js';
+import { ArgumentError, ResponseTooLargeError } from '../errors.js';
+import { StatusError } from './status-error.js';
+import { describe } from '../describe.js';
 import { urlHint } from '../message/uri.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import { AbstractBody, bodyLength, type Body } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
 import { Headers, headersFromArrays, type HeadersInit } from '../message/headers.js';
@@ -38,7 +39,7 @@ export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<
    * kernel (`presets.defaults`, booted at the first call) when the top-level `switchyard`
    * entry is loaded; a program that imports only `switchyard/kernel` gets no plugins.
    */
-  kernel?: Kernel;
+  kernel?: HookHost;
   /**
    * The connection pool; a new one by default (made from the transport options here). With a
    * transport, the options that shape its connections (`maxIdlePerHost`, `maxIdleTotal`,
@@ -65,13 +66,13 @@ const CLIENT_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 const CLIENT_HEADERS_HINT = 'headers for every call go in { defaultHeaders: { … } }';
 
-let defaultKernel: (() => Kernel) | null = null;
+let defaultKernel: (() => HookHost) | null = null;
 
 /**
  * Sets the kernel a `Client` made without one runs on (the top-level entry sets its lazily
  * booted default kernel; a plugin-free program that imports only the kernel sets none).
  */
-export function setDefaultClientKernel(get: (() => Kernel) | null): void {
+export function setDefaultClientKernel(get: (() => HookHost) | null): void {
   defaultKernel = get;
 }
 
@@ -118,7 +119,7 @@ const REDIRECT = new Set([301, 302, 303, 307, 308]);
 export class Client {
   /** The connection pool. */
   readonly transport: Transport;
-  private readonly kernel: Kernel | null;
+  private readonly kernel: HookHost | null;
   private hooks: Tapped<ClientHooks> | null = null;
   private readonly defaults: CallOptions;
   private readonly defaultHeaders: Headers | null;

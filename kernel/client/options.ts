@@ -4,10 +4,11 @@
  */
 import type { Writable } from 'node:stream';
 import { ArgumentError } from '../errors.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import type { Body } from '../message/body.js';
 import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
-import { callOptionOwner, describe, pluginCallOptionNames, setKernelCallOptions } from '../plugin.js';
+import { describe } from '../describe.js';
+import { callOptionOwner, pluginCallOptionNames, setKernelCallOptions } from '../plugin-options.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
 import type { Response } from '../message/response.js';
@@ -174,7 +175,7 @@ function describeWhere(w: string | (() => string)): string {
  * `kernel` (null: none) does not have it; any other name is an `ArgumentError` with the nearest
  * valid one (and `headersHint` for a name that looks like a header's).
  */
-export function checkCallOptionNames(o: object, where: string, kernel: Kernel | null, known: ReadonlySet<string>, headersHint?: string): void {
+export function checkCallOptionNames(o: object, where: string, kernel: HookHost | null, known: ReadonlySet<string>, headersHint?: string): void {
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
     const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
@@ -197,7 +198,7 @@ function adviceFor(o: object, key: string, known: ReadonlySet<string>, headersHi
 }
 
 /** The error for a plugin's option given to a client whose kernel lacks that plugin. */
-export function needsPlugin(where: string, key: string, plugin: string, kernel: Kernel | null): ArgumentError {
+export function needsPlugin(where: string, key: string, plugin: string, kernel: HookHost | null): ArgumentError {
   const fix = kernel === null
     ? 'pass a kernel that has it, or use the top-level `switchyard` entry, whose clients run on the default plugins'
     : `register it on this kernel (kernel.register(${plugin})) before making the client, or leave out kernel to get the default plugins`;
@@ -205,7 +206,7 @@ export function needsPlugin(where: string, key: string, plugin: string, kernel: 
 }
 
 /** @internal Checks the names and the types of a call's options (`kernel`: the client's, for the options that need a plugin). */
-export function checkCallOptions(o: CallOptions, whereOf: string | (() => string), kernel: Kernel | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
+export function checkCallOptions(o: CallOptions, whereOf: string | (() => string), kernel: HookHost | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
   if (typeof o !== 'object' || o === null) throw new ArgumentError(`${describeWhere(whereOf)}: options must be an object, got ${o === null ? 'null' : typeof o}`);
   // The common call passes no options at all: nothing to check.
   let any = false;

@@ -25,7 +25,7 @@ import type { ClientHooks, ConnectOptions, Tapped } from '../hooks.js';
 import { requestFraming } from '../http1/framing.js';
 import { exchangeHead } from '../http1/head-exchange.js';
 import { serializeRequestHead } from '../http1/serialize.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import { nobody } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
@@ -36,7 +36,7 @@ import { DEFAULT_RESPONSE_HEADER_TIMEOUT, type CallOptions } from './options.js'
 /** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
 export interface UpgradeOptions {
   /** A kernel whose `client.connect` taps open the connection and whose `client.onUpgrade` taps see the 101; none means no plugins. */
-  kernel?: Kernel | null;
+  kernel?: HookHost | null;
   /**
    * An already connected byte stream to send the request over instead of connecting. It stays
    * the caller's: it is never destroyed here, not even on failure (only our listeners go).

@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
-import type { ServerExchange, ServerHooks, ServerInfo, Tapped } from '../hooks.js';
+import type { ServerExchange, ServerHooks, ServerInfo, Tapped, UpgradeInfo } from '../hooks.js';
 import { AbstractBody, nobody } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
@@ -31,7 +31,7 @@ import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
 import { Stream, type StreamConnection } from './stream.js';
-import { setUpgradeHost, type ProtocolHost } from './pipeline.js';
+import type { ProtocolHost } from './pipeline.js';
 import { copyResponse } from './copy-response.js';
 import { bytesSent } from '../socket-progress.js';
 
@@ -549,8 +549,7 @@ export class H1Connection implements StreamConnection {
     socket.pause();
     socket.removeListener('data', this.onData);
     const head = this.takeStash() ?? EMPTY;
-    setUpgradeHost(socket, this.host.protocolHost);
-    hook.promise(req, socket, head).then(
+    hook.promise(req, socket, { head, server: this.host.info, host: this.host.protocolHost }).then(
       (claimed) => {
         if (claimed === true) {
           this.phase = P_UPGRADED;
@@ -803,7 +802,7 @@ export class H1Connection implements StreamConnection {
   }
 
   /** {@link StreamConnection.takeSocket}: see `Stream.upgrade`. */
-  takeSocket(): { socket: Duplex; head: Uint8Array } {
+  takeSocket(): { socket: Duplex } & UpgradeInfo {
     if (this.phase === P_CLOSED || this.socket.destroyed) throw new ProtocolError('cannot upgrade: the client closed the connection');
     if (this.bodyKind !== B_NONE && !this.bodyEnded) throw new ArgumentError('cannot upgrade a request that has an unread body');
     const socket = this.socket;
@@ -812,7 +811,7 @@ export class H1Connection implements StreamConnection {
     const head = this.takeStash() ?? EMPTY;
     this.phase = P_UPGRADED;
     this.detach();
-    return { socket, head };
+    return { socket, head, server: this.host.info, host: this.host.protocolHost };
   }
 
   private streamDone(stream: Stream, err: unknown): void {

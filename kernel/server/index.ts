@@ -11,8 +11,7 @@ import { Server, type ServerInit } from './server.js';
 import type { Stream } from './stream.js';
 
 export { Server, type ServerInit } from './server.js';
-export { Stream, HOLD_BYTES, type ExchangeConnection, type ResponseWire } from './stream.js';
-export { getProtocolHost, protocolRequest, type ProtocolHost, type ProtocolConnection, type ExchangeWire, type ServerLimits } from './pipeline.js';
+export { Stream } from './stream.js';
 export { PeerAddr } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';

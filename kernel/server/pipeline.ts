@@ -76,8 +76,8 @@ export interface ProtocolConnection {
 }
 
 /**
- * The server as a protocol plugin sees it: `ProtocolInfo.host` in `server.protocol`, and
- * {@link getProtocolHost} for a socket taken in `server.onUpgrade`.
+ * The server as a protocol plugin sees it: `ProtocolInfo.host` in `server.protocol`,
+ * `UpgradeInfo.host` in `server.onUpgrade`, and what `stream.upgrade()` returns.
  */
 export interface ProtocolHost {
   /** The listener. */
@@ -142,24 +142,8 @@ export function protocolRequest(method: string, target: string, headers: Headers
   return req;
 }
 
-const upgradeHosts = new WeakMap<Duplex, ProtocolHost>();
-
 /** Bytes of a streamed response body read at a time for a wire: HTTP/2's default frame size. */
 const WIRE_CHUNK = 16384;
-
-/**
- * The server a socket handed to a `server.onUpgrade` tap, or taken by `stream.upgrade()`,
- * belongs to (how the h2c plugin serves `Upgrade: h2c`, and how a WebSocket learns the server
- * is going away), or undefined for any other socket.
- */
-export function getProtocolHost(socket: Duplex): ProtocolHost | undefined {
-  return upgradeHosts.get(socket);
-}
-
-/** @internal Remembers the server of a socket about to be offered to `server.onUpgrade` (cold path). */
-export function setUpgradeHost(socket: Duplex, host: ProtocolHost): void {
-  upgradeHosts.set(socket, host);
-}
 
 /** @internal The {@link ProtocolHost} of one server. */
 export class PipelineHost implements ProtocolHost {

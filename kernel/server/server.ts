@@ -21,14 +21,14 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
 import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
 import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
-import { PipelineHost, setUpgradeHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
+import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -37,7 +37,7 @@ export interface ServerInit extends ServerOptions {
   /** `handler` is a stream handler (reads and writes a `Stream`). Default false. */
   stream?: boolean;
   /** A booted kernel whose server hooks (plugins) this server runs; none means no plugins. */
-  kernel?: Kernel;
+  kernel?: HookHost;
   /** Called with each error a handler threw (the client got 500) or a response failed with; default: one line on stderr. */
   onError?: (error: unknown, request: Request | null) => void;
 }
@@ -62,7 +62,7 @@ export class Server implements ConnectionHost, PipelineServer {
   readonly streamHandler: StreamHandler | null;
   /** @internal */
   hooks: Tapped<ServerHooks> | null = null;
-  private readonly kernel: Kernel | null;
+  private readonly kernel: HookHost | null;
   private readonly onError: (error: unknown, request: Request | null) => void;
   private listener: net.Server | null = null;
   private ownsListener = false;
@@ -307,11 +307,9 @@ export class Server implements ConnectionHost, PipelineServer {
 
   /**
    * @internal An HTTP/1 connection handed its socket over (`Upgrade`): the server keeps it in
-   * its books until it closes (`close()` waits for it, `forceClose()` drops it), and
-   * `getProtocolHost(socket)` finds the server.
+   * its books until it closes (`close()` waits for it, `forceClose()` drops it).
    */
   adoptUpgraded(socket: Duplex): void {
-    setUpgradeHost(socket, this.protocolHost);
     if (socket.destroyed) return;
     this.upgraded.add(socket);
     socket.once('close', () => {

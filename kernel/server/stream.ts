@@ -17,7 +17,7 @@ import { ArgumentError, ProtocolError } from '../errors.js';
 import { Headers, type HeaderPair, type HeadersInit } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
-import type { PeerAddress, ServerExchange, ServerInfo } from '../hooks.js';
+import type { PeerAddress, ServerExchange, ServerInfo, UpgradeInfo } from '../hooks.js';
 import { checkTrailerName, encodeChunk, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
 import { parseContentLength } from '../http1/head-parser.js';
 import { statusHasNoBody } from '../http1/framing.js';
@@ -49,9 +49,9 @@ export interface ExchangeConnection {
   /**
    * Hands the connection's socket to the caller (HTTP/1 only; absent on protocols that
    * multiplex, such as HTTP/2): paused, without the connection's listeners, with the bytes
-   * already read past the request head.
+   * already read past the request head, and its server.
    */
-  takeSocket?(): { socket: Duplex; head: Uint8Array };
+  takeSocket?(): { socket: Duplex } & UpgradeInfo;
 }
 
 /** @internal What a {@link Stream} needs from an HTTP/1 connection: the neutral part plus byte-level writing. */
@@ -320,11 +320,12 @@ export class Stream implements ServerExchange {
    * Takes the connection over for another protocol (WebSockets): the handler writes the
    * `101` itself and owns the socket from here; the server forgets the connection once the
    * handler returns (it is no longer counted by `close()`/`forceClose()`). The socket comes
-   * paused; `head` holds the bytes the client sent past the request head. Throws
+   * paused; `head` holds the bytes the client sent past the request head; `server` and `host`
+   * are the server's, as a `server.onUpgrade` tap gets them (`host.onGoingAway`). Throws
    * `ArgumentError` once any of the response was written, when the request still has an
    * unread body, or over a protocol that cannot hand a socket over (HTTP/2).
    */
-  upgrade(): { socket: Duplex; head: Uint8Array } {
+  upgrade(): { socket: Duplex } & UpgradeInfo {
     if (this.upgraded) throw new ArgumentError('the stream was already upgraded');
     if (this.headStarted || this.writeClosed) throw new ArgumentError('cannot upgrade: the response has already started');
     const take = this.conn.takeSocket;

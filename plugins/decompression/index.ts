@@ -40,13 +40,15 @@ import {
   OptionChecks,
   type OptionCheck,
   BytesBody,
-  DecompressionLimitError,
   Stage,
   definePlugin,
   getCallOptions,
   type Headers,
   type Response,
 } from '../../kernel/index.js';
+import { DecompressionLimitError } from './errors.js';
+
+export { DecompressionLimitError, type DecompressionBound } from './errors.js';
 
 const NAME = 'decompression';
 

@@ -19,30 +19,33 @@ import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, Outgoi
 import type { Duplex } from 'node:stream';
 import {
   AbstractBody,
-  checkTrailers,
-  DEFAULT_MAX_HEADER_BYTES,
-  framingPlan,
   getCallOptions,
-  headersFromFields,
   hostPort,
-  kUnprocessed,
   nobody,
   ParseError,
   ProtocolError,
-  protocolResponse,
-  requestFraming,
-  stopUpload,
   type Response,
   TimeoutError,
   TLSTransportError,
   type CancelListener,
+  type Request,
+  type RequestContext,
+} from '../../kernel/index.js';
+import {
+  checkTrailers,
+  DEFAULT_MAX_HEADER_BYTES,
+  framingPlan,
+  headersFromFields,
+  kBufferBody,
+  kUnprocessed,
+  protocolResponse,
+  requestFraming,
+  stopUpload,
   type ClientSession,
   type ExchangeOptions,
   type FramingPlan,
-  type Request,
-  type RequestContext,
   type SessionInfo,
-} from '../../kernel/index.js';
+} from '../../kernel/protocol.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { H2StreamResetError } from './errors.js';
 import { addWireHeaders, headerListSize, headersFromObject, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
@@ -62,12 +65,6 @@ const MAX_STREAMS_CAP = 1000;
 /** Default idle time before a session is pinged, and how long the answer may take. */
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
 export const DEFAULT_PING_TIMEOUT_MS = 15_000;
-/**
- * The kernel client's mark on exchange options of a call that buffers the whole body and shows
- * the head to no hook first (the kernel's `kBufferBody`, by its registry key): `dispatch` then
- * resolves once the body is complete, so the client takes it without another wait.
- */
-const kBufferBody = Symbol.for('switchyard.bufferBody');
 
 /** What {@link connectH2Session} takes beyond the connection itself. */
 export interface H2SessionOptions {

@@ -3,7 +3,8 @@
  * `HTTP2Settings`), passed as `http2Settings` to `Client`, `serve` and `listen`; and the
  * server's HTTP/2 options resolved once per listener.
  */
-import { ArgumentError, type ServerInfo, type ServerLimits } from '../../kernel/index.js';
+import { ArgumentError, type ServerInfo } from '../../kernel/index.js';
+import type { ServerLimits } from '../../kernel/protocol.js';
 
 /** The largest window HTTP/2 allows (RFC 9113 §6.9.1). */
 export const MAX_WINDOW = 2 ** 31 - 1;

@@ -12,7 +12,8 @@
  * Client: `client.session` speaks HTTP/2 on a plain connection when the call asks for it
  * (`http2PriorKnowledge: true`, or `httpVersion: 'h2'` on an `http://` URL).
  */
-import { definePlugin, isH2Preface, Stage } from '../../kernel/index.js';
+import { definePlugin, Stage } from '../../kernel/index.js';
+import { isH2Preface } from '../../kernel/protocol.js';
 import { connectH2Session, h2PingOptions, serveH2 } from '../h2/index.js';
 import { isH2cUpgrade, upgradeToH2c } from './upgrade.js';
 
@@ -37,9 +38,9 @@ export const h2c = definePlugin({
       serveH2(socket, info.host, info.head);
       return true;
     });
-    kernel.hooks.server.onUpgrade.tapPromise(stage, async (request, socket, head) => {
+    kernel.hooks.server.onUpgrade.tapPromise(stage, async (request, socket, info) => {
       if (!isH2cUpgrade(request)) return undefined;
-      return upgradeToH2c(request, socket, head);
+      return upgradeToH2c(request, socket, info);
     });
     kernel.hooks.client.session.tap(stage, (socket, info) => {
       const c = info.connect;

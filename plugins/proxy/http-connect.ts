@@ -7,7 +7,8 @@
  * proxy's status and headers.
  */
 import type net from 'node:net';
-import { exchangeHead, Headers, ParseError, ProtocolError, hostPort, requestFraming, serializeRequestHead, type ExchangedHead } from '../../kernel/index.js';
+import { Headers, ParseError, ProtocolError, hostPort } from '../../kernel/index.js';
+import { exchangeHead, requestFraming, serializeRequestHead, type ExchangedHead } from '../../kernel/protocol.js';
 import type { ProxyEndpoint } from './endpoint.js';
 import { ProxyError, ProxyStatusError } from './errors.js';
 

@@ -19,12 +19,12 @@ import {
   Stream,
   streamHandler,
   type Kernel,
-  type ProtocolInfo,
   type RequestHandler,
   type ServerExchange,
   type ServerInfo,
   type StreamHandler,
 } from '../../../kernel/index.js';
+import type { ProtocolHost, ProtocolInfo } from '../../../kernel/protocol.js';
 import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from './helpers.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
@@ -480,13 +480,15 @@ describe('server.protocol', () => {
 describe('server.onUpgrade', () => {
   const UPGRADE = 'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n';
 
-  it('a claiming tap gets (request, socket, head bytes), answers 101 and speaks raw bytes', async () => {
+  it('a claiming tap gets (request, socket, info with the head bytes and the server), answers 101 and speaks raw bytes', async () => {
     const got: { req: Request; socket: Duplex; head: string }[] = [];
+    const infos: { server: ServerInfo; host: ProtocolHost }[] = [];
     const onRequest = vi.fn();
     const kernel = await kernelWith((k) => {
       k.hooks.server.onRequest.tap('test', onRequest);
-      k.hooks.server.onUpgrade.tap('test', (req, socket, head) => {
+      k.hooks.server.onUpgrade.tap('test', (req, socket, { head, server, host }) => {
         if (req.headers.get('Upgrade') !== 'foo') return;
+        infos.push({ server, host });
         got.push({ req, socket, head: Buffer.from(head).toString('latin1') });
         socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n');
         if (head.length > 0) socket.write(Buffer.concat([Buffer.from('echo:'), head]));
@@ -521,6 +523,10 @@ describe('server.onUpgrade', () => {
     expect(got).toHaveLength(1);
     expect(got[0]!.req.target).toBe('/chat');
     expect(got[0]!.head).toBe('early');
+    // The tap learns its server from the info: the listener's options, and the server's lifecycle.
+    expect(infos[0]!.server.tls).toBe(false);
+    expect(infos[0]!.host.info).toBe(infos[0]!.server);
+    expect(infos[0]!.host.closing).toBe(false);
     expect(handler).not.toHaveBeenCalled();
     expect(onRequest).not.toHaveBeenCalled();
     // The upgraded socket is no longer an HTTP/1 connection, but the server still counts it

@@ -10,7 +10,6 @@ import {
   AbstractBody,
   ArgumentError,
   BytesBody,
-  DecompressionLimitError,
   HTTPError,
   ParseError,
   Request,
@@ -20,6 +19,7 @@ import {
   type Stream,
 } from '../../../kernel/index.js';
 import {
+  DecompressionLimitError,
   ACCEPT_ENCODING,
   DecodingBody,
   decodedContentEncoding,

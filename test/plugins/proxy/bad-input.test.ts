@@ -9,11 +9,11 @@ import {
   ArgumentError,
   CanceledError,
   ConnectError,
-  MAX_INTERIM_RESPONSES,
   ParseError,
   ProtocolError,
   TimeoutError,
 } from '../../../kernel/index.js';
+import { MAX_INTERIM_RESPONSES } from '../../../kernel/protocol.js';
 import { CONNECT_MAX_HEADER_BYTES, ProxyError, ProxyStatusError, SOCKS5_REPLIES, Socks5Error } from '../../../plugins/proxy/index.js';
 import { afterBytes, afterHead, freePort, rawProxy } from './peers.js';
 import { makeClient, rejection } from './setup.js';
