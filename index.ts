@@ -161,7 +161,6 @@ export {
   definePlugin,
   Stage,
   tapErrorInfo,
-  selfSignedCertificate,
   type KernelOptions,
   type KernelState,
   type HookHost,
@@ -171,8 +170,6 @@ export {
   type PluginDefinition,
   type StageName,
   type TapErrorInfo,
-  type SelfSignedOptions,
-  type SelfSignedCertificate,
 } from './kernel/index.js';
 export { presets } from './plugins/index.js';
 
@@ -290,6 +287,7 @@ export { Router, register, getRoute, getParams, getParam } from './plugins/route
 export { Handlers } from './plugins/middleware/index.js';
 export { WebSockets, WebSocket, WebSocketError, WebSocketHandshakeError } from './plugins/index.js';
 export { SSEEvent, SSEStream, SSEParser, SSEEventTooLargeError, sseStream } from './plugins/sse/index.js';
+export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 import { sseConnect as connectSSE, type SSECallback, type SSEConnectOptions } from './plugins/sse/index.js';
 /** Reconnecting event-stream client (the sse plugin's `sseConnect`), on the default client unless given `client`. */
 export function sseConnect(url: string | URL, callback: SSECallback, options: SSEConnectOptions = {}): Promise<void> {

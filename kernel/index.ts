@@ -42,6 +42,5 @@ export {
   type PeerAddress,
   type ServerExchange,
 } from './hooks.js';
-export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 export * from './server/index.js';
 export * from './client/index.js';

@@ -1,7 +1,7 @@
 /**
  * Plugins' options: the checks a plugin declares for the call options it reads and for its own
- * options, and which plugin reads which call option name (so a client can say which plugin an
- * option needs). Nothing here depends on the kernel or the client.
+ * options, and which plugin reads which call or server option name (so a client or a server
+ * can say which plugin an option needs). Nothing here depends on the kernel or the client.
  */
 import { describe } from './describe.js';
 import { ArgumentError } from './errors.js';
@@ -13,47 +13,112 @@ import { checkOptionKeys } from './option-keys.js';
  */
 export type OptionCheck = (value: unknown) => string | null;
 
-/** The plugin that reads a call option, and its check. */
-export interface CallOptionOwner {
+/** The plugin that reads an option (a call option or a server option), and its check. */
+export interface OptionOwner {
   /** The plugin's name. */
   readonly plugin: string;
   /** Checks a value of the option. */
   readonly check: OptionCheck;
 }
 
-/** Every plugin call option defined so far (in this process), by name. */
-const callOptionOwners = new Map<string, CallOptionOwner>();
-/** Names the kernel reads itself; set by the client's options module (kept here so this file needs nothing of the client). */
-let kernelCallOptions: ReadonlySet<string> = new Set();
+/** The plugin that reads a call option, and its check. */
+export type CallOptionOwner = OptionOwner;
+
+/**
+ * The options of one kind (call or server) that plugins declared, by name, beside the names the
+ * kernel reads itself (set by the client's or the server's options module, so this file needs
+ * nothing of either).
+ */
+class OptionTable {
+  private readonly owners = new Map<string, OptionOwner>();
+  /** Names the kernel reads itself, which no plugin may claim. */
+  kernelNames: ReadonlySet<string> = new Set();
+
+  /** `field`: the definition's field (`callOptions`); `kind`: what its entries are called (`call option`). */
+  constructor(
+    private readonly field: string,
+    private readonly kind: string,
+  ) {}
+
+  declare(plugin: string, table: Readonly<Record<string, OptionCheck>>): void {
+    if (typeof table !== 'object' || table === null) throw new ArgumentError(`definePlugin('${plugin}'): ${this.field} must be an object of { name: check }`);
+    for (const [key, check] of Object.entries(table)) {
+      if (typeof check !== 'function') throw new ArgumentError(`definePlugin('${plugin}'): ${this.field}.${key} must be a check function (value) => string | null`);
+      if (this.kernelNames.has(key)) throw new ArgumentError(`definePlugin('${plugin}'): the ${this.kind} ${JSON.stringify(key)} is the kernel's own; pick another name`);
+      const owner = this.owners.get(key);
+      // The same plugin defined again (a second copy of its module) takes its name over.
+      if (owner !== undefined && owner.plugin !== plugin) {
+        throw new ArgumentError(`definePlugin('${plugin}'): the ${this.kind} ${JSON.stringify(key)} belongs to plugin "${owner.plugin}"; pick another name`);
+      }
+      this.owners.set(key, Object.freeze({ plugin, check }));
+    }
+  }
+
+  owner(key: string): OptionOwner | undefined {
+    return this.owners.get(key);
+  }
+
+  names(): Iterable<string> {
+    return this.owners.keys();
+  }
+}
+
+/** Every plugin call option defined so far (in this process). */
+const callOptionTable = new OptionTable('callOptions', 'call option');
+/** Every plugin server option defined so far (in this process). */
+const serverOptionTable = new OptionTable('serverOptions', 'server option');
 
 /** @internal The kernel's own call option names, which no plugin may claim. */
 export function setKernelCallOptions(names: ReadonlySet<string>): void {
-  kernelCallOptions = names;
+  callOptionTable.kernelNames = names;
+}
+
+/** @internal The kernel's own server option names, which no plugin may claim. */
+export function setKernelServerOptions(names: ReadonlySet<string>): void {
+  serverOptionTable.kernelNames = names;
 }
 
 /** @internal Records the call options of a plugin being defined; refuses a name the kernel or another plugin reads. */
 export function declareCallOptions(plugin: string, table: Readonly<Record<string, OptionCheck>>): void {
-  if (typeof table !== 'object' || table === null) throw new ArgumentError(`definePlugin('${plugin}'): callOptions must be an object of { name: check }`);
-  for (const [key, check] of Object.entries(table)) {
-    if (typeof check !== 'function') throw new ArgumentError(`definePlugin('${plugin}'): callOptions.${key} must be a check function (value) => string | null`);
-    if (kernelCallOptions.has(key)) throw new ArgumentError(`definePlugin('${plugin}'): the call option ${JSON.stringify(key)} is the kernel's own; pick another name`);
-    const owner = callOptionOwners.get(key);
-    // The same plugin defined again (a second copy of its module) takes its name over.
-    if (owner !== undefined && owner.plugin !== plugin) {
-      throw new ArgumentError(`definePlugin('${plugin}'): the call option ${JSON.stringify(key)} belongs to plugin "${owner.plugin}"; pick another name`);
-    }
-    callOptionOwners.set(key, Object.freeze({ plugin, check }));
-  }
+  callOptionTable.declare(plugin, table);
+}
+
+/** @internal Records the server options of a plugin being defined; refuses a name the kernel or another plugin reads. */
+export function declareServerOptions(plugin: string, table: Readonly<Record<string, OptionCheck>>): void {
+  serverOptionTable.declare(plugin, table);
 }
 
 /** The plugin that reads call option `key` (of every plugin defined so far), or undefined. */
 export function callOptionOwner(key: string): CallOptionOwner | undefined {
-  return callOptionOwners.get(key);
+  return callOptionTable.owner(key);
 }
 
 /** Names of every plugin call option defined so far (for suggestions). */
 export function pluginCallOptionNames(): Iterable<string> {
-  return callOptionOwners.keys();
+  return callOptionTable.names();
+}
+
+/** The plugin that reads server option `key` (of every plugin defined so far), or undefined. */
+export function serverOptionOwner(key: string): OptionOwner | undefined {
+  return serverOptionTable.owner(key);
+}
+
+/** Names of every plugin server option defined so far (for suggestions). */
+export function pluginServerOptionNames(): Iterable<string> {
+  return serverOptionTable.names();
+}
+
+/**
+ * The error for a plugin's option given to a client or server (`user`) whose kernel (`hasKernel`
+ * false: none) lacks that plugin; `where` starts the message when given (`get()`).
+ */
+export function needsPlugin(where: string | null, key: string, plugin: string, hasKernel: boolean, user: 'client' | 'server' = 'client'): ArgumentError {
+  // A client given no kernel runs on the default plugins; a server only through the top-level entry.
+  const elsewhere = user === 'client' ? 'leave out kernel to get the default plugins' : "leave out kernel in the top-level `switchyard` entry's serve/listen, which run on the default plugins";
+  const fix = !hasKernel
+    ? `pass a kernel that has it, or use the top-level \`switchyard\` entry, whose ${user}s run on the default plugins`
+    : `register it on this kernel (kernel.register(${plugin})) before making the ${user}, or ${elsewhere}`;
+  return new ArgumentError(`${where === null ? '' : `${where}: `}${key} needs the ${plugin} plugin, which this ${user}'s kernel does not have: ${fix}`);
 }
 
 /**

@@ -1,13 +1,13 @@
 /**
  * `definePlugin()`: makes a plugin from its definition, checking it at once, and records the
- * call options it reads. The plugin contract itself (`Plugin`, what `register` receives) is the
+ * call and server options it reads. The plugin contract itself (`Plugin`, what `register` receives) is the
  * kernel's (kernel.ts); the loader's ordering and checks run there.
  */
 import { describe } from './describe.js';
 import { ArgumentError } from './errors.js';
 import type { Kernel, Plugin, RegisterResult } from './kernel.js';
 import { checkOptionKeys } from './option-keys.js';
-import { declareCallOptions, type OptionCheck } from './plugin-options.js';
+import { declareCallOptions, declareServerOptions, type OptionCheck } from './plugin-options.js';
 import { kPlugin } from './symbols.js';
 
 /** The argument of {@link definePlugin}. */
@@ -31,6 +31,14 @@ export interface PluginDefinition<Options> {
    * another plugin already reads is refused.
    */
   readonly callOptions?: Readonly<Record<string, OptionCheck>>;
+  /**
+   * The server options this plugin reads (`serve`, `listen`, `new Server`; typed by declaration
+   * merging on `ServerOptions`), each with its {@link OptionCheck}, as `callOptions` are for
+   * calls: a server checks their values when it is made, and a server whose kernel lacks the
+   * plugin refuses them with an `ArgumentError` naming it. The plugin reads them from
+   * `ServerInfo.options`. A name the kernel or another plugin already reads is refused.
+   */
+  readonly serverOptions?: Readonly<Record<string, OptionCheck>>;
 }
 
 /**
@@ -47,7 +55,7 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   if (typeof definition !== 'object' || definition === null) {
     throw new ArgumentError(`definePlugin() takes { name, dependencies?, register }, got ${describe(definition)}`);
   }
-  const { name, dependencies = [], register, callOptions } = definition;
+  const { name, dependencies = [], register, callOptions, serverOptions } = definition;
   if (typeof name !== 'string' || name.trim() === '' || name.trim() !== name) {
     throw new ArgumentError(`definePlugin(): name must be a non-empty string without surrounding spaces, got ${describe(name)}`);
   }
@@ -67,6 +75,7 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
     throw new ArgumentError(`definePlugin('${name}'): register takes (kernel, options); there is no done callback, return a promise instead`);
   }
   if (callOptions !== undefined) declareCallOptions(name, callOptions);
+  if (serverOptions !== undefined) declareServerOptions(name, serverOptions);
   return Object.freeze({
     name,
     dependencies: Object.freeze([...dependencies]),
@@ -76,4 +85,4 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   });
 }
 
-const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions']);
+const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions', 'serverOptions']);

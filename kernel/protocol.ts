@@ -57,7 +57,7 @@ export { protocolResponse } from './message/response.js';
 // The server side: the pipeline a protocol plugin's connections run their exchanges through.
 export { protocolRequest, type ProtocolHost, type ProtocolConnection, type ExchangeWire, type ServerLimits } from './server/pipeline.js';
 export { HOLD_BYTES, type ExchangeConnection, type ResponseWire } from './server/stream.js';
-export type { ProtocolInfo } from './hooks.js';
+export { MAX_PREFACE_BYTES, type ProtocolInfo, type ProtocolTapOptions } from './hooks.js';
 
 // The client side: sessions, their bodies, and how a connection is dialled.
 export type { ClientSession, SessionInfo, SessionPool, ExchangeOptions } from './hooks.js';

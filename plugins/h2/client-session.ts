@@ -109,6 +109,7 @@ function unprocessed(err: Error): Error {
 /** @internal An HTTP/2 client connection as the kernel's pool sees it. */
 export class H2ClientSession implements ClientSession {
   readonly protocol = 'h2';
+  readonly multiplexed = true;
   readonly session: ClientHttp2Session;
   /** @internal */
   idleSince = performance.now();

@@ -19,6 +19,7 @@ import type { Duplex } from 'node:stream';
 import { eqIgnoreCase, headerContains, URI, type Request, type UpgradeInfo } from '../../kernel/index.js';
 import { H2_PREFACE } from '../../kernel/protocol.js';
 import { serveH2 } from '../h2/index.js';
+import { allowsH2c } from './options.js';
 import { hpackLiteral } from './hpack.js';
 
 /** Longest wait for the client's preface after the 101, when the server sets no readHeaderTimeout. */
@@ -42,7 +43,7 @@ export function isH2cUpgrade(request: Request): boolean {
  */
 export async function upgradeToH2c(request: Request, socket: Duplex, info: UpgradeInfo): Promise<true | undefined> {
   const { host, head } = info;
-  if (!info.server.allowH2c || host.closing) return undefined;
+  if (!allowsH2c(info.server) || host.closing) return undefined;
   // RFC 9110 §7.8: a server MUST ignore Upgrade in an HTTP/1.0 request.
   if (request.protoMajor === 1 && request.protoMinor === 0) return undefined;
   // The body would have to be read before switching; such requests stay HTTP/1.1 (RFC 7540 §3.2 allows it).

@@ -15,8 +15,8 @@ import zlib from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client, createKernel, HTTPError, ProtocolError, TimeoutError, type Kernel } from '../../kernel/index.js';
 import { DecompressionLimitError, DEFAULT_REDIRECT_LIMIT, presets, TooManyRedirectsError } from '../../plugins/index.js';
-import { closeAfter, track } from '../cleanup.js';
-import { rawServer, readRequests, rejection, within } from '../kernel/client/helpers.js';
+import { closeAfter, track } from '../helpers/cleanup.js';
+import { rawServer, readRequests, rejection, within } from '../helpers/client.js';
 import { growth, memory, MiB } from './peers.js';
 
 let kernel: Kernel | null = null;

@@ -93,7 +93,7 @@ function duplex(): PassThrough {
   return s;
 }
 
-const serverInfo: ServerInfo = { tls: false, allowH2c: true, options: {} };
+const serverInfo: ServerInfo = { tls: false, options: {} };
 
 function connectOptions(): ConnectOptions {
   return { protocol: 'https:', host: 'example.com', port: 443, servername: 'example.com', alpnProtocols: ['http/1.1'], httpVersion: 'auto', timeoutMs: 30_000 };
@@ -126,7 +126,7 @@ function fakeSession(): ClientSession {
 
 // --- The table -------------------------------------------------------------------------
 
-const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'connect', 'alpnProtocols', 'session'];
+const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'poolKey', 'connect', 'alpnProtocols', 'session'];
 const SERVER_HOOKS = ['connection', 'alpnProtocols', 'protocol', 'onUpgrade', 'onRequest', 'onResponseHead'];
 
 describe('hook table', () => {

@@ -17,7 +17,7 @@ const root = resolve(import.meta.dirname, '../..');
 
 /** The library's sources: what the package ships (the command included). */
 function libraryGraph(at: string): ImportGraph {
-  const files = [...sourceFiles(at, 'index.ts'), ...sourceFiles(at, 'kernel'), ...sourceFiles(at, 'plugins'), ...sourceFiles(at, 'cli')];
+  const files = [...sourceFiles(at, 'index.ts'), ...sourceFiles(at, 'kernel'), ...sourceFiles(at, 'plugins'), ...sourceFiles(at, 'cli'), ...sourceFiles(at, 'tls')];
   return importGraph(at, files);
 }
 

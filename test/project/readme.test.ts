@@ -24,7 +24,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runNode } from '../run-node.js';
+import { runNode } from '../helpers/run-node.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const scratch = path.join(root, '.scratch', 'doc-blocks');

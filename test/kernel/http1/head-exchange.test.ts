@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ParseError, ProtocolError } from '../../../kernel/errors.js';
 import { exchangeHead, MAX_INTERIM_RESPONSES } from '../../../kernel/http1/head-exchange.js';
-import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
+import { closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
 
 interface Peer {
   /** The client side, connected. */

@@ -25,7 +25,7 @@ import {
   type StreamHandler,
 } from '../../../kernel/index.js';
 import type { ProtocolHost, ProtocolInfo } from '../../../kernel/protocol.js';
-import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from './helpers.js';
+import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
 
@@ -44,6 +44,8 @@ async function kernelWith(setup: (kernel: Kernel) => void): Promise<Kernel> {
 }
 
 const H2_PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+/** A protocol tap that reads ahead as the h2c plugin's does: up to the HTTP/2 preface. */
+const AS_H2C = { name: 'test', preface: Buffer.from(H2_PREFACE, 'latin1') };
 
 /** Echoing stream handler: reads the body, answers `stream <target> <body>`. */
 const streamApp: StreamHandler = async (s) => {
@@ -358,7 +360,7 @@ describe('server.protocol', () => {
   it('sees the first bytes on a plain listener; not claiming leaves the connection to HTTP/1', async () => {
     const infos: ProtocolInfo[] = [];
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (_socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (_socket, info) => {
         infos.push(info);
       });
     });
@@ -378,7 +380,7 @@ describe('server.protocol', () => {
 
   it('a tap that claims the connection takes it over: HTTP/1 never runs on it', async () => {
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (socket, info) => {
         if (!Buffer.from(info.head).toString('latin1').startsWith('HELLO')) return;
         socket.write(`WORLD ${Buffer.from(info.head).toString('latin1')}`);
         socket.end();
@@ -401,7 +403,7 @@ describe('server.protocol', () => {
   it('gathers a preface arriving in pieces before asking; an unclaimed preface then gets 400', async () => {
     const heads: string[] = [];
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (_socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (_socket, info) => {
         heads.push(Buffer.from(info.head).toString('latin1'));
       });
     });
@@ -417,7 +419,7 @@ describe('server.protocol', () => {
   it('reads no further than the preface: what follows it is still in the socket for the taker', async () => {
     const seen: { head: string; bytesRead: number; buffered: number }[] = [];
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (socket, info) => {
         const sock = socket as net.Socket;
         seen.push({ head: Buffer.from(info.head).toString('latin1'), bytesRead: sock.bytesRead, buffered: sock.readableLength });
         // Take it and read the rest itself: it arrives as the client sent it.
@@ -440,7 +442,7 @@ describe('server.protocol', () => {
   });
 
   it('a request of exactly 24 bytes (the length of the preface) is answered without waiting for more', async () => {
-    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap('test', () => {}));
+    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap(AS_H2C, () => {}));
     const { port } = await startServer((req) => new Response(200, req.target), { kernel });
     const c = await rawClient(port);
     const req = 'GET /abcdef HTTP/1.0\r\n\r\n';
@@ -450,7 +452,7 @@ describe('server.protocol', () => {
   });
 
   it('HTTP/1 after the first bytes reads on as usual: pipelined requests, then a 4 MiB body', async () => {
-    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap('test', () => {}));
+    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap(AS_H2C, () => {}));
     const handler = vi.fn<RequestHandler>((req) => new Response(200, `${req.target} ${req.body instanceof Uint8Array ? req.body.length : 0}`));
     const { port } = await startServer(handler, { kernel, maxBodyBytes: 8 * 1024 * 1024 });
     const c = await rawClient(port);

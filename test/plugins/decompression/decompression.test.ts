@@ -28,7 +28,7 @@ import {
   parseCodings,
   presets,
 } from '../../../plugins/index.js';
-import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, waitConnections, within, type Seen } from '../redirects/helpers.js';
+import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, waitConnections, within, type Seen } from '../../helpers/redirects.js';
 
 /** Text that compresses well but is not trivial: numbered lines with some random hex. */
 function sample(bytes: number): Buffer {

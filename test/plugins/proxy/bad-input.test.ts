@@ -15,7 +15,7 @@ import {
 } from '../../../kernel/index.js';
 import { MAX_INTERIM_RESPONSES } from '../../../kernel/protocol.js';
 import { CONNECT_MAX_HEADER_BYTES, ProxyError, ProxyStatusError, SOCKS5_REPLIES, Socks5Error } from '../../../plugins/proxy/index.js';
-import { afterBytes, afterHead, freePort, rawProxy } from './peers.js';
+import { afterBytes, afterHead, freePort, rawProxy } from '../../helpers/proxies.js';
 import { makeClient, rejection } from './setup.js';
 
 const TARGET = 'https://origin.test:8443/';

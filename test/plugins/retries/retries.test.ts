@@ -25,7 +25,7 @@ import {
   type RetrySkippedEvent,
 } from '../../../kernel/index.js';
 import { RequestRetryError, RetryBucket, isRecoverable, parseRetryAfter, presets, retries, type RetryOptions } from '../../../plugins/index.js';
-import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+import { onCleanup, startServer } from '../../helpers/server.js';
 
 async function makeClient(options: Omit<ClientOptions, 'kernel'> = {}, pluginOptions: RetryOptions = {}): Promise<Client> {
   const kernel = createKernel().register(retries, pluginOptions);
