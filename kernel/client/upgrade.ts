@@ -84,7 +84,6 @@ export interface UpgradeResult {
   readonly head: Uint8Array;
 }
 
-
 /**
  * Sends `request` (a GET carrying `Upgrade` and `Connection: upgrade`; `request.url` absolute
  * `http:` or `https:`) on a new connection, or on `options.socket`, and reads the response
