@@ -26,7 +26,16 @@ export {
 } from './http1/head-parser.js';
 export { FORBIDDEN_TRAILERS, isForbiddenTrailer } from './http1/tables.js';
 export { isValidHost, requestTargetError, absoluteTargetAuthority } from './http1/target.js';
-export { type BodyKind, requestBodyKind, responseBodyKind, statusHasNoBody } from './http1/framing.js';
+export {
+  type BodyKind,
+  requestBodyKind,
+  responseBodyKind,
+  statusHasNoBody,
+  type FramingPlan,
+  framingPlan,
+  requestFraming,
+} from './http1/framing.js';
+export { exchangeHead, MAX_INTERIM_RESPONSES, type ExchangedHead, type HeadExchangeOptions } from './http1/head-exchange.js';
 export {
   type OutgoingFraming,
   serializeRequestHead,

@@ -20,9 +20,10 @@ import type { RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
-import { responseBodyKind } from '../http1/framing.js';
+import { framingPlan, requestFraming, responseBodyKind, type FramingPlan } from '../http1/framing.js';
+import { MAX_INTERIM_RESPONSES } from '../http1/head-exchange.js';
 import { CONN_CLOSE, connectionFlags, HeadParser, type HeadLimits } from '../http1/head-parser.js';
-import { CHUNK_ROOM, checkTrailers, encodeMessage, expectsBody, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
+import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
 export interface SessionOwner {
@@ -63,6 +64,8 @@ export class H1ClientSession implements ClientSession {
   /** When this session last became idle (`performance.now()`), for the pool's idle timeout. */
   idleSince = 0;
   private exchange: Exchange | null = null;
+  /** @internal Refilled by each exchange as it starts writing (one exchange at a time). */
+  readonly framing: FramingPlan = framingPlan();
   /**
    * The socket's `ref`/`unref` (net and TLS sockets have them; a tap's own Duplex may not):
    * an idle pooled connection must not keep the process alive, one in use must.
@@ -218,9 +221,6 @@ export class H1ClientSession implements ClientSession {
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H1ClientSession}. */
-/** Interim (1xx) responses an exchange takes before its final response; more is a ProtocolError. */
-const MAX_INTERIM_RESPONSES = 10;
-
 class Exchange implements FlowSource {
   readonly promise: Promise<Response>;
   private resolveHead!: (r: Response) => void;
@@ -283,15 +283,11 @@ class Exchange implements FlowSource {
     const streamed = body instanceof AbstractBody;
     const hasBody = body !== null && (streamed || body.length > 0);
     const expect = hasBody && req.headers.has('Expect');
-    // Framing the caller set in the headers is used as is (open() with Content-Length or
-    // Transfer-Encoding); otherwise the body decides.
-    const userTE = req.headers.has('Transfer-Encoding');
-    const userCL = !userTE && req.headers.has('Content-Length') ? Number(req.headers.get('Content-Length')) : -1;
-    const len = userTE ? -1 : userCL >= 0 ? userCL : req.contentLength >= 0 ? req.contentLength : streamed ? (body as AbstractBody).length : -1;
-    let framing: number | 'chunked' | 'none';
-    if (!hasBody) framing = len > 0 ? len : expectsBody(req.method) ? 0 : 'none';
-    else framing = len >= 0 ? len : 'chunked';
-    const head = serializeRequestHead(req.method, req.target, req.headers, req.host, userTE || userCL >= 0 ? 'none' : framing, req.close);
+    const p = requestFraming(req.method, req.headers, req.contentLength >= 0 ? req.contentLength : streamed ? (body as AbstractBody).length : -1, this.session.framing);
+    const head = serializeRequestHead(req.method, req.target, req.headers, req.host, p.field, req.close);
+    // Read before the first await: the plan is the session's, refilled by its next exchange.
+    const chunked = p.kind === 'chunked';
+    const length = p.length;
     if (!streamed) {
       if (expect) {
         sock.write(Buffer.from(head, 'latin1'));
@@ -310,7 +306,6 @@ class Exchange implements FlowSource {
     try {
       await this.flushed(sock.write(Buffer.from(head, 'latin1')));
       if (expect && !(await this.waitContinue())) return;
-      const chunked = framing === 'chunked';
       // The body is read into `frame` behind room for the chunk-size line, framed in place and
       // written from there. The buffer is reused only when the socket took the bytes at once
       // (writableLength back to 0); while the socket still holds it, the next read gets a new
@@ -323,10 +318,10 @@ class Exchange implements FlowSource {
         if (this.finished) return; // a body stopped by the exchange's end reads as ended too
         if (n === 0) break;
         total += n;
-        if (!chunked && total > (framing as number)) throw new ProtocolError(`request body is longer than its length ${String(framing)}`);
+        if (!chunked && total > length) throw new ProtocolError(`request body is longer than its length ${length}`);
         const piece = chunked ? frameChunkInPlace(frame, n) : frame.subarray(0, n);
         const ok = sock.write(piece);
-        if (total === framing) this.uploaded = true;
+        if (total === length) this.uploaded = true;
         if (sock.writableLength !== 0) frame = Buffer.allocUnsafe(room + BODY_CHUNK + 2);
         await this.flushed(ok);
       }
@@ -334,7 +329,7 @@ class Exchange implements FlowSource {
         const ok = sock.write(Buffer.from(serializeLastChunk(req.hasTrailers ? req.trailers : null), 'latin1'));
         this.uploaded = true;
         await this.flushed(ok);
-      } else if (total !== framing) throw new ProtocolError(`request body has ${total} bytes but its length is ${String(framing)}`);
+      } else if (total !== length) throw new ProtocolError(`request body has ${total} bytes but its length is ${length}`);
       else this.uploaded = true;
     } finally {
       this.upload = null;
@@ -441,8 +436,6 @@ class Exchange implements FlowSource {
           return;
         }
         if (parser.status >= 100 && parser.status < 200 && parser.status !== 101) {
-          // A server that only ever sends interim answers would otherwise keep the call parsing
-          // them until its head timeout; Go's client stops after 5, this one a little later.
           if (++this.interim > MAX_INTERIM_RESPONSES) {
             this.fail(new ProtocolError(`the server sent more than ${MAX_INTERIM_RESPONSES} informational (1xx) responses before a final one`));
             return;

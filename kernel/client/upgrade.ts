@@ -17,13 +17,13 @@
  * is not followed (RFC 6455 §4.1 fails a handshake answered 3xx), and an `onRequest` tap
  * that answers the request itself fails the upgrade with `ProtocolError`.
  */
-import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { ArgumentError, ParseError, ProtocolError, TimeoutError, type TimeoutOperation } from '../errors.js';
 import type { ClientHooks, ConnectOptions, Tapped } from '../hooks.js';
-import { HeadParser } from '../http1/head-parser.js';
+import { requestFraming } from '../http1/framing.js';
+import { exchangeHead } from '../http1/head-exchange.js';
 import { serializeRequestHead } from '../http1/serialize.js';
 import type { HookHost } from '../hook-host.js';
 import { nobody } from '../message/body.js';
@@ -83,8 +83,6 @@ export interface UpgradeResult {
   /** Bytes the server sent past the response head (the start of the new protocol's stream). */
   readonly head: Uint8Array;
 }
-
-const EMPTY = new Uint8Array(0);
 
 /**
  * Sends `request` (a GET carrying `Upgrade` and `Connection: upgrade`; `request.url` absolute
@@ -209,106 +207,72 @@ interface ExchangeSettings {
 }
 
 /** Writes the request head and reads the final (or 101) response head, under the timeouts. */
-function exchange(request: Request, socket: Duplex, ctx: RequestContext, s: ExchangeSettings): Promise<{ response: Response; head: Uint8Array }> {
-  const text = serializeRequestHead(request.method, request.target, request.headers, request.host, 'none');
-  const parser = new HeadParser('response', { maxLineBytes: s.maxLineBytes, maxHeaderBytes: s.maxHeaderBytes });
-  return new Promise((resolve, reject) => {
-    let done = false;
-    let headTimer: NodeJS.Timeout | null = null;
-    let idleTimer: NodeJS.Timeout | null = null;
-    let deadlineTimer: NodeJS.Timeout | null = null;
-    let writeTimer: NodeJS.Timeout | null = null;
-    let removeCancel: () => void = () => {};
-    const cleanup = (): void => {
-      done = true;
-      if (headTimer !== null) clearTimeout(headTimer);
-      if (idleTimer !== null) clearTimeout(idleTimer);
-      if (deadlineTimer !== null) clearTimeout(deadlineTimer);
-      if (writeTimer !== null) clearTimeout(writeTimer);
-      removeCancel();
-      socket.removeListener('data', onData);
-      socket.removeListener('end', onEnd);
-      socket.removeListener('close', onEnd);
-      socket.removeListener('error', onError);
-      socket.removeListener('drain', onDrain);
-      socket.pause();
-    };
-    const fail = (err: unknown): void => {
-      if (done) return;
-      cleanup();
-      if (s.owned) socket.destroy();
-      reject(err);
-    };
-    const timeout = (timeoutMs: number, what: string) => (): void =>
-      fail(new TimeoutError(s.op, timeoutMs, Math.round(performance.now() - s.started), `${s.op} timed out after ${timeoutMs} ms (${what})`));
-    const armIdle = (): void => {
-      if (s.readIdle <= 0 || s.headerTimeout > 0) return;
-      if (idleTimer !== null) clearTimeout(idleTimer);
-      idleTimer = setTimeout(timeout(s.readIdle, 'readIdleTimeout: no response bytes'), s.readIdle);
-    };
-    const onData = (chunk: Buffer): void => {
-      if (done) return;
-      let n: number;
-      try {
-        n = parser.execute(chunk, 0, chunk.length);
-      } catch (err) {
-        fail(err);
-        return;
+async function exchange(request: Request, socket: Duplex, ctx: RequestContext, s: ExchangeSettings): Promise<{ response: Response; head: Uint8Array }> {
+  const framing = requestFraming(request.method, request.headers, 0);
+  const text = serializeRequestHead(request.method, request.target, request.headers, request.host, framing.field);
+  const stop = new AbortController();
+  let headTimer: NodeJS.Timeout | null = null;
+  let idleTimer: NodeJS.Timeout | null = null;
+  let deadlineTimer: NodeJS.Timeout | null = null;
+  let writeTimer: NodeJS.Timeout | null = null;
+  const timeout = (timeoutMs: number, what: string) => (): void =>
+    stop.abort(new TimeoutError(s.op, timeoutMs, Math.round(performance.now() - s.started), `${s.op} timed out after ${timeoutMs} ms (${what})`));
+  const armIdle = (): void => {
+    if (s.readIdle <= 0 || s.headerTimeout > 0) return;
+    if (idleTimer !== null) clearTimeout(idleTimer);
+    idleTimer = setTimeout(timeout(s.readIdle, 'readIdleTimeout: no response bytes'), s.readIdle);
+  };
+  const onDrain = (): void => {
+    if (writeTimer !== null) clearTimeout(writeTimer);
+    writeTimer = null;
+  };
+  const removeCancel = ctx.onCancel((err) => stop.abort(err));
+  const dl = ctx.deadline;
+  if (dl > 0) {
+    const fromRequest = s.requestTimeout > 0 && Math.abs(dl - (s.started + s.requestTimeout)) < 1;
+    deadlineTimer = setTimeout(
+      fromRequest ? timeout(s.requestTimeout, 'requestTimeout') : () => stop.abort(new TimeoutError('request', 0, Math.round(performance.now() - s.started), 'request deadline passed during the upgrade handshake')),
+      Math.max(0, dl - performance.now()),
+    );
+  }
+  try {
+    if (s.headerTimeout > 0 && !stop.signal.aborted) headTimer = setTimeout(timeout(s.headerTimeout, 'responseHeaderTimeout'), s.headerTimeout);
+    const answer = exchangeHead(socket, text, {
+      maxLineBytes: s.maxLineBytes,
+      maxHeaderBytes: s.maxHeaderBytes,
+      signal: stop.signal,
+      onProgress: armIdle,
+      closedError: (_received, seen) =>
+        new ParseError(seen === 0 ? 'the connection closed before the upgrade response arrived' : `the connection closed inside the upgrade response head (after ${seen} bytes)`),
+      pause: true,
+    });
+    if (!stop.signal.aborted) {
+      if (socket.writableNeedDrain && s.writeIdle > 0) {
+        writeTimer = setTimeout(timeout(s.writeIdle, 'writeIdleTimeout: the request was not taken'), s.writeIdle);
+        socket.once('drain', onDrain);
       }
-      if (!parser.complete) {
-        armIdle();
-        return;
-      }
-      const status = parser.status;
-      if (status < 200 && status !== 101) {
-        // Interim (100, 103): the final response follows on the same connection.
-        parser.reset();
-        if (n < chunk.length) onData(chunk.subarray(n));
-        return;
-      }
-      const response = new Response(status, nobody, {
-        headers: parser.headers,
-        copyHeaders: false,
-        reason: parser.reason,
-        protoMinor: parser.versionMinor,
-        close: status !== 101,
-        request,
-      });
-      response.url = request.url;
-      cleanup();
-      resolve({ response, head: n < chunk.length ? chunk.subarray(n) : EMPTY });
-    };
-    const onEnd = (): void => {
-      const seen = parser.bytesSeen;
-      fail(new ParseError(seen === 0 ? 'the connection closed before the upgrade response arrived' : `the connection closed inside the upgrade response head (after ${seen} bytes)`));
-    };
-    const onError = (err: Error): void => fail(err);
-    const onDrain = (): void => {
-      if (writeTimer !== null) clearTimeout(writeTimer);
-      writeTimer = null;
-    };
-
-    socket.on('data', onData);
-    socket.once('end', onEnd);
-    socket.once('close', onEnd);
-    socket.on('error', onError);
-    removeCancel = ctx.onCancel((err) => fail(err));
-    const dl = ctx.deadline;
-    if (dl > 0) {
-      const fromRequest = s.requestTimeout > 0 && Math.abs(dl - (s.started + s.requestTimeout)) < 1;
-      deadlineTimer = setTimeout(
-        fromRequest ? timeout(s.requestTimeout, 'requestTimeout') : () => fail(new TimeoutError('request', 0, Math.round(performance.now() - s.started), 'request deadline passed during the upgrade handshake')),
-        Math.max(0, dl - performance.now()),
-      );
+      armIdle();
     }
-    if (done) return;
-    if (s.headerTimeout > 0) headTimer = setTimeout(timeout(s.headerTimeout, 'responseHeaderTimeout'), s.headerTimeout);
-    const flushed = socket.write(Buffer.from(text, 'latin1'));
-    if (!flushed && s.writeIdle > 0) {
-      writeTimer = setTimeout(timeout(s.writeIdle, 'writeIdleTimeout: the request was not taken'), s.writeIdle);
-      socket.once('drain', onDrain);
-    }
-    armIdle();
-    socket.resume();
-  });
+    const got = await answer;
+    const response = new Response(got.status, nobody, {
+      headers: got.headers,
+      copyHeaders: false,
+      reason: got.reason,
+      protoMinor: got.versionMinor,
+      close: got.status !== 101,
+      request,
+    });
+    response.url = request.url;
+    return { response, head: got.rest };
+  } catch (err) {
+    if (s.owned) socket.destroy();
+    throw err;
+  } finally {
+    if (headTimer !== null) clearTimeout(headTimer);
+    if (idleTimer !== null) clearTimeout(idleTimer);
+    if (deadlineTimer !== null) clearTimeout(deadlineTimer);
+    if (writeTimer !== null) clearTimeout(writeTimer);
+    socket.removeListener('drain', onDrain);
+    removeCancel();
+  }
 }

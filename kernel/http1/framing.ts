@@ -1,7 +1,11 @@
 /**
- * Message body framing (RFC 9112 §6.3): how the body of a parsed head is delimited.
+ * Message body framing (RFC 9112 §6): how the body of a parsed head is delimited, and how an
+ * outgoing message's head announces its body and the body bytes then go out.
  */
-import type { HeadParser } from './head-parser.js';
+import { ArgumentError } from '../errors.js';
+import type { Headers } from '../message/headers.js';
+import { parseContentLength, readTransferCodings, type HeadParser, type TransferCodings } from './head-parser.js';
+import type { OutgoingFraming } from './serialize.js';
 
 /**
  * How a body is delimited on the wire:
@@ -44,4 +48,106 @@ export function responseBodyKind(head: HeadParser, requestMethod?: string | null
 /** True when a response with this status never has a body, whatever its headers say. */
 export function statusHasNoBody(status: number): boolean {
   return status < 200 || status === 204 || status === 304;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outgoing messages: what a head says about its body, and how the body bytes follow.
+
+/**
+ * One framing decision for an outgoing message, as {@link requestFraming} makes it: the field
+ * its head carries and how its body goes out. A plain record with no methods, so a connection
+ * can keep one and have it refilled for every message it sends.
+ */
+export interface FramingPlan {
+  /** The framing field for the head serializer (`serializeRequestHead`, `serializeResponseHead`). */
+  field: OutgoingFraming;
+  /** How the body bytes go out after the head (`close`: as they come, until the connection closes). */
+  kind: BodyKind;
+  /** Exact byte count of a `length` body; -1 for the other kinds. */
+  length: number;
+}
+
+/** A plan to fill in (framing `none`, no body). */
+export function framingPlan(): FramingPlan {
+  return { field: 'none', kind: 'none', length: -1 };
+}
+
+/** Methods whose requests normally carry a body, so an empty one still gets `Content-Length: 0`. */
+export function expectsBody(method: string): boolean {
+  return method === 'POST' || method === 'PUT' || method === 'PATCH';
+}
+
+/**
+ * Frames an outgoing request (RFC 9112 §6): given its method, its headers and the byte length of
+ * its body (-1 when unknown until it is read, 0 for none), fills `into` and returns it.
+ *
+ * - Framing headers the caller set are honored when consistent, and the head builder then adds
+ *   none: a Transfer-Encoding must end in a single chunked (the writer applies it), a
+ *   Content-Length must be one valid number that matches a known length, and never both.
+ * - Otherwise a known length gets Content-Length, except an empty body on a method that does not
+ *   expect one (RFC 9110 §8.6: no Content-Length when the method anticipates no content);
+ *   an unknown length gets the chunked coding, the only framing that carries trailers.
+ *
+ * Throws `ArgumentError` for inconsistent framing headers, before any byte is written.
+ */
+export function requestFraming(method: string, headers: Headers, length: number, into: FramingPlan = framingPlan()): FramingPlan {
+  return planFraming(headers, length, !expectsBody(method), false, into);
+}
+
+/**
+ * @internal The framing rules both directions share: the caller's framing headers when
+ * consistent, else a known length (none for an empty body when `omitZero`), else chunked, or raw
+ * bytes delimited by close when `rawIfUnknown` (a response to an HTTP/1.0 peer).
+ */
+export function planFraming(headers: Headers, length: number, omitZero: boolean, rawIfUnknown: boolean, into: FramingPlan): FramingPlan {
+  const cli = headers.indexOf('Content-Length');
+  const tei = headers.indexOf('Transfer-Encoding');
+  if (cli >= 0 || tei >= 0) return ownFraming(headers, cli, tei, length, into);
+  if (length >= 0) {
+    into.field = length === 0 && omitZero ? 'none' : length;
+    into.kind = 'length';
+    into.length = length;
+  } else {
+    into.field = rawIfUnknown ? 'none' : 'chunked';
+    into.kind = rawIfUnknown ? 'close' : 'chunked';
+    into.length = -1;
+  }
+  return into;
+}
+
+/** The caller's own framing headers, checked by the rules the parser reads them with. */
+function ownFraming(headers: Headers, cli: number, tei: number, length: number, into: FramingPlan): FramingPlan {
+  if (cli >= 0 && tei >= 0) fail('headers contain both Content-Length and Transfer-Encoding');
+  into.field = 'none';
+  if (tei >= 0) {
+    checkTransferEncoding(headers);
+    into.kind = 'chunked';
+    into.length = -1;
+    return into;
+  }
+  const declared = parseContentLength(headers.getAll('Content-Length').join(', '));
+  if (declared < 0) fail(`invalid Content-Length header "${headers.getAll('Content-Length').join(', ')}"`);
+  if (length >= 0 && length !== declared) fail(`Content-Length header ${declared} does not match the body length ${length}`);
+  into.kind = 'length';
+  into.length = declared;
+  return into;
+}
+
+/**
+ * The caller's Transfer-Encoding fields: the writer applies chunked itself, once, so the list
+ * must end in a single chunked; codings before it are the caller's, applied to the body it gives.
+ */
+function checkTransferEncoding(headers: Headers): void {
+  const all = headers.getAll('Transfer-Encoding');
+  const tc: TransferCodings = { chunked: false, chunkedNotLast: false, otherCoding: '' };
+  try {
+    for (const v of all) readTransferCodings(v, tc);
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (!tc.chunked || tc.chunkedNotLast) fail(`Transfer-Encoding "${all.join(', ')}" must end with chunked, once (the serializer frames bodies itself)`);
+}
+
+function fail(message: string): never {
+  throw new ArgumentError(message);
 }

@@ -1,6 +1,7 @@
 /**
- * HTTP/1.1 serializer: message heads as one latin1 string (one write), bodies framed by
- * Content-Length or the chunked coding, trailers after chunked bodies only.
+ * HTTP/1.1 serializer: message heads as one latin1 string (one write), the chunked coding's
+ * chunks and last chunk with its trailers, and a small message as head and body in one buffer.
+ * The writers that send whole messages to a sink are in write.ts.
  *
  * Everything that ends up in a head is validated first (field names are tokens; values, the
  * reason phrase and the target carry no CR, LF, NUL or other CTLs), so a caller's data can never
@@ -8,11 +9,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
-import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
-import type { Request } from '../message/request.js';
-import type { Response } from '../message/response.js';
-import { parseContentLength, readTransferCodings, type TransferCodings } from './head-parser.js';
 import { isForbiddenTrailer, STATUS_TEXT } from './tables.js';
 import * as tables from './tables.js';
 import { absoluteTargetAuthority, isValidHost, requestTargetError } from './target.js';
@@ -20,35 +17,11 @@ import { absoluteTargetAuthority, isValidHost, requestTargetError } from './targ
 const TOKEN: Uint8Array = tables.TOKEN;
 
 /**
- * Where serialized bytes go: a Node `Writable` (`net.Socket`, `tls.TLSSocket`, ...) or anything
- * with `write(chunk): boolean` that emits `'drain'` after returning false. Writers wait for
- * `'drain'` when `write` returns false, and give up when the sink emits `'close'` or `'error'`
- * first or is `destroyed`.
- */
-export interface ByteSink {
-  /** Queues `chunk`; false asks the writer to wait for `'drain'`. */
-  write(chunk: Uint8Array): boolean;
-  /** Subscribes once to `'drain'`, `'close'` or `'error'`. Without it, writers never wait. */
-  once?(event: 'drain' | 'close' | 'error', listener: (...args: unknown[]) => void): unknown;
-  /** Removes a listener added with `once`. */
-  removeListener?(event: 'drain' | 'close' | 'error', listener: (...args: unknown[]) => void): unknown;
-  /** True once the sink can no longer be written to. */
-  readonly destroyed?: boolean;
-}
-
-/**
  * Framing header a head serializer adds: a number adds `Content-Length: n`, `'chunked'` adds
  * `Transfer-Encoding: chunked`, `'none'` adds nothing (no body, a body delimited by closing the
  * connection, or framing headers the caller put in `headers` itself).
  */
 export type OutgoingFraming = number | 'chunked' | 'none';
-
-/** Bodies this small are copied behind the head so head and body go out in one write. */
-const COALESCE_BYTES = 65536;
-/** Size of the pieces a streamed body is read in. */
-const STREAM_CHUNK = 65536;
-/** Room reserved before chunk data for its size line (up to 8 hex digits + CRLF). */
-const CHUNK_HEAD_ROOM = 10;
 
 function fail(message: string): never {
   throw new ArgumentError(message);
@@ -129,7 +102,8 @@ export function serializeFields(headers: Headers, skip: number, dropFraming: boo
   return s;
 }
 
-function framingField(framing: OutgoingFraming): string {
+/** The framing field for `framing` as a head line (`Content-Length: n\r\n`, ...), '' for `none`; `ArgumentError` for a length that is not a non-negative integer. */
+export function framingField(framing: OutgoingFraming): string {
   if (typeof framing === 'number') {
     if (!Number.isSafeInteger(framing) || framing < 0) fail(`Content-Length must be a non-negative integer, got ${framing}`);
     return `Content-Length: ${framing}\r\n`;
@@ -183,7 +157,8 @@ function checkHost(value: string): void {
  * host:port for absolute-form and CONNECT, empty for the other forms, as RFC 9110 §7.2 has a
  * client send), the other fields in stored spelling, the framing field for `framing`,
  * `Connection: close` when `close` is set and no Connection field is present, and the empty line.
- * Returns a latin1 string. Framing ownership and errors as for {@link serializeResponseHead};
+ * Returns a latin1 string. `framing` is normally the `field` of the plan `requestFraming`
+ * makes for the request. Framing ownership and errors as for {@link serializeResponseHead};
  * an `ArgumentError` also for more than one Host header, a Host that is not `host[:port]`, and a
  * target in a form the method may not use (RFC 9112 §3.2: origin-form `/path`, absolute-form for
  * proxies, `host:port` only and always for CONNECT, `*` only for OPTIONS).
@@ -321,270 +296,4 @@ export function encodeMessage(head: string, body: string | Uint8Array | null): B
   else if (RAW_WRITE) (out as RawWriteBuffer).utf8Write(body, headLen);
   else out.write(body, headLen, 'utf8');
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Writing to a sink with backpressure.
-
-function destroyedError(): Error {
-  return Object.assign(new Error('cannot write: the connection is closed'), { code: 'ERR_STREAM_DESTROYED' });
-}
-
-function waitDrain(sink: ByteSink): Promise<void> {
-  if (typeof sink.once !== 'function') return Promise.resolve();
-  if (sink.destroyed === true) return Promise.reject(destroyedError());
-  return new Promise<void>((resolve, reject) => {
-    const cleanup = (): void => {
-      sink.removeListener?.('drain', onDrain);
-      sink.removeListener?.('close', onClose);
-      sink.removeListener?.('error', onError);
-    };
-    const onDrain = (): void => {
-      cleanup();
-      resolve();
-    };
-    const onClose = (): void => {
-      cleanup();
-      reject(destroyedError());
-    };
-    const onError = (err: unknown): void => {
-      cleanup();
-      reject(err instanceof Error ? err : destroyedError());
-    };
-    sink.once!('drain', onDrain);
-    sink.once!('close', onClose);
-    sink.once!('error', onError);
-  });
-}
-
-/** Writes `chunk`, waiting for `'drain'` when the sink asks for it. */
-function put(sink: ByteSink, chunk: Uint8Array): Promise<void> | undefined {
-  if (sink.destroyed === true) return Promise.reject(destroyedError());
-  if (sink.write(chunk)) return undefined;
-  return waitDrain(sink);
-}
-
-/** How the body bytes of a message go out after its head. */
-type BodyMode = 'none' | 'fixed' | 'chunked' | 'raw';
-
-interface Plan {
-  framing: OutgoingFraming;
-  mode: BodyMode;
-  /** Exact byte count for `fixed`. */
-  length: number;
-}
-
-/** Known byte length of a body to send: explicit `contentLength`, else string/bytes/null size, else `body.length` (-1 unknown). */
-function knownLength(contentLength: number, body: Body): number {
-  if (body instanceof AbstractBody) return contentLength >= 0 ? contentLength : body.length;
-  const actual = body === null ? 0 : typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
-  if (contentLength >= 0 && contentLength !== actual) {
-    fail(`contentLength ${contentLength} does not match the ${actual}-byte ${typeof body === 'string' ? 'string' : 'byte'} body`);
-  }
-  return actual;
-}
-
-/**
- * Checks the caller's Transfer-Encoding fields by the rules the parser reads them with: the
- * serializer applies chunked itself, once, so the list must end in a single chunked; codings
- * before it are the caller's, applied to the body it gives.
- */
-function checkTransferEncoding(headers: Headers): void {
-  const all = headers.getAll('Transfer-Encoding');
-  const tc: TransferCodings = { chunked: false, chunkedNotLast: false, otherCoding: '' };
-  try {
-    for (const v of all) readTransferCodings(v, tc);
-  } catch (err) {
-    fail((err as Error).message);
-  }
-  if (!tc.chunked || tc.chunkedNotLast) fail(`Transfer-Encoding "${all.join(', ')}" must end with chunked, once (the serializer frames bodies itself)`);
-}
-
-/**
- * Decides framing from the caller's framing headers (honored when consistent: a Content-Length
- * must match a known length, a Transfer-Encoding must end in chunked, never both) and otherwise
- * from the body: a known length gets Content-Length, anything else chunked (or raw bytes
- * delimited by close when the peer speaks HTTP/1.0).
- */
-function plan(headers: Headers, contentLength: number, body: Body, rawIfUnknown: boolean, omitZero: boolean): Plan {
-  const len = knownLength(contentLength, body);
-  const cli = headers.indexOf('Content-Length');
-  const tei = headers.indexOf('Transfer-Encoding');
-  if (cli >= 0 && tei >= 0) fail('headers contain both Content-Length and Transfer-Encoding');
-  if (tei >= 0) {
-    checkTransferEncoding(headers);
-    return { framing: 'none', mode: 'chunked', length: -1 };
-  }
-  if (cli >= 0) {
-    const declared = parseContentLength(headers.getAll('Content-Length').join(', '));
-    if (declared < 0) fail(`invalid Content-Length header "${headers.getAll('Content-Length').join(', ')}"`);
-    if (len >= 0 && len !== declared) fail(`Content-Length header ${declared} does not match the body length ${len}`);
-    return { framing: 'none', mode: 'fixed', length: declared };
-  }
-  if (len >= 0) return { framing: len === 0 && omitZero ? 'none' : len, mode: 'fixed', length: len };
-  if (rawIfUnknown) return { framing: 'none', mode: 'raw', length: -1 };
-  return { framing: 'chunked', mode: 'chunked', length: -1 };
-}
-
-/** Methods whose requests normally carry a body, so an empty one still gets `Content-Length: 0`. */
-export function expectsBody(method: string): boolean {
-  return method === 'POST' || method === 'PUT' || method === 'PATCH';
-}
-
-/**
- * Writes `request` to `sink` in HTTP/1.1 format and resolves once every byte has been handed to
- * the sink (respecting backpressure).
- *
- * - Request line `METHOD target HTTP/1.1`; the Host field first (the Host header, else
- *   `request.host`); other headers in stored spelling; `Connection: close` when `request.close`.
- * - A body of known length (`contentLength >= 0`, a string, bytes, or an AbstractBody with a
- *   known `length`) is sent with Content-Length (omitted for an empty body unless the method is
- *   POST, PUT or PATCH); any other body with the chunked coding followed by `request.trailers`,
- *   the only framing that carries trailers.
- * - Framing headers already in `request.headers` are honored when consistent with the body.
- * - A streamed body is read to its end and then closed.
- *
- * Throws `ArgumentError` before writing anything for invalid names, values, method or target, or
- * inconsistent framing; also when a streamed body produces a different byte count than its
- * declared length (the connection is then unusable).
- */
-export async function writeRequest(sink: ByteSink, request: Request): Promise<void> {
-  const body = request.body;
-  try {
-    const p = plan(request.headers, request.contentLength, body, false, !expectsBody(request.method));
-    const head = serializeRequestHead(request.method, request.target, request.headers, request.host, p.framing, request.close);
-    const tail = p.mode === 'chunked' ? serializeLastChunk(request.trailers) : null;
-    await writeBody(sink, head, body, p, tail, request.trailers);
-  } finally {
-    if (body instanceof AbstractBody) body.close();
-  }
-}
-
-/**
- * Writes `response` to `sink` in HTTP/1.1 format (the request it answers defaults to
- * `response.request`) and resolves once every byte has been handed to the sink.
- *
- * - Status line with `response.reason`, or the standard reason phrase when it is empty.
- * - No body for 1xx, 204, 304, a HEAD request, or a 2xx answer to CONNECT. 1xx and 204 never
- *   carry Content-Length or Transfer-Encoding (such headers are left out); 304 and HEAD
- *   responses keep the framing headers as given, and a HEAD response whose body length is known
- *   gets the Content-Length a GET would have had.
- * - Otherwise framing as in {@link writeRequest} (Content-Length 0 is always sent), except that
- *   an unknown-length body to an HTTP/1.0 request is sent raw and delimited by closing the
- *   connection (`Connection: close` is added; the caller must close after writing).
- * - `Connection: close` is added when `response.close` (or the request's `close`) is set and no
- *   Connection header is present; `Connection: keep-alive` for a persistent HTTP/1.0 exchange.
- * - A streamed body is read to its end (or not at all when no body is sent) and then closed.
- *
- * Errors as for {@link writeRequest}.
- */
-export async function writeResponse(sink: ByteSink, response: Response, request: Request | null = response.request): Promise<void> {
-  const body = response.body;
-  try {
-    const status = response.status;
-    const method = request !== null ? request.method : '';
-    const headers = response.headers;
-    const http10 = request !== null && request.protoMajor === 1 && request.protoMinor === 0;
-    let close = response.close || (request !== null && request.close);
-    let p: Plan;
-    let dropFraming = false;
-    if (status < 200 || status === 204) {
-      p = { framing: 'none', mode: 'none', length: 0 };
-      dropFraming = true;
-    } else if (status === 304 || (method === 'CONNECT' && status < 300)) {
-      p = { framing: 'none', mode: 'none', length: 0 };
-    } else if (method === 'HEAD') {
-      const hasFraming = headers.has('Content-Length') || headers.has('Transfer-Encoding');
-      const len = response.contentLength >= 0 ? response.contentLength : body instanceof AbstractBody ? body.length : -1;
-      p = { framing: !hasFraming && len >= 0 ? len : 'none', mode: 'none', length: 0 };
-    } else {
-      p = plan(headers, response.contentLength, body, http10, false);
-      if (p.mode === 'chunked' && http10) fail('cannot send a chunked body to an HTTP/1.0 client; remove Transfer-Encoding or set a length');
-      if (p.mode === 'raw') close = true;
-    }
-    let head = serializeStatusLine(status, response.reason) + serializeFields(headers, -1, dropFraming) + framingField(p.framing);
-    if (!headers.has('Connection')) {
-      if (close) head += 'Connection: close\r\n';
-      else if (http10 && status >= 200) head += 'Connection: keep-alive\r\n';
-    }
-    head += '\r\n';
-    const tail = p.mode === 'chunked' ? serializeLastChunk(response.trailers) : null;
-    await writeBody(sink, head, body, p, tail, response.trailers);
-  } finally {
-    if (body instanceof AbstractBody) body.close();
-  }
-}
-
-/** Writes the head and the body per `p`; `tail` is the last chunk plus trailers for chunked bodies. */
-async function writeBody(sink: ByteSink, head: string, body: Body, p: Plan, tail: string | null, trailers: Headers): Promise<void> {
-  if (p.mode === 'none' || body === null || (!(body instanceof AbstractBody) && body.length === 0)) {
-    // Nothing to stream: the head (and for chunked, the last chunk) in one write.
-    const w = put(sink, Buffer.from(tail === null || p.mode !== 'chunked' ? head : head + tail, 'latin1'));
-    if (w !== undefined) await w;
-    return;
-  }
-  if (!(body instanceof AbstractBody)) {
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-    let out: Uint8Array;
-    if (p.mode === 'chunked') {
-      out = encodeMessage(head, Buffer.concat([encodeChunk(bytes), Buffer.from(tail!, 'latin1')]));
-    } else if (head.length + bytes.length <= COALESCE_BYTES) {
-      out = encodeMessage(head, bytes);
-    } else {
-      const w = put(sink, Buffer.from(head, 'latin1'));
-      if (w !== undefined) await w;
-      out = bytes;
-    }
-    const w = put(sink, out);
-    if (w !== undefined) await w;
-    return;
-  }
-  const w = put(sink, Buffer.from(head, 'latin1'));
-  if (w !== undefined) await w;
-  if (p.mode === 'chunked') {
-    await streamChunked(sink, body);
-    // Serialized (and validated) again at the end: a body may fill trailers in while it streams.
-    const end = trailers.size > 0 ? serializeLastChunk(trailers) : tail!;
-    const e = put(sink, Buffer.from(end, 'latin1'));
-    if (e !== undefined) await e;
-  } else {
-    await streamRaw(sink, body, p.mode === 'fixed' ? p.length : -1);
-  }
-}
-
-async function streamChunked(sink: ByteSink, body: AbstractBody): Promise<void> {
-  for (;;) {
-    // A fresh buffer per chunk: the sink may hold on to what it was given until it is flushed.
-    const buf = Buffer.allocUnsafe(CHUNK_HEAD_ROOM + STREAM_CHUNK + 2);
-    const n = await body.read(buf.subarray(CHUNK_HEAD_ROOM, CHUNK_HEAD_ROOM + STREAM_CHUNK));
-    if (n === 0) return;
-    if (!Number.isInteger(n) || n < 0 || n > STREAM_CHUNK) fail(`body read returned ${String(n)}, expected 0..${STREAM_CHUNK}`);
-    const hex = n.toString(16);
-    const start = CHUNK_HEAD_ROOM - hex.length - 2;
-    writeLatin1(buf, hex, start);
-    buf[CHUNK_HEAD_ROOM - 2] = 13;
-    buf[CHUNK_HEAD_ROOM - 1] = 10;
-    buf[CHUNK_HEAD_ROOM + n] = 13;
-    buf[CHUNK_HEAD_ROOM + n + 1] = 10;
-    const w = put(sink, buf.subarray(start, CHUNK_HEAD_ROOM + n + 2));
-    if (w !== undefined) await w;
-  }
-}
-
-/** Streams a body as is; with `length >= 0`, exactly that many bytes or an error. */
-async function streamRaw(sink: ByteSink, body: AbstractBody, length: number): Promise<void> {
-  let sent = 0;
-  for (;;) {
-    let size = STREAM_CHUNK;
-    if (length >= 0 && length - sent < size) size = Math.max(length - sent, 1);
-    const buf = Buffer.allocUnsafe(size);
-    const n = await body.read(buf);
-    if (n === 0) break;
-    if (!Number.isInteger(n) || n < 0 || n > size) fail(`body read returned ${String(n)}, expected 0..${size}`);
-    if (length >= 0 && sent + n > length) fail(`body is longer than its Content-Length ${length}`);
-    sent += n;
-    const w = put(sink, n === size ? buf : buf.subarray(0, n));
-    if (w !== undefined) await w;
-  }
-  if (length >= 0 && sent !== length) fail(`body ended after ${sent} of its ${length}-byte Content-Length`);
 }

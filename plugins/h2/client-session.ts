@@ -34,13 +34,16 @@ import {
 import {
   checkTrailers,
   DEFAULT_MAX_HEADER_BYTES,
+  framingPlan,
   headersFromFields,
   kBufferBody,
   kUnprocessed,
   protocolResponse,
+  requestFraming,
   stopUpload,
   type ClientSession,
   type ExchangeOptions,
+  type FramingPlan,
   type SessionInfo,
 } from '../../kernel/protocol.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
@@ -62,7 +65,6 @@ const MAX_STREAMS_CAP = 1000;
 /** Default idle time before a session is pinged, and how long the answer may take. */
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
 export const DEFAULT_PING_TIMEOUT_MS = 15_000;
-const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
 /** What {@link connectH2Session} takes beyond the connection itself. */
 export interface H2SessionOptions {
@@ -116,6 +118,8 @@ export class H2ClientSession implements ClientSession {
   private readonly scheme: string;
   private readonly authority: string;
   private dead = false;
+  /** Refilled by each request's headers (made synchronously, so one serves the session). */
+  private readonly framing: FramingPlan = framingPlan();
   private goingAway = false;
   /** Streams with a higher id were not processed by the server (GOAWAY). */
   private lastStreamId = 2 ** 31;
@@ -206,7 +210,13 @@ export class H2ClientSession implements ClientSession {
 
   dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response> {
     if (this.closed) return notSent(request, unprocessed(new ProtocolError('the HTTP/2 connection is closing (GOAWAY); the request was not sent')));
-    const headers = this.requestHeaders(request);
+    let headers: H2HeaderObject;
+    try {
+      headers = this.requestHeaders(request);
+    } catch (err) {
+      // Framing headers that contradict the body are refused before anything is sent.
+      return notSent(request, err as Error);
+    }
     const body = request.body;
     const streamed = body instanceof AbstractBody;
     const bytes = streamed || body === null ? null : typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
@@ -274,9 +284,11 @@ export class H2ClientSession implements ClientSession {
     addWireHeaders(req.headers, out);
     const body = req.body;
     const len = req.contentLength >= 0 ? req.contentLength : body instanceof AbstractBody ? body.length : -1;
-    const userLength = req.headers.get('Content-Length');
-    if (userLength !== undefined && /^\d+$/.test(userLength)) out['content-length'] = userLength;
-    else if (len > 0 || (len === 0 && METHODS_WITH_BODY.has(req.method))) out['content-length'] = len;
+    // HTTP/1.1's rules decide (and check the caller's framing headers); the field is the
+    // content-length the DATA must add up to (RFC 9113 §8.1.1), never a coding.
+    const p = requestFraming(req.method, req.headers, len, this.framing);
+    if (typeof p.field === 'number') out['content-length'] = p.field;
+    else if (p.kind === 'length' && req.headers.has('Content-Length')) out['content-length'] = p.length;
     return out;
   }
 

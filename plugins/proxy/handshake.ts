@@ -1,6 +1,6 @@
 /**
  * The plumbing every proxy handshake shares: a TCP connection to the proxy, a reader that
- * takes exact byte counts (or one HTTP head) off the socket, and one bound — the connect
+ * takes exact byte counts off the socket (SOCKS5), and one bound — the connect
  * timeout, the request's deadline and its cancellation — around the whole handshake.
  *
  * The reader uses `'readable'`/`read()`, never `'data'`: when it lets go the socket is back in
@@ -11,7 +11,7 @@ import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import net from 'node:net';
 import { CanceledError, TimeoutError, type RequestContext } from '../../kernel/index.js';
-import { dialTcp, type HeadParser } from '../../kernel/protocol.js';
+import { dialTcp } from '../../kernel/protocol.js';
 import type { ProxyEndpoint } from './endpoint.js';
 import { ProxyError } from './errors.js';
 
@@ -98,8 +98,6 @@ export function dial(proxy: ProxyEndpoint, localAddress: string | undefined): { 
  */
 export class SocketReader {
   private buf: Buffer = Buffer.alloc(0);
-  /** Bytes of `buf` already given to the head parser of the read in progress. */
-  private fed = 0;
   private want: ((buf: Buffer) => number) | null = null;
   private settle: { resolve: (v: Buffer) => void; reject: (e: unknown) => void } | null = null;
   private failure: Error | null = null;
@@ -124,18 +122,6 @@ export class SocketReader {
     return this.until((buf) => (buf.length >= n ? n : -1));
   }
 
-  /**
-   * Feeds bytes to `parser` until its head is complete; resolves with the bytes the head
-   * took. Throws what the parser throws (`ParseError`, `ProtocolError` for a head over its limits).
-   */
-  readHead(parser: HeadParser): Promise<Buffer> {
-    return this.until((buf) => {
-      const used = parser.execute(buf, this.fed, buf.length);
-      this.fed += used;
-      return parser.complete ? this.fed : -1;
-    });
-  }
-
   /** Stops reading and puts bytes read past the handshake back into the socket. */
   release(): void {
     const s = this.socket;
@@ -156,7 +142,6 @@ export class SocketReader {
 
   private until(take: (buf: Buffer) => number): Promise<Buffer> {
     if (this.failure !== null) return Promise.reject(this.failure);
-    this.fed = 0;
     return new Promise<Buffer>((resolve, reject) => {
       this.want = take;
       this.settle = { resolve, reject };

@@ -212,6 +212,58 @@ describe('request bodies', () => {
     expect(c.transport.connectionCount()).toBe(0);
   });
 
+  it('framing headers that contradict the body are an ArgumentError before any byte is sent', async () => {
+    const bytes: Buffer[] = [];
+    const raw = await rawServer((sock) => sock.on('data', (d: Buffer) => bytes.push(d)));
+    const c = newClient();
+    async function* parts(): AsyncGenerator<string> {
+      yield 'abc';
+    }
+    const cases: [string, Promise<unknown>, RegExp][] = [
+      // The server would read 'he' as the body and 'llo' as the start of the next request.
+      ['a Content-Length shorter than the body', c.post(`${raw.origin}/a`, { body: 'hello', headers: { 'Content-Length': '3' } }), /Content-Length header 3 does not match the body length 5/],
+      ['Content-Length with Transfer-Encoding', c.post(`${raw.origin}/b`, { body: 'hello', headers: { 'Content-Length': '5', 'Transfer-Encoding': 'chunked' } }), /both Content-Length and Transfer-Encoding/],
+      ['a Transfer-Encoding not ending in chunked', c.post(`${raw.origin}/c`, { body: parts(), headers: { 'Transfer-Encoding': 'gzip' } }), /must end with chunked/],
+      ['a Content-Length that is not a number', c.post(`${raw.origin}/d`, { body: parts(), headers: { 'Content-Length': 'abc' } }), /invalid Content-Length header "abc"/],
+    ];
+    for (const [name, call, message] of cases) {
+      const err = await rejection(call);
+      expect(err, name).toBeInstanceOf(ArgumentError);
+      expect(err.message, name).toMatch(message);
+    }
+    for (let i = 1; i <= raw.connections; i++) await raw.closedAt(i);
+    expect(Buffer.concat(bytes).length).toBe(0);
+  });
+
+  it('framing headers that agree with the body are sent as they are, once', async () => {
+    const got: RawRequest[] = [];
+    const raw = await rawServer((sock) => readRequests(sock, (r) => (got.push(r), sock.write(okResponse()))));
+    const c = newClient();
+    async function* parts(): AsyncGenerator<string> {
+      yield 'ab';
+      yield 'c';
+    }
+    await c.post(`${raw.origin}/a`, { body: 'hello', headers: { 'content-length': '5' } });
+    await c.post(`${raw.origin}/b`, { body: parts(), headers: { 'Content-Length': '3' } });
+    await c.post(`${raw.origin}/c`, { body: parts(), headers: { 'Transfer-Encoding': 'chunked' } });
+    expect(got.map((r) => [r.head.match(/content-length/gi)?.length ?? 0, r.head.match(/transfer-encoding/gi)?.length ?? 0, r.body.toString()])).toEqual([
+      [1, 0, 'hello'],
+      [1, 0, 'abc'],
+      [0, 1, 'abc'],
+    ]);
+  });
+
+  it('an empty streamed body on a GET sends no Content-Length (RFC 9110 §8.6); on a POST it sends Content-Length: 0', async () => {
+    const got: RawRequest[] = [];
+    const raw = await rawServer((sock) => readRequests(sock, (r) => (got.push(r), sock.write(okResponse()))));
+    const c = newClient();
+    await c.get(`${raw.origin}/g`, { body: new BytesBody(new Uint8Array(0)) });
+    await c.post(`${raw.origin}/p`, { body: new BytesBody(new Uint8Array(0)) });
+    expect(got[0]!.headers.has('content-length')).toBe(false);
+    expect(got[0]!.headers.has('transfer-encoding')).toBe(false);
+    expect(got[1]!.headers.get('content-length')).toBe('0');
+  });
+
   it('an unsupported body type is an ArgumentError', async () => {
     const s = await recorder();
     expect(await rejection(HTTP.post(`${s.origin}/bad`, { body: new Date() as unknown as string }))).toBeInstanceOf(ArgumentError);

@@ -14,9 +14,8 @@ import {
   serializeLastChunk,
   serializeRequestHead,
   serializeResponseHead,
-  writeRequest,
-  writeResponse,
 } from '../../../kernel/http1/serialize.js';
+import { writeRequest, writeResponse } from '../../../kernel/http1/write.js';
 import { b, MemorySink, pieces, prng } from './helpers.js';
 
 async function bodyText(body: unknown): Promise<string> {

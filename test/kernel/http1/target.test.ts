@@ -7,7 +7,8 @@ import { ArgumentError, ParseError, ProtocolError } from '../../../kernel/errors
 import { Headers } from '../../../kernel/message/headers.js';
 import { Request } from '../../../kernel/message/request.js';
 import { readRequest } from '../../../kernel/http1/read.js';
-import { serializeRequestHead, writeRequest } from '../../../kernel/http1/serialize.js';
+import { serializeRequestHead } from '../../../kernel/http1/serialize.js';
+import { writeRequest } from '../../../kernel/http1/write.js';
 import { isValidHost, requestTargetError } from '../../../kernel/http1/target.js';
 import { b, MemorySink, pieces, prng } from './helpers.js';
 

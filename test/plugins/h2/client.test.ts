@@ -7,7 +7,7 @@
 import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { createKernel, Response, TimeoutError, CanceledError, Client, ProtocolError, Request as KRequest, type Request } from '../../../kernel/index.js';
+import { ArgumentError, createKernel, Response, TimeoutError, CanceledError, Client, ProtocolError, Request as KRequest, type Request } from '../../../kernel/index.js';
 import { h2, H2ResponseBody, HTTP2Settings } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 import { cookies, CookieJar, decompression, redirects } from '../../../plugins/index.js';
@@ -68,6 +68,41 @@ describe('negotiation', () => {
     const r2 = await c.get(`http://127.0.0.1:${port}/`, { http2PriorKnowledge: true });
     expect(seen[':authority']).toBe(`127.0.0.1:${port}`);
     expect(r2.status).toBe(200);
+  });
+});
+
+describe('request framing', () => {
+  it('framing headers that contradict the body are an ArgumentError before a stream is opened; consistent ones give the content-length', async () => {
+    const seen: http2.IncomingHttpHeaders[] = [];
+    const { port } = await nodeServer((st, h) => {
+      seen.push(h);
+      st.respond({ ':status': 200 });
+      st.resume();
+      st.on('end', () => st.end('ok'));
+    });
+    const c = await h2Client();
+    const url = `http://127.0.0.1:${port}/`;
+    const o = { http2PriorKnowledge: true } as const;
+    async function* parts(): AsyncGenerator<string> {
+      yield 'abc';
+    }
+    const bad: [string, Promise<unknown>, RegExp][] = [
+      ['a Content-Length shorter than the body', c.post(url, { ...o, body: 'hello', headers: { 'Content-Length': '3' } }), /Content-Length header 3 does not match the body length 5/],
+      ['a Content-Length that is not a number', c.post(url, { ...o, body: parts(), headers: { 'Content-Length': 'abc' } }), /invalid Content-Length header/],
+      ['Content-Length with Transfer-Encoding', c.post(url, { ...o, body: 'hello', headers: { 'Content-Length': '5', 'Transfer-Encoding': 'chunked' } }), /both Content-Length and Transfer-Encoding/],
+    ];
+    for (const [name, call, message] of bad) {
+      const err = await call.catch((e: unknown) => e);
+      expect(err, name).toBeInstanceOf(ArgumentError);
+      expect((err as Error).message, name).toMatch(message);
+    }
+    expect(seen).toHaveLength(0);
+    await c.post(url, { ...o, body: 'hello', headers: { 'Content-Length': '5' } });
+    await c.post(url, { ...o, body: parts(), headers: { 'Content-Length': '3' } });
+    await c.post(url, { ...o, body: parts() });
+    await c.get(url, o);
+    await c.post(url, o);
+    expect(seen.map((h) => h['content-length'])).toEqual(['5', '3', undefined, undefined, '0']);
   });
 });
 

@@ -13,6 +13,7 @@ import {
   ProtocolError,
   TimeoutError,
 } from '../../../kernel/index.js';
+import { MAX_INTERIM_RESPONSES } from '../../../kernel/protocol.js';
 import { CONNECT_MAX_HEADER_BYTES, ProxyError, ProxyStatusError, SOCKS5_REPLIES, Socks5Error } from '../../../plugins/proxy/index.js';
 import { afterBytes, afterHead, freePort, rawProxy } from '../../helpers/proxies.js';
 import { makeClient, rejection } from './setup.js';
@@ -100,6 +101,22 @@ describe('HTTP proxy: bad CONNECT answers', () => {
     const err = await failsWithin((await through(`http://127.0.0.1:${p.port}`, 10_000)).get(TARGET), 3000);
     expect(err.cause).toBeInstanceOf(ProtocolError);
     expect((err.cause as ProtocolError).limit).toBe('maxLineBytes');
+  });
+
+  it('endless interim (1xx) answers are a ProtocolError after the kernel\'s cap, not a wait for the connect timeout', async () => {
+    const p = await rawProxy((s) =>
+      afterHead(s, () => {
+        const pump = (): void => {
+          while (!s.destroyed && s.write('HTTP/1.1 100 Continue\r\n\r\n'));
+          if (!s.destroyed) s.once('drain', pump);
+        };
+        pump();
+      }),
+    );
+    const err = await failsWithin((await through(`http://127.0.0.1:${p.port}`, 10_000)).get(TARGET), 3000);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err.cause).toBeInstanceOf(ProtocolError);
+    expect(err.message).toMatch(new RegExp(`sent an invalid CONNECT answer \\(the server sent more than ${MAX_INTERIM_RESPONSES} informational \\(1xx\\) responses`));
   });
 
   it('an answer that is not HTTP is a ParseError', async () => {

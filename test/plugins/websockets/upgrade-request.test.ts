@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Headers, listen, ParseError, Request, TimeoutError, upgradeRequest, type Stream } from '../../../kernel/index.js';
+import { ArgumentError, Headers, listen, ParseError, ProtocolError, Request, TimeoutError, upgradeRequest, type Stream } from '../../../kernel/index.js';
 import { onCleanup, trackServer, waitFor } from '../../helpers/websockets.js';
 
 function echoRequest(port: number, upgrade = 'echo'): Request {
@@ -52,6 +52,32 @@ describe('upgradeRequest', () => {
     socket.write('hi');
     await waitFor(() => got.includes('HI'), 3000, 'the echo');
     expect(got.startsWith('welcome')).toBe(true);
+  });
+
+  it('hands the socket over explicitly paused: a data listener alone does not start it', async () => {
+    const port = await echoServer();
+    const { socket } = await upgradeRequest(echoRequest(port));
+    onCleanup(() => socket.destroy());
+    expect(socket.isPaused()).toBe(true);
+    socket.on('data', () => undefined);
+    expect(socket.readableFlowing).toBe(false);
+  });
+
+  it('a server that sends interim answers without end is a ProtocolError, not a wait for the head timeout', async () => {
+    const s = net.createServer((c) => {
+      c.on('error', () => {});
+      c.resume();
+      const pump = (): void => {
+        while (!c.destroyed && c.write('HTTP/1.1 103 Early Hints\r\n\r\n'));
+        if (!c.destroyed) c.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    onCleanup(() => new Promise<void>((r) => s.close(() => r())));
+    const err = await upgradeRequest(echoRequest((s.address() as net.AddressInfo).port), { responseHeaderTimeout: 20_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProtocolError);
+    expect((err as Error).message).toMatch(/more than 10 informational \(1xx\) responses/);
   });
 
   it('returns another status as it is, with the socket for the caller to close', async () => {
