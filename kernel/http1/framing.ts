@@ -1,7 +1,9 @@
 /**
  * Message body framing (RFC 9112 §6.3): how the body of a parsed head is delimited.
  */
+import type { Headers } from '../message/headers.js';
 import type { HeadParser } from './head-parser.js';
+import { serializeFields, serializeStatusLine } from './serialize.js';
 
 /**
  * How a body is delimited on the wire:
@@ -44,4 +46,43 @@ export function responseBodyKind(head: HeadParser, requestMethod?: string | null
 /** True when a response with this status never has a body, whatever its headers say. */
 export function statusHasNoBody(status: number): boolean {
   return status < 200 || status === 204 || status === 304;
+}
+
+/**
+ * How the body of a response the server sends is delimited (RFC 9112 §6.1-6.3): `none` for an
+ * answer to HEAD and for a status that never has a body (1xx, 204, 304); `length`
+ * (Content-Length) when the body's `length` is known (-1: unknown); else `chunked`, or `close`
+ * (bytes until the connection closes) for an HTTP/1.0 client (`minor` 0), which cannot read
+ * chunked.
+ */
+export function responseFraming(status: number, method: string, length: number, minor: number): BodyKind {
+  if (statusHasNoBody(status) || method === 'HEAD') return 'none';
+  if (length >= 0) return 'length';
+  return minor === 0 ? 'close' : 'chunked';
+}
+
+/**
+ * The head of a response framed as `kind` ({@link responseFraming}): the status line, the
+ * fields of `headers`, the framing field, then `fields` (whole `Name: value\r\n` lines the
+ * connection adds, such as Date and Connection) and the empty line. A latin1 string.
+ *
+ * The framing fields are this function's: Content-Length and Transfer-Encoding in `headers`
+ * are left out and `Content-Length: length` or `Transfer-Encoding: chunked` is added for
+ * `length` and `chunked`. Without a body (`none`) the head says what a GET would have: for a
+ * HEAD answer or a 304 the framing fields `headers` carries stay as they are; failing those, a
+ * HEAD answer says `Content-Length: length` when `length` is known; 1xx and 204 carry none.
+ * Throws `ArgumentError` for an invalid status, reason, field name or value.
+ */
+export function buildResponseHead(status: number, reason: string, headers: Headers, kind: BodyKind, length: number, fields: string): string {
+  let head = serializeStatusLine(status, reason);
+  if (kind === 'none') {
+    const keep = status >= 200 && status !== 204 && (headers.has('Content-Length') || headers.has('Transfer-Encoding'));
+    head += serializeFields(headers, -1, !keep);
+    if (!keep && length >= 0 && status >= 200 && status !== 204 && status !== 304) head += `Content-Length: ${length}\r\n`;
+  } else {
+    head += serializeFields(headers, -1, true);
+    if (kind === 'length') head += `Content-Length: ${length}\r\n`;
+    else if (kind === 'chunked') head += 'Transfer-Encoding: chunked\r\n';
+  }
+  return head + fields + '\r\n';
 }
