@@ -26,7 +26,9 @@ import { ArgumentError, PluginError } from './errors.js';
 import type { RequestContext } from './message/context.js';
 import type { Request } from './message/request.js';
 import type { Response } from './message/response.js';
-import type { ProtocolHost } from './server/pipeline.js';
+import type { ProtocolHost, ServerInfo } from './server/protocol-host.js';
+
+export type { ServerInfo } from './server/protocol-host.js';
 
 // ---------------------------------------------------------------------------------------
 // Hook class aliases. tapable passes only as many arguments as the hook declared names for
@@ -161,16 +163,6 @@ export interface ClientSession {
 
 // ---------------------------------------------------------------------------------------
 // Argument types of the server hooks.
-
-/** The server (listener) a connection or request belongs to, as hooks see it. */
-export interface ServerInfo {
-  /** True for a TLS listener. */
-  readonly tls: boolean;
-  /** Whether h2c (prior knowledge and `Upgrade: h2c`) may be served on this plain listener. */
-  readonly allowH2c: boolean;
-  /** The `serve`/`listen` options as given; plugins read their own keys (`http2Settings`, …). */
-  readonly options: Readonly<Record<string, unknown>>;
-}
 
 /** What `server.protocol` taps know about a new connection. */
 export interface ProtocolInfo {

@@ -12,7 +12,7 @@ import {
   headersFromFields,
   type Body,
 } from '../../../kernel/message/index.js';
-import { protocolRequest } from '../../../kernel/server/pipeline.js';
+import { protocolRequest } from '../../../kernel/server/exchange.js';
 
 const pairs = (h: Headers): [string, string][] => [...h];
 

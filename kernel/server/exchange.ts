@@ -1,19 +1,26 @@
 /**
- * The server's pipeline for connections a protocol plugin took over (HTTP/2 by ALPN, h2c):
- * the plugin parses its frames and hands each exchange to {@link ProtocolHost.runExchange}
- * with an {@link ExchangeWire}; the kernel runs it exactly as it runs an HTTP/1 exchange:
- * `onRequest` taps, the request handler (body buffered up to `maxBodyBytes`, 413 past it) or
- * the stream handler (on the kernel's own {@link Stream}), `onResponseHead`, 500 for a handler
- * that throws before the head went out (else the exchange is aborted), and the error reporter.
- * The plugin registers each connection so `close()` (graceful: GOAWAY, then let exchanges in
- * flight finish) and `forceClose()` (drop them) reach it.
+ * The server's exchange pipeline: every exchange of every protocol runs through it. A
+ * connection (HTTP/1.1 in the kernel, HTTP/2 in its plugin) parses a request and hands it over
+ * with the exchange's {@link ExchangeWire}; the pipeline runs the `onRequest` taps, the request
+ * handler (body buffered up to `maxBodyBytes`, 413 past it) or the stream handler (on the
+ * kernel's own {@link Stream}), `onResponseHead`, answers 500 for a handler that fails before
+ * anything went out (else the exchange is aborted), reports errors, and writes the response
+ * through the wire, which frames it for its protocol.
  *
- * HTTP/1 never comes here: its connection keeps its own hot path.
+ * A request handler that answers synchronously with its body in memory is written with no
+ * Promise made: {@link ExchangePipeline.run} then returns undefined, and the wire learned that
+ * the response is complete from its last write, so an HTTP/1.1 connection parses the next
+ * pipelined request in the same read.
+ *
+ * Protocol plugins reach the pipeline as the {@link ProtocolHost}, which also registers their
+ * connections so `close()` (graceful: GOAWAY, then let exchanges in flight finish) and
+ * `forceClose()` (drop them) reach them.
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { ArgumentError, ProtocolError, TimeoutError } from '../errors.js';
-import type { ServerExchange, ServerHooks, ServerInfo, Tapped } from '../hooks.js';
+import { ArgumentError, ProtocolError } from '../errors.js';
+import type { ServerExchange, ServerHooks, Tapped } from '../hooks.js';
+import type { ProtocolConnection, ProtocolHost, ServerInfo, ServerLimits } from './protocol-host.js';
 import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import { requestFromWire, type Request } from '../message/request.js';
@@ -21,96 +28,17 @@ import { Response } from '../message/response.js';
 import { statusHasNoBody } from '../http1/framing.js';
 import { checkTrailers } from '../http1/serialize.js';
 import { notAResponse } from './handler-result.js';
-import type { RequestHandler, StreamHandler } from './h1-connection.js';
-import { statusFor, writeResponseToStream } from './h1-connection.js';
+import { bodyStatus } from './error-status.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
-import { Stream, type ExchangeConnection, type ResponseWire } from './stream.js';
+import { Stream, writeResponseToStream, type StreamHost } from './stream.js';
+import type { ExchangeWire, ResponseWire } from './wire.js';
 import { copyResponse } from './copy-response.js';
 
-/** The server's limits and timeouts (ms, 0 = off) as a protocol plugin applies them. */
-export interface ServerLimits {
-  /** Largest request header block. */
-  readonly maxHeaderBytes: number;
-  /** Largest request body a request handler gets buffered (0 = unlimited; the kernel enforces it). */
-  readonly maxBodyBytes: number;
-  /** Limit for receiving a request head. */
-  readonly readHeaderTimeout: number;
-  /** Limit for receiving a request body. */
-  readonly readTimeout: number;
-  /** Limit for the peer to take written response bytes. */
-  readonly writeTimeout: number;
-  /** Limit for a connection without exchanges in flight. */
-  readonly idleTimeout: number;
-}
-
-/**
- * One exchange of a protocol plugin's connection (an HTTP/2 stream), as the kernel drives it:
- * the request body comes from it, the response goes out through it ({@link ResponseWire}).
- */
-export interface ExchangeWire extends ResponseWire {
-  /** True while the response can still be written (false once the peer reset the stream). */
-  readonly writable: boolean;
-  /**
-   * The error the request body failed with (`TimeoutError` for `readTimeout`: answered 408;
-   * a `ProtocolError` with a `limit`: 413/431), or null. A handler that throws it gets that
-   * status instead of 500.
-   */
-  readonly bodyError: unknown;
-  /** The client's address. */
-  peerAddr(): PeerAddr;
-  /** The next chunk of the request body, or null at its end. */
-  readBody(): Promise<Uint8Array | null>;
-  /** The rest of the request body is not wanted (HTTP/2: the stream's read side is closed). */
-  discardBody(): void;
-  /** Sends `100 Continue` when the request asked for it and it was not sent yet. */
-  sendContinue(): void;
-}
-
-/** A connection a protocol plugin serves, as the server's `close()`/`forceClose()` reach it. */
-export interface ProtocolConnection {
-  /** Graceful close: take no new exchanges (HTTP/2: GOAWAY), let those in flight finish, then close. */
-  shutdown(): void;
-  /** Forced close: drop the connection and every exchange on it now (`forceClose()`, or `close()` past its grace period). */
-  destroy(): void;
-}
-
-/**
- * The server as a protocol plugin sees it: `ProtocolInfo.host` in `server.protocol`, and
- * {@link getProtocolHost} for a socket taken in `server.onUpgrade`.
- */
-export interface ProtocolHost {
-  /** The listener. */
-  readonly info: ServerInfo;
-  /** Limits and timeouts of the server. */
-  readonly limits: ServerLimits;
-  /** True once `close()` or `forceClose()` was called. */
-  readonly closing: boolean;
-  /**
-   * Registers a connection with the server's lifecycle. Returns false when the server is
-   * already closing: the plugin then shuts the connection down at once.
-   */
-  addConnection(conn: ProtocolConnection): boolean;
-  /** The connection is closed: the server stops counting it (a graceful `close()` resolves once none is left). */
-  removeConnection(conn: ProtocolConnection): void;
-  /**
-   * How to end an upgraded `socket` politely when the server closes (a WebSocket: a close
-   * frame 1001, going away). The server counts every upgraded socket until it closes: a
-   * graceful `close()` waits for it up to `closeGracePeriod`, then runs `step` (the socket
-   * must close within a short bound, else it is dropped; without a step it is dropped at once),
-   * and `forceClose()` drops it without running `step`. Call it from the `server.onUpgrade`
-   * tap that takes the socket, or after `stream.upgrade()`.
-   */
-  onGoingAway(socket: Duplex, step: () => void): void;
-  /**
-   * Runs one exchange through the server's pipeline. `request.body` is `nobody` when the
-   * request has no body (HTTP/2: END_STREAM on its HEADERS), else null (read from `wire`).
-   * Resolves when the exchange is over; never rejects (failures are reported and answered).
-   */
-  runExchange(request: Request, wire: ExchangeWire): Promise<void>;
-  /** Reports an error to the server's `onError`. */
-  reportError(error: unknown, request: Request | null): void;
-}
+/** A request handler: maps a request (body buffered) to a response, sync or async. */
+export type RequestHandler = (request: Request) => Response | Promise<Response>;
+/** A stream handler: reads and writes one {@link Stream}. */
+export type StreamHandler = (stream: Stream) => void | Promise<void>;
 
 /** @internal What the pipeline needs from its server. */
 export interface PipelineServer {
@@ -144,7 +72,7 @@ export function protocolRequest(method: string, target: string, headers: Headers
 
 const upgradeHosts = new WeakMap<Duplex, ProtocolHost>();
 
-/** Bytes of a streamed response body read at a time for a wire: HTTP/2's default frame size. */
+/** Bytes of a streamed response body read at a time for a wire that does not say: HTTP/2's default frame size. */
 const WIRE_CHUNK = 16384;
 
 /**
@@ -161,12 +89,12 @@ export function setUpgradeHost(socket: Duplex, host: ProtocolHost): void {
   upgradeHosts.set(socket, host);
 }
 
-/** @internal The {@link ProtocolHost} of one server. */
-export class PipelineHost implements ProtocolHost {
+/** @internal The pipeline of one server: its {@link ProtocolHost}, and the host of its streams. */
+export class ExchangePipeline implements ProtocolHost, StreamHost {
   readonly limits: ServerLimits;
   private readonly server: PipelineServer;
-  /** Response bodies being streamed (SSE, a file), for {@link PipelineHost.endStreamedBodies}. */
-  private readonly streaming = new Set<AbstractBody>();
+  /** Response bodies being streamed (SSE, a file) by wire, for {@link ExchangePipeline.endStreamedBodies}. */
+  private readonly streaming = new Map<ResponseWire, AbstractBody>();
 
   constructor(server: PipelineServer) {
     this.server = server;
@@ -203,10 +131,22 @@ export class PipelineHost implements ProtocolHost {
 
   /**
    * @internal The server's close grace period is over: every response body being streamed
-   * ends where it is (its exchange then ends cleanly, END_STREAM after what was queued).
+   * ends where it is (its exchange then ends cleanly, after what was queued).
    */
   endStreamedBodies(): void {
-    for (const b of this.streaming) b.close();
+    for (const b of this.streaming.values()) b.close();
+  }
+
+  /**
+   * @internal Ends the response body being streamed on `wire`, if any (its connection went, or
+   * the close grace period is over): its producer stops now, not at its next write. False when
+   * none was being streamed.
+   */
+  closeStreamedBody(wire: ResponseWire): boolean {
+    const b = this.streaming.get(wire);
+    if (b === undefined) return false;
+    b.close();
+    return true;
   }
 
   reportError(error: unknown, request: Request | null): void {
@@ -214,36 +154,88 @@ export class PipelineHost implements ProtocolHost {
   }
 
   runExchange(request: Request, wire: ExchangeWire): Promise<void> {
+    return this.run(request, wire) ?? DONE;
+  }
+
+  /**
+   * @internal Runs one exchange; undefined when it is over already (a synchronous answer with
+   * its body in memory), else a Promise that resolves when it is over. Never rejects.
+   */
+  run(request: Request, wire: ExchangeWire): Promise<void> | undefined {
     if (this.server.streamHandler !== null) return this.guard(this.runStream(request, wire), request, wire);
+    if (request.body === null) return this.guard(this.runRequest(request, wire), request, wire);
     const hooks = this.server.hooks;
-    if (request.body === null || (hooks !== null && hooks.onRequest !== null)) return this.guard(this.runRequest(request, wire), request, wire);
-    // The hot path: no body to buffer and no tap that may answer: the handler runs now, and a
-    // Response it returns synchronously with its body in memory is written without a promise.
+    if (hooks !== null && hooks.onRequest !== null) return this.tapped(request, wire, hooks.onRequest);
+    // The hot path: no tap that may answer: the handler runs now, and a Response it returns
+    // synchronously with its body in memory is written without a promise.
+    return this.callHandler(request, wire, null);
+  }
+
+  /**
+   * @internal A short answer the connection itself gives (413, 417, 408, a body it cannot read,
+   * a failed upgrade), through `onResponseHead` like any other.
+   */
+  answer(request: Request, wire: ExchangeWire, status: number, message: string): void {
+    void this.guard(this.errorResponse(request, wire, status, message, null), request, wire);
+  }
+
+  /**
+   * `onRequest` taps by `callAsync`, not `promise()`: when every tap is synchronous (the router
+   * answering, or passing on an unrouted path) the exchange goes on in this tick with no
+   * Promise made, exactly like the untapped path; only a tap that really waits makes it async.
+   */
+  private tapped(req: Request, wire: ExchangeWire, hook: NonNullable<Tapped<ServerHooks>['onRequest']>): Promise<void> | undefined {
+    const ex = new WireExchange(req, this.server.info, wire);
+    let done = false;
+    let now: Promise<void> | undefined;
+    let later: ((p: Promise<void> | undefined) => void) | null = null;
+    hook.callAsync(req, ex, (err, res) => {
+      done = true;
+      let p: Promise<void> | undefined;
+      if (err != null) p = this.failed(req, wire, err, ex);
+      else if (res != null) p = this.written(this.checked(req, wire, res, ex), req, wire);
+      else p = this.callHandler(req, wire, ex);
+      if (later !== null) later(p);
+      else now = p;
+    });
+    if (done) return now;
+    return new Promise<void>((resolve) => {
+      later = (p) => {
+        if (p === undefined) resolve();
+        else p.then(resolve, resolve);
+      };
+    });
+  }
+
+  private callHandler(req: Request, wire: ExchangeWire, ex: WireExchange | null): Promise<void> | undefined {
     let res: Response | Promise<Response>;
     try {
-      res = this.server.handler!(request);
+      res = this.server.handler!(req);
     } catch (err) {
-      this.server.reportError(err, request);
-      return this.guard(this.errorResponse(request, wire, 500, '', null), request, wire);
+      return this.failed(req, wire, err, ex);
     }
-    if (res instanceof Response) {
-      const p = this.respond(request, wire, res, null);
-      return p === undefined ? DONE : this.guard(p, request, wire);
-    }
+    if (res instanceof Response) return this.written(this.respond(req, wire, res, ex), req, wire);
     return this.guard(
       Promise.resolve(res).then(
-        (r) => this.checked(request, wire, r, null),
-        (err: unknown) => {
-          this.server.reportError(err, request);
-          return this.errorResponse(request, wire, 500, '', null);
-        },
+        (r) => this.checked(req, wire, r, ex),
+        (err: unknown) => this.failed(req, wire, err, ex),
       ),
-      request,
+      req,
       wire,
     );
   }
 
-  /** A failure of the pipeline itself (a reporter that threw, a wire that broke) ends the exchange; it never escapes as an unhandled rejection. */
+  /** A handler (or tap) failed before its response went out: reported, answered 500. */
+  private failed(req: Request, wire: ExchangeWire, err: unknown, ex: WireExchange | null): Promise<void> {
+    this.server.reportError(err, req);
+    return this.guard(this.errorResponse(req, wire, 500, '', ex === null ? null : ex.extra), req, wire);
+  }
+
+  private written(p: Promise<void> | undefined, req: Request, wire: ExchangeWire): Promise<void> | undefined {
+    return p === undefined ? undefined : this.guard(p, req, wire);
+  }
+
+  /** A failure of the pipeline itself (a wire that broke) ends the exchange; it never escapes as an unhandled rejection. */
   private guard(p: Promise<void>, request: Request, wire: ExchangeWire): Promise<void> {
     return p.catch((err: unknown) => {
       this.server.reportError(err, request);
@@ -268,39 +260,38 @@ export class PipelineHost implements ProtocolHost {
 
   // ---- request handlers (serve) ------------------------------------------------------------
 
+  /** A request whose body is still on the wire: read it (up to `maxBodyBytes`), then run the exchange. */
   private async runRequest(req: Request, wire: ExchangeWire): Promise<void> {
     const max = this.limits.maxBodyBytes;
-    if (req.body === null) {
-      if (max > 0 && req.contentLength > max) {
-        wire.discardBody();
-        await this.errorResponse(req, wire, 413, `request body of ${req.contentLength} bytes exceeds maxBodyBytes (${max})`, null);
-        return;
-      }
-      const chunks: Uint8Array[] = [];
-      let total = 0;
-      // The handler gets the body read for it: a client waiting with `Expect: 100-continue`
-      // is told to send it now (as the HTTP/1.1 connection does).
-      wire.sendContinue();
-      try {
-        for (;;) {
-          const c = await wire.readBody();
-          if (c === null) break;
-          total += c.length;
-          if (max > 0 && total > max) {
-            wire.discardBody();
-            await this.errorResponse(req, wire, 413, `request body exceeds maxBodyBytes (${max})`, null);
-            return;
-          }
-          chunks.push(c);
-        }
-      } catch (err) {
-        if (!wire.writable) return; // the client reset the stream: nobody to answer
-        await this.errorResponse(req, wire, bodyStatus(err), err instanceof Error ? err.message : '', null);
-        return;
-      }
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
-      req.setBody(body, total);
+    if (max > 0 && req.contentLength > max) {
+      wire.discardBody();
+      await this.errorResponse(req, wire, 413, `request body of ${req.contentLength} bytes exceeds maxBodyBytes (${max})`, null);
+      return;
     }
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    // The handler gets the body read for it: a client waiting with `Expect: 100-continue`
+    // is told to send it now.
+    wire.sendContinue();
+    try {
+      for (;;) {
+        const c = await wire.readBody();
+        if (c === null) break;
+        total += c.length;
+        if (max > 0 && total > max) {
+          wire.discardBody();
+          await this.errorResponse(req, wire, 413, `request body exceeds maxBodyBytes (${max})`, null);
+          return;
+        }
+        chunks.push(c);
+      }
+    } catch (err) {
+      if (!wire.writable) return; // the client reset the stream: nobody to answer
+      await this.errorResponse(req, wire, bodyStatus(err), err instanceof Error ? err.message : '', null);
+      return;
+    }
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+    req.setBody(body, total);
     const ex = new WireExchange(req, this.server.info, wire);
     let res: unknown;
     try {
@@ -352,8 +343,9 @@ export class PipelineHost implements ProtocolHost {
     const noBody = statusHasNoBody(status) || req.method === 'HEAD';
     const trailers = res.hasTrailers ? res.trailers : null;
     if (trailers !== null) {
-      // As over HTTP/1: a field that may not trail (RFC 9110 §6.5.1) is the handler's mistake
-      // whatever the body, told before the head goes out, while a 500 can still replace it.
+      // A field that may not trail (RFC 9110 §6.5.1) is the handler's mistake whatever the
+      // body (a Content-Length response drops trailers), told before the head goes out, while
+      // a 500 can still replace it.
       try {
         checkTrailers(trailers);
       } catch (err) {
@@ -363,23 +355,25 @@ export class PipelineHost implements ProtocolHost {
       }
     }
     if (body instanceof AbstractBody) {
-      return this.respondStreamed(req, wire, status, headers, body, noBody, res.contentLength >= 0 ? res.contentLength : body.length, trailers);
+      return this.respondStreamed(req, wire, res, headers, body, noBody, res.contentLength >= 0 ? res.contentLength : body.length, trailers);
     }
     // A string body goes to the wire as it is (node:http2 encodes it straight into the frame).
     const bytes = body;
     const len = bytes === null ? 0 : typeof bytes === 'string' ? Buffer.byteLength(bytes, 'utf8') : bytes.length;
-    if (noBody) {
-      // A HEAD answer says what a GET would have; keep a length the handler set itself (304).
-      const given = headers.get('Content-Length');
-      const cl = status === 204 || status < 200 ? -1 : given !== undefined && (status === 304 || len === 0) ? Number(given) : len;
-      wire.head(status, headers, Number.isFinite(cl) ? cl : -1, true, false);
-      return undefined;
+    const end = noBody || (len === 0 && trailers === null);
+    try {
+      if (noBody) {
+        // A HEAD answer says what a GET would have; keep a length the handler set itself (304).
+        const given = headers.get('Content-Length');
+        const cl = status === 204 || status < 200 ? -1 : given !== undefined && (status === 304 || len === 0) ? Number(given) : len;
+        wire.head(status, headers, Number.isFinite(cl) ? cl : -1, true, false, res.reason, res.close);
+      } else wire.head(status, headers, len, end, trailers !== null, res.reason, res.close);
+    } catch (err) {
+      // A head the wire refuses (an invalid field name or value, reason or status): nothing went out.
+      this.server.reportError(err, req);
+      return this.errorResponse(req, wire, 500, '', null);
     }
-    if (len === 0 && trailers === null) {
-      wire.head(status, headers, 0, true, false);
-      return undefined;
-    }
-    wire.head(status, headers, len, false, trailers !== null);
+    if (end) return undefined;
     if (trailers === null) return wire.data(bytes!, true);
     return this.endWith(wire, len > 0 ? bytes! : null, trailers);
   }
@@ -392,7 +386,7 @@ export class PipelineHost implements ProtocolHost {
   private async respondStreamed(
     req: Request,
     wire: ExchangeWire,
-    status: number,
+    res: Response,
     headers: Headers,
     body: AbstractBody,
     noBody: boolean,
@@ -400,12 +394,14 @@ export class PipelineHost implements ProtocolHost {
     trailers: Headers | null,
   ): Promise<void> {
     try {
+      const status = res.status;
       if (noBody) {
-        wire.head(status, headers, status === 204 || status < 200 ? -1 : known, true, false);
+        wire.head(status, headers, status === 204 || status < 200 ? -1 : known, true, false, res.reason, res.close);
         return;
       }
-      wire.head(status, headers, known, false, trailers !== null);
-      this.streaming.add(body);
+      wire.head(status, headers, known, false, trailers !== null, res.reason, res.close);
+      this.streaming.set(wire, body);
+      const size = wire.bodyChunk ?? WIRE_CHUNK;
       let sent = 0;
       for (;;) {
         // The body is read only as the peer's flow control lets it out: a client that grants
@@ -413,22 +409,26 @@ export class PipelineHost implements ProtocolHost {
         const ready = wire.ready();
         if (ready !== undefined) await ready;
         if (!wire.writable) return;
-        const buf = Buffer.allocUnsafe(WIRE_CHUNK);
+        const buf = Buffer.allocUnsafe(size);
         const n = await body.read(buf);
-        if (n === 0) break;
+        // The client went away (its request context is canceled): nothing to report, as with
+        // node:http and Go; the body is closed below, so its producer stops.
         if (!wire.writable) return;
+        if (n === 0) break;
         sent += n;
         if (known >= 0 && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
         // A fresh buffer per read, given to the wire: a short read is copied to its size.
-        await wire.data(n * 2 >= WIRE_CHUNK ? buf.subarray(0, n) : Buffer.from(buf.subarray(0, n)), false, true);
+        const w = wire.data(n * 2 >= size ? buf.subarray(0, n) : Buffer.from(buf.subarray(0, n)), false, true);
+        if (w !== undefined) await w;
       }
       if (known >= 0 && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);
-      await wire.end(trailers);
+      const w = wire.end(trailers);
+      if (w !== undefined) await w;
     } catch (err) {
       this.server.reportError(err, req);
       wire.abort(err);
     } finally {
-      this.streaming.delete(body);
+      if (this.streaming.get(wire) === body) this.streaming.delete(wire);
       body.close();
     }
   }
@@ -437,7 +437,7 @@ export class PipelineHost implements ProtocolHost {
   private async errorResponse(req: Request, wire: ExchangeWire, status: number, message: string, extra: Headers | null): Promise<void> {
     if (!wire.writable) return;
     const text = message === '' ? '' : `${message}\n`;
-    const headers = new Headers(4);
+    let headers = new Headers(4);
     headers.push('Content-Type', 'text/plain; charset=utf-8');
     if (extra !== null) for (const [k, v] of extra) headers.set(k, v);
     let st = status;
@@ -452,16 +452,32 @@ export class PipelineHost implements ProtocolHost {
       }
     }
     const bytes = Buffer.from(text, 'utf8');
-    const noBody = req.method === 'HEAD' || statusHasNoBody(st);
-    wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
-    if (!noBody && bytes.length > 0) await wire.data(bytes, true);
+    let noBody = req.method === 'HEAD' || statusHasNoBody(st);
+    try {
+      wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
+    } catch {
+      // A tap left a field the wire refuses: the bare answer, as the pipeline made it.
+      if (!wire.writable) return;
+      headers = new Headers(0);
+      st = status;
+      noBody = req.method === 'HEAD' || statusHasNoBody(st);
+      wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
+    }
+    if (!noBody && bytes.length > 0) {
+      const w = wire.data(bytes, true);
+      if (w !== undefined) await w;
+    } else if (wire.committed === false) {
+      // A wire that holds keeps even a head with `end` until end() (and once the response is
+      // out, the wire may already serve the connection's next exchange: hands off it then).
+      await wire.end(null);
+    }
   }
 
   // ---- stream handlers (listen) ------------------------------------------------------------
 
   private async runStream(req: Request, wire: ExchangeWire): Promise<void> {
-    req.body = null; // the body stays on the stream, as over HTTP/1
-    const stream = new Stream(req, new WireConnection(this, wire), wire);
+    req.body = null; // the body stays on the stream
+    const stream = new Stream(req, wire, this);
     try {
       const hooks = this.server.hooks;
       if (hooks !== null && hooks.onRequest !== null) {
@@ -477,7 +493,8 @@ export class PipelineHost implements ProtocolHost {
       this.server.reportError(err, req);
       if (!wire.writable) return;
       if (stream.isCommitted) {
-        // Part of the response is out: only this stream is reset, the connection goes on.
+        // Part of the response is out: only this exchange is abandoned (HTTP/2: the stream is
+        // reset, the connection goes on; HTTP/1.1: the connection closes).
         wire.abort(err);
         return;
       }
@@ -488,11 +505,6 @@ export class PipelineHost implements ProtocolHost {
 }
 
 const DONE: Promise<void> = Promise.resolve();
-
-/** Status for a request body that failed: 408 when it was too slow, else the HTTP/1 rule. */
-function bodyStatus(err: unknown): number {
-  return err instanceof TimeoutError ? 408 : statusFor(err);
-}
 
 /** The exchange `server.onRequest` taps see in request-handler mode. */
 class WireExchange implements ServerExchange {
@@ -521,44 +533,5 @@ class WireExchange implements ServerExchange {
     if (this.headSent) throw new ArgumentError('setHeader: the response head was already written');
     if (eqIgnoreCase(name, 'content-length')) return;
     (this.extra ??= new Headers()).set(name, value);
-  }
-}
-
-/** What a {@link Stream} on a wire reads and reports through. */
-class WireConnection implements ExchangeConnection {
-  private readonly host: PipelineHost;
-  private readonly wire: ExchangeWire;
-
-  constructor(host: PipelineHost, wire: ExchangeWire) {
-    this.host = host;
-    this.wire = wire;
-  }
-
-  get info(): ServerInfo {
-    return this.host.info;
-  }
-
-  get writable(): boolean {
-    return this.wire.writable;
-  }
-
-  peerAddr(): PeerAddr {
-    return this.wire.peerAddr();
-  }
-
-  readBody(): Promise<Uint8Array | null> {
-    return this.wire.readBody();
-  }
-
-  discardBody(): void {
-    this.wire.discardBody();
-  }
-
-  sendContinue(): void {
-    this.wire.sendContinue();
-  }
-
-  responseHead(response: Response, request: Request): void {
-    this.host.responseHead(response, request);
   }
 }
