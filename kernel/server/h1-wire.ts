@@ -139,8 +139,9 @@ export class H1Wire implements ExchangeWire {
   // ---- the response ------------------------------------------------------------------------
 
   head(status: number, headers: Headers, contentLength: number, end: boolean, _trailers = true, reason = '', close = false): void {
-    // Once out whole, the exchange has its answer; a held response is replaced.
-    if (this.done || this.sentAny || !this.conn.writable) return;
+    // Once out whole, the exchange has its answer; a held response is replaced. (A closed
+    // connection drops what is sent: no check per call.)
+    if (this.done || this.sentAny) return;
     this.pending = null;
     this.held = null;
     this.heldBytes = 0;
@@ -174,7 +175,7 @@ export class H1Wire implements ExchangeWire {
   }
 
   data(bytes: Uint8Array | string, end: boolean, owned = false): Promise<void> | undefined {
-    if (this.done || !this.conn.writable) return undefined;
+    if (this.done) return undefined;
     switch (this.kind) {
       case 'none':
         return end ? this.end(null) : undefined;
@@ -236,7 +237,7 @@ export class H1Wire implements ExchangeWire {
   }
 
   end(trailers: Headers | null): Promise<void> | undefined {
-    if (this.done || !this.conn.writable) return undefined;
+    if (this.done) return undefined;
     const head = this.pending;
     if (this.kind === 'chunked') return this.sendBody(serializeLastChunk(trailers), true);
     if (head === null) {
