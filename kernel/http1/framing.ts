@@ -48,6 +48,11 @@ export function statusHasNoBody(status: number): boolean {
   return status < 200 || status === 204 || status === 304;
 }
 
+/** True when a response with this status, to a request with this method, has no body (a HEAD answer; 1xx, 204, 304), whatever its protocol. */
+export function responseHasNoBody(status: number, method: string): boolean {
+  return statusHasNoBody(status) || method === 'HEAD';
+}
+
 /**
  * How the body of a response the server sends is delimited (RFC 9112 §6.1-6.3): `none` for an
  * answer to HEAD and for a status that never has a body (1xx, 204, 304); `length`
@@ -56,7 +61,7 @@ export function statusHasNoBody(status: number): boolean {
  * chunked.
  */
 export function responseFraming(status: number, method: string, length: number, minor: number): BodyKind {
-  if (statusHasNoBody(status) || method === 'HEAD') return 'none';
+  if (responseHasNoBody(status, method)) return 'none';
   if (length >= 0) return 'length';
   return minor === 0 ? 'close' : 'chunked';
 }

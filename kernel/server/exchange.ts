@@ -25,7 +25,7 @@ import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import { requestFromWire, type Request } from '../message/request.js';
 import { Response } from '../message/response.js';
-import { statusHasNoBody } from '../http1/framing.js';
+import { responseHasNoBody } from '../http1/framing.js';
 import { checkTrailers } from '../http1/serialize.js';
 import { notAResponse } from './handler-result.js';
 import { bodyStatus } from './error-status.js';
@@ -340,7 +340,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     }
     const status = res.status;
     const body = res.body;
-    const noBody = statusHasNoBody(status) || req.method === 'HEAD';
+    const noBody = responseHasNoBody(status, req.method);
     const trailers = res.hasTrailers ? res.trailers : null;
     if (trailers !== null) {
       // A field that may not trail (RFC 9110 §6.5.1) is the handler's mistake whatever the
@@ -452,7 +452,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       }
     }
     const bytes = Buffer.from(text, 'utf8');
-    let noBody = req.method === 'HEAD' || statusHasNoBody(st);
+    let noBody = responseHasNoBody(st, req.method);
     try {
       wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
     } catch {
@@ -460,7 +460,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       if (!wire.writable) return;
       headers = new Headers(0);
       st = status;
-      noBody = req.method === 'HEAD' || statusHasNoBody(st);
+      noBody = responseHasNoBody(st, req.method);
       wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
     }
     if (!noBody && bytes.length > 0) {

@@ -28,14 +28,8 @@ const COPY_BEHIND_HEAD = 65536;
 /** Bytes of a streamed response body read at a time. */
 const BODY_CHUNK = 65536;
 
-/** @internal What the HTTP/1.1 wire needs from its connection. */
-export interface H1WireConnection {
-  readonly writable: boolean;
-  readonly bodyError: unknown;
-  peerAddr(): PeerAddr;
-  readBody(): Promise<Uint8Array | null>;
-  discardBody(): void;
-  sendContinue(): void;
+/** @internal What the HTTP/1.1 wire needs from its connection: the request side it hands on, and the socket. */
+export interface H1WireConnection extends Pick<ExchangeWire, 'writable' | 'bodyError' | 'peerAddr' | 'readBody' | 'discardBody' | 'sendContinue'> {
   takeSocket(): { socket: Duplex; head: Uint8Array };
   /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
   send(data: Uint8Array | string): Promise<void> | undefined;
@@ -183,7 +177,7 @@ export class H1Wire implements ExchangeWire {
         const head = this.pending;
         const held = this.held;
         if (held !== null) {
-          const buf = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
+          const buf = utf8(bytes);
           const total = this.heldBytes + buf.length;
           if (!end && total <= HOLD_BYTES) {
             // A copy: the caller may reuse its buffer once this returns.
@@ -204,32 +198,31 @@ export class H1Wire implements ExchangeWire {
           }
           return this.sendBody(out, end);
         }
-        if (head === null) return this.sendBody(bytes, end);
+        if (head === null) return this.sendBody(utf8(bytes), end);
         this.pending = null;
         // Head and body in one write; a large last piece goes on its own rather than be copied.
         if (!end || bytes.length < COPY_BEHIND_HEAD) return this.sendBody(encodeMessage(head, bytes), end);
         this.sentAny = true;
         void this.conn.send(head);
-        return this.sendBody(typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes, end);
+        return this.sendBody(utf8(bytes), end);
       }
       case 'chunked': {
-        const chunk = encodeChunk(typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes);
+        const chunk = encodeChunk(utf8(bytes));
         if (!end) return this.sendBody(chunk, false);
         this.sentAny = true;
         void this.conn.send(chunk);
-        return this.sendBody(serializeLastChunk(null), true);
+        return this.finish(serializeLastChunk(null));
       }
       default:
-        return this.sendBody(bytes, end);
+        return this.sendBody(utf8(bytes), end);
     }
   }
 
   /** Body bytes (with whatever head was pending) on the socket; `end` finishes the response. */
-  private sendBody(out: Uint8Array | string, end: boolean): Promise<void> | undefined {
+  private sendBody(out: Uint8Array, end: boolean): Promise<void> | undefined {
+    if (end) return this.finish(out);
     this.sentAny = true;
-    const w = typeof out === 'string' && this.kind !== 'chunked' ? this.conn.send(Buffer.from(out, 'utf8')) : this.conn.send(out);
-    if (end) this.complete();
-    return w;
+    return this.conn.send(out);
   }
 
   ready(): Promise<void> | undefined {
@@ -239,7 +232,7 @@ export class H1Wire implements ExchangeWire {
   end(trailers: Headers | null): Promise<void> | undefined {
     if (this.done) return undefined;
     const head = this.pending;
-    if (this.kind === 'chunked') return this.sendBody(serializeLastChunk(trailers), true);
+    if (this.kind === 'chunked') return this.finish(serializeLastChunk(trailers));
     if (head === null) {
       this.complete();
       return undefined;
@@ -251,7 +244,7 @@ export class H1Wire implements ExchangeWire {
     return this.finish(encodeMessage(head, held.length === 1 ? held[0]! : Buffer.concat(held, this.heldBytes)));
   }
 
-  /** Sends the last of the response and tells the connection. */
+  /** Sends the last of the response (a string: latin1, a head or a last chunk) and tells the connection. */
   private finish(out: string | Uint8Array): Promise<void> | undefined {
     this.sentAny = true;
     const w = this.conn.send(out);
@@ -268,6 +261,11 @@ export class H1Wire implements ExchangeWire {
     this.done = true;
     this.conn.responseFailed();
   }
+}
+
+/** Body bytes as given, a string as UTF-8. */
+function utf8(bytes: Uint8Array | string): Uint8Array {
+  return typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
 }
 
 /** One pass over the response's header names for the few the connection must know about. */

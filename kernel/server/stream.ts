@@ -23,7 +23,7 @@ import { Response } from '../message/response.js';
 import type { PeerAddress, ServerExchange, ServerInfo } from '../hooks.js';
 import { checkTrailerName } from '../http1/serialize.js';
 import { parseContentLength } from '../http1/head-parser.js';
-import { statusHasNoBody } from '../http1/framing.js';
+import { responseHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
 import type { ExchangeWire } from './wire.js';
 
@@ -69,7 +69,6 @@ export class Stream implements ServerExchange {
   private readClosed = false;
   private readEnded = false;
   private committed = false;
-  private readonly isHead: boolean;
 
   /** @internal Made by the server's pipeline for each request, on the exchange's wire. */
   constructor(request: Request, wire: ExchangeWire, host: StreamHost) {
@@ -77,7 +76,6 @@ export class Stream implements ServerExchange {
     this.wire = wire;
     this.host = host;
     this.protocol = wire.protocol;
-    this.isHead = request.method === 'HEAD';
   }
 
   /** The request message (the reference's `stream.message`). */
@@ -312,7 +310,7 @@ export class Stream implements ServerExchange {
     const h = this.headers;
     const wire = this.wire;
     h.delete('Transfer-Encoding');
-    if (statusHasNoBody(this.status) || this.isHead) {
+    if (responseHasNoBody(this.status, this.request.method)) {
       this.mode = Mode.None;
       if (this.status === 204 || this.status < 200) h.delete('Content-Length');
       this.writeClosed = ending;
@@ -364,7 +362,7 @@ export class Stream implements ServerExchange {
     if (this.writeClosed) return;
     if (!this.headStarted) {
       // Nothing written: an empty body. Without a declared length, say 0 rather than chunked.
-      if (!this.isHead && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding') && !statusHasNoBody(this.status)) {
+      if (!responseHasNoBody(this.status, this.request.method) && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding')) {
         this.headers.set('Content-Length', '0');
       }
       this.decide(true);
