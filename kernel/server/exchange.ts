@@ -402,6 +402,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       wire.head(status, headers, known, false, trailers !== null, res.reason, res.close);
       this.streaming.set(wire, body);
       const size = wire.bodyChunk ?? WIRE_CHUNK;
+      let buf: Buffer | null = null;
       let sent = 0;
       for (;;) {
         // The body is read only as the peer's flow control lets it out: a client that grants
@@ -409,7 +410,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         const ready = wire.ready();
         if (ready !== undefined) await ready;
         if (!wire.writable) return;
-        const buf = Buffer.allocUnsafe(size);
+        buf ??= Buffer.allocUnsafe(size);
         const n = await body.read(buf);
         // The client went away (its request context is canceled): nothing to report, as with
         // node:http and Go; the body is closed below, so its producer stops.
@@ -417,8 +418,14 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         if (n === 0) break;
         sent += n;
         if (known >= 0 && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
-        // A fresh buffer per read, given to the wire: a short read is copied to its size.
-        const w = wire.data(n * 2 >= size ? buf.subarray(0, n) : Buffer.from(buf.subarray(0, n)), false, true);
+        // Given to the wire: a long read as it is (the next read gets a fresh buffer), a short
+        // one (an event, a line) as a copy of its size, and the buffer is read into again.
+        let piece: Buffer;
+        if (n * 2 >= size) {
+          piece = buf.subarray(0, n);
+          buf = null;
+        } else piece = Buffer.from(buf.subarray(0, n));
+        const w = wire.data(piece, false, true);
         if (w !== undefined) await w;
       }
       if (known >= 0 && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);
