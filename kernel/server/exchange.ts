@@ -418,14 +418,12 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         if (n === 0) break;
         sent += n;
         if (known >= 0 && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
-        // Given to the wire: a long read as it is (the next read gets a fresh buffer), a short
-        // one (an event, a line) as a copy of its size, and the buffer is read into again.
-        let piece: Buffer;
-        if (n * 2 >= size) {
-          piece = buf.subarray(0, n);
-          buf = null;
-        } else piece = Buffer.from(buf.subarray(0, n));
-        const w = wire.data(piece, false, true);
+        // A long read is given to the wire (the next read gets a fresh buffer); a short one (an
+        // event, a small file) is lent, and the wire copies it only if it keeps it (framing, or
+        // a head it goes out behind, copies it anyway), so the buffer is read into again.
+        const owned = n * 2 >= size;
+        const w = wire.data(buf.subarray(0, n), false, owned);
+        if (owned) buf = null;
         if (w !== undefined) await w;
       }
       if (known >= 0 && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);

@@ -198,7 +198,7 @@ export class H1Wire implements ExchangeWire {
           }
           return this.sendBody(out, end);
         }
-        if (head === null) return this.sendBody(utf8(bytes), end);
+        if (head === null) return this.sendBody(kept(bytes, owned || end), end);
         this.pending = null;
         // Head and body in one write; a large last piece goes on its own rather than be copied.
         if (!end || bytes.length < COPY_BEHIND_HEAD) return this.sendBody(encodeMessage(head, bytes), end);
@@ -214,7 +214,7 @@ export class H1Wire implements ExchangeWire {
         return this.finish(serializeLastChunk(null));
       }
       default:
-        return this.sendBody(utf8(bytes), end);
+        return this.sendBody(kept(bytes, owned || end), end);
     }
   }
 
@@ -266,6 +266,12 @@ export class H1Wire implements ExchangeWire {
 /** Body bytes as given, a string as UTF-8. */
 function utf8(bytes: Uint8Array | string): Uint8Array {
   return typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
+}
+
+/** Bytes the socket will keep: the caller's own when given away (`owned`, or a last write), else a copy. */
+function kept(bytes: Uint8Array | string, owned: boolean): Uint8Array {
+  if (typeof bytes === 'string') return Buffer.from(bytes, 'utf8');
+  return owned ? bytes : Buffer.from(bytes);
 }
 
 /** One pass over the response's header names for the few the connection must know about. */
