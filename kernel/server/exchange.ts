@@ -410,7 +410,12 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         const ready = wire.ready();
         if (ready !== undefined) await ready;
         if (!wire.writable) return;
-        buf ??= Buffer.allocUnsafe(size);
+        // A body of known length gets a buffer no larger than what is left of it (at least one
+        // byte, to see its end): a small file costs no large buffer.
+        if (buf === null) {
+          const left = known >= 0 ? known - sent : size;
+          buf = Buffer.allocUnsafe(left >= size ? size : left > 0 ? left : 1);
+        }
         const n = await body.read(buf);
         // The client went away (its request context is canceled): nothing to report, as with
         // node:http and Go; the body is closed below, so its producer stops.
@@ -418,12 +423,13 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         if (n === 0) break;
         sent += n;
         if (known >= 0 && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
-        // A long read is given to the wire (the next read gets a fresh buffer); a short one (an
-        // event, a small file) is lent, and the wire copies it only if it keeps it (framing, or
-        // a head it goes out behind, copies it anyway), so the buffer is read into again.
-        const owned = n * 2 >= size;
+        // A long read is given to the wire (the next read gets a fresh buffer, unless the wire
+        // says it let go of it already); a short one (an event, a small file) is lent, and the
+        // wire copies it only if it keeps it (framing, or a head it goes out behind, copies it
+        // anyway), so the buffer is read into again.
+        const owned = n * 2 >= buf.length;
         const w = wire.data(buf.subarray(0, n), false, owned);
-        if (owned) buf = null;
+        if (owned && wire.reusable !== true) buf = null;
         if (w !== undefined) await w;
       }
       if (known >= 0 && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);

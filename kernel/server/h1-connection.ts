@@ -704,6 +704,11 @@ export class H1Connection implements H1WireConnection {
 
   // ---- writing -----------------------------------------------------------------------------
 
+  /** {@link H1WireConnection.flushed}: nothing waits in this read's batch nor in the socket. */
+  get flushed(): boolean {
+    return !this.batching && this.socket.writableLength === 0;
+  }
+
   /** Queues bytes; a Promise when the socket asks to wait ('drain'). */
   send(data: Uint8Array | string): Promise<void> | undefined {
     if (this.phase === P_CLOSED || this.socket.destroyed) return undefined;

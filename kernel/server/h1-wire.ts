@@ -33,6 +33,8 @@ export interface H1WireConnection extends Pick<ExchangeWire, 'writable' | 'bodyE
   takeSocket(): { socket: Duplex; head: Uint8Array };
   /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
   send(data: Uint8Array | string): Promise<void> | undefined;
+  /** True when nothing sent waits in the connection or its socket (the last bytes were taken at once). */
+  readonly flushed: boolean;
   /** Whether the connection closes after this exchange, given the response asks to (`close`) or not. */
   closesAfter(close: boolean): boolean;
   /** The whole response is written; `close`: the connection closes after it. */
@@ -61,6 +63,8 @@ export class H1Wire implements ExchangeWire {
   private held: Uint8Array[] | null = null;
   private heldBytes = 0;
   private sentAny = false;
+  /** The last body bytes went to the socket as given, not copied (see reusable). */
+  private lent = false;
   private done = false;
   private close = false;
 
@@ -98,6 +102,10 @@ export class H1Wire implements ExchangeWire {
 
   get committed(): boolean {
     return this.sentAny;
+  }
+
+  get reusable(): boolean {
+    return !this.lent || this.conn.flushed;
   }
 
   // ---- the request side: the connection's --------------------------------------------------
@@ -170,6 +178,7 @@ export class H1Wire implements ExchangeWire {
 
   data(bytes: Uint8Array | string, end: boolean, owned = false): Promise<void> | undefined {
     if (this.done) return undefined;
+    this.lent = false;
     switch (this.kind) {
       case 'none':
         return end ? this.end(null) : undefined;
@@ -198,7 +207,7 @@ export class H1Wire implements ExchangeWire {
           }
           return this.sendBody(out, end);
         }
-        if (head === null) return this.sendBody(kept(bytes, owned || end), end);
+        if (head === null) return this.sendBody(this.kept(bytes, owned || end), end);
         this.pending = null;
         // Head and body in one write; a large last piece goes on its own rather than be copied.
         if (!end || bytes.length < COPY_BEHIND_HEAD) return this.sendBody(encodeMessage(head, bytes), end);
@@ -214,8 +223,16 @@ export class H1Wire implements ExchangeWire {
         return this.finish(serializeLastChunk(null));
       }
       default:
-        return this.sendBody(kept(bytes, owned || end), end);
+        return this.sendBody(this.kept(bytes, owned || end), end);
     }
+  }
+
+  /** Bytes the socket will keep: the caller's own when given away (`owned`, or a last write), else a copy. */
+  private kept(bytes: Uint8Array | string, owned: boolean): Uint8Array {
+    if (typeof bytes === 'string') return Buffer.from(bytes, 'utf8');
+    if (!owned) return Buffer.from(bytes);
+    this.lent = true;
+    return bytes;
   }
 
   /** Body bytes (with whatever head was pending) on the socket; `end` finishes the response. */
@@ -268,11 +285,6 @@ function utf8(bytes: Uint8Array | string): Uint8Array {
   return typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
 }
 
-/** Bytes the socket will keep: the caller's own when given away (`owned`, or a last write), else a copy. */
-function kept(bytes: Uint8Array | string, owned: boolean): Uint8Array {
-  if (typeof bytes === 'string') return Buffer.from(bytes, 'utf8');
-  return owned ? bytes : Buffer.from(bytes);
-}
 
 /** One pass over the response's header names for the few the connection must know about. */
 function scanHeaders(h: Headers): number {

@@ -54,6 +54,12 @@ export interface ResponseWire {
   readonly committed?: boolean;
   /** Bytes of a streamed response body read at a time for this wire (default 16384, HTTP/2's frame size). */
   readonly bodyChunk?: number;
+  /**
+   * Read right after a `data(bytes, false, true)`: true when the wire no longer holds `bytes`
+   * (it copied them, or its transport took them at once), so the caller may read into that
+   * buffer again instead of making a new one. Absent: never.
+   */
+  readonly reusable?: boolean;
 }
 
 /**
