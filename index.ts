@@ -1,11 +1,14 @@
 /**
- * `switchyard`: the top-level API (`import * as HTTP from 'switchyard'`).
+ * `switchyard`: the top-level API (`import * as HTTP from 'switchyard'`), the user's API only:
+ * messages and their HTTP/1 I/O, clients and servers, errors, and the kernel as far as a user
+ * builds a stack with it. Plugin authors' helpers are in `switchyard/kernel`, codec internals
+ * for protocol plugins in `switchyard/protocol`.
  *
- * Everything of the kernel is re-exported; the entry points that take a `kernel` option
- * (`serve`, `listen`) run on a default kernel booted lazily with `presets.defaults` when the
- * caller passes none; the request helpers (`request`, `get`, …, `dispatch`) use a default
- * `Client` on that kernel unless given `client`. Plugin namespaces (`Handlers`, `Cookies`,
- * `WebSockets`) are re-exported from their plugins.
+ * The entry points that take a `kernel` option (`serve`, `listen`) run on a default kernel
+ * booted lazily with `presets.defaults` when the caller passes none; the request helpers
+ * (`request`, `get`, …, `dispatch`) use a default `Client` on that kernel unless given
+ * `client`. Plugin namespaces (`Handlers`, `Cookies`, `WebSockets`) are re-exported from their
+ * plugins.
  */
 import {
   ArgumentError,
@@ -28,7 +31,146 @@ import {
 } from './kernel/index.js';
 import { presets, setDefaultWebSocketKernel } from './plugins/index.js';
 
-export * from './kernel/index.js';
+// Messages: headers, bodies, requests, responses, contexts, URIs.
+export {
+  Headers,
+  mkHeaders,
+  header,
+  headers,
+  hasHeader,
+  headerContains,
+  setHeader,
+  defaultHeader,
+  appendHeader,
+  removeHeader,
+  canonicalHeaderKey,
+  type HeaderPair,
+  type HeadersInit,
+  type HasHeaders,
+  type HeaderSetter,
+  AbstractBody,
+  CallbackBody,
+  BytesBody,
+  nobody,
+  bodyRead,
+  bodyClose,
+  bodyClosed,
+  trailers,
+  type Body,
+  RequestContext,
+  setDeadline,
+  cancel,
+  canceled,
+  expired,
+  type RequestContextOptions,
+  type CancelListener,
+  Request,
+  getRequestContext,
+  type RequestOptions,
+  Response,
+  type ResponseOptions,
+  type ResponseJSONInit,
+  URI,
+  queryParams,
+  queryParamPairs,
+} from './kernel/index.js';
+
+// HTTP/1 message I/O on any byte stream.
+export {
+  readRequest,
+  readResponse,
+  writeRequest,
+  writeResponse,
+  ByteReader,
+  IncomingBody,
+  ChunkedDecoder,
+  type ReadRequestOptions,
+  type ReadResponseOptions,
+  type ByteSink,
+  type ByteSourceInit,
+  type IncomingBodyKind,
+  type IncomingBodyOptions,
+  type ChunkedDecoderOptions,
+} from './kernel/index.js';
+
+// Errors.
+export {
+  HTTPError,
+  ParseError,
+  ProtocolError,
+  CanceledError,
+  TimeoutError,
+  HTTPTimeoutError,
+  StatusError,
+  ResponseTooLargeError,
+  ConnectError,
+  DNSError,
+  TLSHandshakeError,
+  TLSTransportError,
+  AddressInUseError,
+  ArgumentError,
+  PluginError,
+  type LimitName,
+  type TimeoutOperation,
+} from './kernel/index.js';
+
+// Servers.
+export {
+  Server,
+  Stream,
+  PeerAddr,
+  streamHandler,
+  port,
+  type ServerInit,
+  type ServerOptions,
+  type ServeOptions,
+  type RequestHandler,
+  type StreamHandler,
+} from './kernel/index.js';
+
+// Clients.
+export {
+  Client,
+  Transport,
+  ClientStream,
+  ClientEvent,
+  RequestEvent,
+  ResponseHeadEvent,
+  RetryEvent,
+  RetrySkippedEvent,
+  RedirectEvent,
+  DoneEvent,
+  type AnyClientEvent,
+  type ClientOptions,
+  type ClientCallDefaults,
+  type TransportOptions,
+  type Origin,
+  type CallOptions,
+  type RequestBody,
+  type QueryInit,
+  type ResponseSink,
+  type TimeoutOptions,
+  type VerbHeaders,
+  type Verb,
+} from './kernel/index.js';
+
+// The kernel, as a user builds a stack with it.
+export {
+  createKernel,
+  Kernel,
+  definePlugin,
+  Stage,
+  tapErrorInfo,
+  type KernelOptions,
+  type KernelState,
+  type HookHost,
+  type Plugin,
+  type AnyPlugin,
+  type PluginList,
+  type PluginDefinition,
+  type StageName,
+  type TapErrorInfo,
+} from './kernel/index.js';
 export { presets } from './plugins/index.js';
 
 let defaultKernel: Kernel | null = null;
@@ -134,7 +276,9 @@ export function isOpen(client: Client): boolean {
 
 // Plugin namespaces and helpers the reference puts at the top level.
 export { Cookies, getRequestCookies as getCookies } from './plugins/cookies/index.js';
-export { RetryBucket, isRecoverable } from './plugins/retries/index.js';
+export { RetryBucket, isRecoverable, RequestRetryError } from './plugins/retries/index.js';
+export { TooManyRedirectsError } from './plugins/redirects/index.js';
+export { DecompressionLimitError, type DecompressionBound } from './plugins/decompression/index.js';
 export { Form, Multipart, Batch, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from './plugins/multipart/index.js';
 export { HTTP2Settings } from './plugins/h2/index.js';
 export { fileServer, serveFile, serveContent, type FileServerOptions, type DotfilesPolicy, type ServeFileOptions, type ServeContentOptions } from './plugins/fileserver/index.js';
@@ -143,6 +287,7 @@ export { Router, register, getRoute, getParams, getParam } from './plugins/route
 export { Handlers } from './plugins/middleware/index.js';
 export { WebSockets, WebSocket, WebSocketError, WebSocketHandshakeError } from './plugins/index.js';
 export { SSEEvent, SSEStream, SSEParser, SSEEventTooLargeError, sseStream } from './plugins/sse/index.js';
+export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 import { sseConnect as connectSSE, type SSECallback, type SSEConnectOptions } from './plugins/sse/index.js';
 /** Reconnecting event-stream client (the sse plugin's `sseConnect`), on the default client unless given `client`. */
 export function sseConnect(url: string | URL, callback: SSECallback, options: SSEConnectOptions = {}): Promise<void> {

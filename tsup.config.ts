@@ -1,11 +1,13 @@
 import { defineConfig } from 'tsup';
 
-// Three public entries, matching package.json "exports": the top-level API,
-// the kernel on its own, and the plugin bundle; plus the `switchyard` command (bin/).
+// Four public entries, matching package.json "exports": the top-level API, the kernel for
+// plugin authors, the protocol plugins' codec internals, and the plugin bundle; plus the
+// `switchyard` command (bin/).
 export default defineConfig({
   entry: {
     index: 'index.ts',
     'kernel/index': 'kernel/index.ts',
+    'kernel/protocol': 'kernel/protocol.ts',
     'plugins/index': 'plugins/index.ts',
     'cli/main': 'cli/main.ts',
   },

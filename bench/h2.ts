@@ -109,7 +109,7 @@ async function serveKind(kind: ServerKind): Promise<void> {
 }
 
 async function certificate(): Promise<{ key: string; cert: string }> {
-  const { selfSignedCertificate } = await import('../kernel/index.js');
+  const { selfSignedCertificate } = await import('../tls/self-signed.js');
   const c = selfSignedCertificate();
   return { key: c.key, cert: c.cert };
 }

@@ -16,7 +16,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { Response, type Request, type RequestHandler } from '../kernel/index.js';
-import { decodeRequestPath, isDotPath } from '../plugins/fileserver/path-safety.js';
+import { decodeRequestPath, isDotPath } from '../plugins/fileserver/index.js';
 
 /**
  * `files`, answering its 404s for directory URLs under `root` with a listing; `dotfiles`

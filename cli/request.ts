@@ -28,7 +28,8 @@ import { constants, ftruncateSync, type WriteStream } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
 import type { CookieJar } from '../plugins/index.js';
-import { intOption, parseArgs, type OptionSpec } from './args.js';
+import { intOption, type OptionSpec } from './args.js';
+import { readCommandLine } from './command.js';
 import { BodySink } from './body-sink.js';
 import { loadCookieFile, saveCookieFile } from './cookie-file.js';
 import { ExitCode, UsageError } from './errors.js';
@@ -116,14 +117,10 @@ export function requestHelp(command: string): string {
 export async function runRequest(command: string, argv: readonly string[], io: Io): Promise<number> {
   const commandMethod = REQUEST_COMMANDS[command];
   if (commandMethod === undefined) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-  const { options: o, positionals } = parseArgs(argv, REQUEST_OPTIONS, command);
-  if (o.help === true) {
-    await writeOut(io.stdout, requestHelp(command));
-    return ExitCode.OK;
-  }
-  if (positionals.length === 0) throw new UsageError('no URL given', command);
-  if (positionals.length > 1) throw new UsageError(`one URL expected, got ${positionals.length}: ${positionals.map((p) => JSON.stringify(p)).join(' ')}`, command);
-  const url = normalizeUrl(positionals[0]!, command);
+  const line = await readCommandLine(argv, { command, options: REQUEST_OPTIONS, help: () => requestHelp(command), operand: 'URL', required: true }, io);
+  if (line === null) return ExitCode.OK;
+  const o = line.options;
+  const url = normalizeUrl(line.operand!, command);
   if (o.http1 === true && o.http2 === true) throw new UsageError('--http1 and --http2 cannot be combined', command);
   if (o.location === true && o['no-follow'] === true) throw new UsageError('-L and --no-follow cannot be combined', command);
   const explicit = o.request as string | undefined;

@@ -13,10 +13,12 @@
  */
 import { stat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Response, selfSignedCertificate, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
+import { Response, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
+import { selfSignedCertificate } from '../tls/self-signed.js';
 import { fileServer, type DotfilesPolicy } from '../plugins/fileserver/index.js';
 import { loggingMiddleware, type Logger } from '../plugins/middleware/index.js';
-import { intOption, parseArgs, type OptionSpec } from './args.js';
+import { intOption, type OptionSpec } from './args.js';
+import { readCommandLine } from './command.js';
 import { withDirectoryListing } from './dir-listing.js';
 import { ExitCode, UsageError } from './errors.js';
 import { formatHelp } from './help.js';
@@ -71,13 +73,10 @@ export function serveHelp(): string {
 
 /** Runs `switchyard serve` until interrupted; resolves to the exit code. */
 export async function runServe(argv: readonly string[], io: Io): Promise<number> {
-  const { options: o, positionals } = parseArgs(argv, SERVE_OPTIONS, COMMAND);
-  if (o.help === true) {
-    await writeOut(io.stdout, serveHelp());
-    return ExitCode.OK;
-  }
-  if (positionals.length > 1) throw new UsageError(`one directory expected, got ${positionals.length}`, COMMAND);
-  const dir = positionals[0] ?? '.';
+  const line = await readCommandLine(argv, { command: COMMAND, options: SERVE_OPTIONS, help: serveHelp, operand: 'directory', required: false }, io);
+  if (line === null) return ExitCode.OK;
+  const o = line.options;
+  const dir = line.operand ?? '.';
   const st = await stat(dir).catch(() => null);
   if (st === null || !st.isDirectory()) throw new UsageError(`${dir} is not a directory`, COMMAND);
   const root = resolve(dir);

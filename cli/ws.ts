@@ -17,7 +17,8 @@
  */
 import { createInterface } from 'node:readline';
 import { WebSocketError, WebSocketHandshakeError, WebSockets, type WebSocket, type WebSocketMessage } from '../plugins/websockets/index.js';
-import { intOption, parseArgs, type OptionSpec } from './args.js';
+import { intOption, type OptionSpec } from './args.js';
+import { readCommandLine } from './command.js';
 import { ExitCode, UsageError } from './errors.js';
 import { formatHelp } from './help.js';
 import { writeOut, type Io } from './io.js';
@@ -65,14 +66,10 @@ export function wsHelp(): string {
 
 /** Runs `switchyard ws`; resolves to the exit code. */
 export async function runWs(argv: readonly string[], io: Io): Promise<number> {
-  const { options: o, positionals } = parseArgs(argv, WS_OPTIONS, COMMAND);
-  if (o.help === true) {
-    await writeOut(io.stdout, wsHelp());
-    return ExitCode.OK;
-  }
-  if (positionals.length === 0) throw new UsageError('no URL given', COMMAND);
-  if (positionals.length > 1) throw new UsageError(`one URL expected, got ${positionals.length}`, COMMAND);
-  const url = wsUrl(positionals[0]!);
+  const line = await readCommandLine(argv, { command: COMMAND, options: WS_OPTIONS, help: wsHelp, operand: 'URL', required: true }, io);
+  if (line === null) return ExitCode.OK;
+  const o = line.options;
+  const url = wsUrl(line.operand!);
   const headers = parseHeaders((o.header as string[] | undefined) ?? [], COMMAND);
   const tls = await tlsOptions(o.cacert as string | undefined, o.insecure === true, COMMAND);
   const lingerMs = o.linger === undefined ? DEFAULT_LINGER_MS : intOption(o.linger as string, '--linger', COMMAND, 0, 3_600_000);

@@ -6,27 +6,31 @@
  * Starts a server on 127.0.0.1, speaks both protocols to it, prints what it got and exits.
  *
  *   node --import tsx examples/protocol-plugin.ts
+ *
+ * Outside this repository, import from 'switchyard', 'switchyard/kernel' and
+ * 'switchyard/protocol' (the entry for protocol plugins: `ProtocolConnection`, …).
  */
 import { Buffer } from 'node:buffer';
 import net from 'node:net';
 import * as HTTP from '../index.js';
-import { definePlugin, type ProtocolConnection } from '../kernel/index.js';
+import { definePlugin } from '../kernel/index.js';
+import type { ProtocolConnection } from '../kernel/protocol.js';
 
+/** What a connection of the protocol opens with: declared as the tap's preface, so the kernel reads that far before asking. */
 const MAGIC = Buffer.from('PING ');
 
-/** True when `head` is `PING ` as far as it goes (it is at least 2 bytes: the kernel reads until it differs from the HTTP/2 preface). */
-function looksLikePing(head: Uint8Array): boolean {
-  const n = Math.min(head.length, MAGIC.length);
-  return n >= 2 && Buffer.from(head.buffer, head.byteOffset, n).equals(MAGIC.subarray(0, n));
+/** True when `head` starts with `PING ` (the kernel read up to it, or until the bytes differed). */
+function isPing(head: Uint8Array): boolean {
+  return head.length >= MAGIC.length && Buffer.from(head.buffer, head.byteOffset, MAGIC.length).equals(MAGIC);
 }
 
 const pingPong = definePlugin({
   name: 'ping-pong',
   register(kernel) {
-    kernel.hooks.server.protocol.tap('ping-pong', (socket, info) => {
+    kernel.hooks.server.protocol.tap({ name: 'ping-pong', preface: MAGIC }, (socket, info) => {
       // A TLS connection comes with its ALPN result and an empty head; a plain one with its first bytes.
       const host = info.host;
-      if (info.alpnProtocol !== null || host === undefined || !looksLikePing(info.head)) return undefined; // HTTP/1.1 reads it
+      if (info.alpnProtocol !== null || host === undefined || !isPing(info.head)) return undefined; // HTTP/1.1 reads it
 
       // Ours from here: the socket is paused, without the kernel's listeners; `head` was read from it.
       const conn: ProtocolConnection = {

@@ -1,8 +1,10 @@
 /**
- * Error classes of switchyard. Every error is a class exported by name, carries the
- * fields the reference gives it, and a stable `code` string for programs that switch on it.
+ * The kernel's error classes. Every error is a class exported by name, carries the fields the
+ * reference gives it, and a stable `code` string for programs that switch on it. This module
+ * imports nothing, so every part of the kernel can use it; `StatusError`, which carries a
+ * `Response`, is the client's (client/status-error.ts), and a plugin's own errors live in that
+ * plugin (`TooManyRedirectsError`, `DecompressionLimitError`, `RequestRetryError`, …).
  */
-import type { Response } from './message/response.js';
 
 /** Abstract supertype of the HTTP-specific errors. */
 export abstract class HTTPError extends Error {
@@ -78,74 +80,6 @@ export class TimeoutError extends HTTPError {
 export const HTTPTimeoutError = TimeoutError;
 /** Alias of {@link TimeoutError}, under the reference's other name. */
 export type HTTPTimeoutError = TimeoutError;
-
-/** A request helper received a status of 300 or above that is not a followed redirect. */
-export class StatusError extends HTTPError {
-  /** Always `SWY_ERR_STATUS`. */
-  readonly code = 'SWY_ERR_STATUS';
-  /** The response status. */
-  readonly status: number;
-  /** The whole response, body included. */
-  readonly response: Response;
-  constructor(status: number, response: Response) {
-    const req = response.request;
-    super(`${req ? `${req.method} ${response.url || req.target} ` : ''}returned status ${status}`);
-    this.status = status;
-    this.response = response;
-  }
-}
-
-/** The redirect limit was reached and another redirect arrived. */
-export class TooManyRedirectsError extends HTTPError {
-  /** Always `SWY_ERR_TOO_MANY_REDIRECTS`. */
-  readonly code = 'SWY_ERR_TOO_MANY_REDIRECTS';
-  /** The redirect limit that was reached. */
-  readonly limit: number;
-  /** The last redirect response. */
-  readonly response: Response;
-  constructor(limit: number, response: Response) {
-    super(`too many redirects (limit ${limit})`);
-    this.limit = limit;
-    this.response = response;
-  }
-}
-
-/** Which bound a {@link DecompressionLimitError} reports: decoded bytes, or decoded bytes per compressed byte. */
-export type DecompressionBound = 'size' | 'ratio';
-
-/**
- * A decompressed response body grew past a bound of the decompression plugin: more decoded
- * bytes than `maxDecompressedBytes` (`bound` `'size'`), or more decoded bytes per compressed
- * byte than `maxDecompressionRatio` (`bound` `'ratio'`): a compression bomb, or a body larger
- * than the caller allows.
- */
-export class DecompressionLimitError extends HTTPError {
-  /** Always `SWY_ERR_DECOMPRESSION_LIMIT`. */
-  readonly code = 'SWY_ERR_DECOMPRESSION_LIMIT';
-  /** The bound that was passed: decoded bytes (`size`), or decoded bytes per compressed byte (`ratio`). */
-  readonly limit: number;
-  /** Which bound tripped. */
-  readonly bound: DecompressionBound;
-  /** Decoded bytes when it tripped. */
-  readonly decoded: number;
-  /** Compressed bytes of the body the decoder had taken when it tripped. */
-  readonly compressed: number;
-  constructor(limit: number, bound: DecompressionBound = 'size', decoded = 0, compressed = 0, message?: string) {
-    super(message ?? decompressionMessage(limit, bound, decoded, compressed));
-    this.limit = limit;
-    this.bound = bound;
-    this.decoded = decoded;
-    this.compressed = compressed;
-  }
-}
-
-function decompressionMessage(limit: number, bound: DecompressionBound, decoded: number, compressed: number): string {
-  const escape = 'or pass decompress: false to read the compressed bytes';
-  if (bound === 'ratio') {
-    return `decompressed response body exceeds maxDecompressionRatio (${limit}:1): ${decoded} bytes from ${compressed} compressed, a compression bomb or unusually repetitive data; raise maxDecompressionRatio (0 = no bound) ${escape}`;
-  }
-  return `decompressed response body exceeds maxDecompressedBytes (${limit} bytes); raise maxDecompressedBytes (0 = no bound) ${escape}`;
-}
 
 /**
  * A buffered response body grew past `maxResponseBytes` (or declared a `Content-Length` past
@@ -266,18 +200,6 @@ export class AddressInUseError extends HTTPError {
   constructor(address: string, cause?: unknown) {
     super(`address already in use: ${address}`, { cause });
     this.address = address;
-  }
-}
-
-/** Wraps a request-path failure when it is passed to `retryIf`; the original is `err`. */
-export class RequestRetryError extends HTTPError {
-  /** Always `SWY_ERR_REQUEST_RETRY`. */
-  readonly code = 'SWY_ERR_REQUEST_RETRY';
-  /** The underlying failure. */
-  readonly err: unknown;
-  constructor(err: unknown) {
-    super(`request failed: ${describe(err)}`, { cause: err });
-    this.err = err;
   }
 }
 

@@ -26,9 +26,9 @@ import { ArgumentError, PluginError } from './errors.js';
 import type { RequestContext } from './message/context.js';
 import type { Request } from './message/request.js';
 import type { Response } from './message/response.js';
-import type { ProtocolHost, ServerInfo } from './server/protocol-host.js';
+import type { ProtocolHost, ServerInfo, UpgradeInfo } from './server/protocol-host.js';
 
-export type { ServerInfo } from './server/protocol-host.js';
+export type { ServerInfo, UpgradeInfo } from './server/protocol-host.js';
 
 // ---------------------------------------------------------------------------------------
 // Hook class aliases. tapable passes only as many arguments as the hook declared names for
@@ -86,7 +86,12 @@ export interface ConnectOptions {
   readonly localAddress?: string;
   /** Connect timeout in ms (0 for none); it bounds DNS, TCP, proxy/SOCKS handshakes and TLS, so a tap must honour it too. */
   readonly timeoutMs: number;
-  /** The proxy policy of the client or call (the proxy plugin's `ProxyConfig`); opaque to the kernel. */
+  /**
+   * What the `client.poolKey` taps gave the call that opens this connection (the proxy plugin:
+   * the call's proxy policy); opaque to the kernel. Absent on connections outside the pool.
+   */
+  readonly poolKey?: unknown;
+  /** The `proxy` option of an upgrade handshake (`upgradeRequest`), which opens a connection outside the pool; opaque to the kernel. */
   readonly proxy?: unknown;
   /** Client TLS configuration, passed to `tls.connect`. */
   readonly tls?: Readonly<ConnectionOptions>;
@@ -132,6 +137,12 @@ export interface SessionPool {
    * drops it and opens a new connection for the next request.
    */
   discard(session: ClientSession): void;
+  /**
+   * A session that is not {@link ClientSession.multiplexed} finished its exchange and can take
+   * another: the pool keeps it idle for the next request to its origin (or closes it when its
+   * idle limits are reached).
+   */
+  release(session: ClientSession): void;
 }
 
 /**
@@ -142,6 +153,13 @@ export interface SessionPool {
 export interface ClientSession {
   /** `http/1.1` or `h2` (the ALPN identifier of the protocol spoken). */
   readonly protocol: string;
+  /**
+   * True: concurrent exchanges share the session while {@link ClientSession.capacity} allows
+   * (HTTP/2), and the pool hands it to them as they come. False: one exchange at a time; the
+   * session gives itself back with {@link SessionPool.release} when its exchange is done (the
+   * kernel's HTTP/1.1 driver). Absent counts as true.
+   */
+  readonly multiplexed?: boolean;
   /** True once the connection is closed or closing; the pool drops closed sessions. */
   readonly closed: boolean;
   /** Sends one exchange. Resolves when the response head arrived, with a streaming body; the exchange ends when that body is read or closed. */
@@ -169,9 +187,11 @@ export interface ProtocolInfo {
   /** TLS: the ALPN result (`false` when none was agreed); plain TCP: `null`. */
   readonly alpnProtocol: string | false | null;
   /**
-   * Plain TCP: the first bytes read; at least 24 (the HTTP/2 preface's length) unless they
-   * already differ from the preface or the peer stopped sending. TLS: empty. A tap that
-   * claims the connection owns these bytes (`socket.unshift(head)` before handing it on).
+   * Plain TCP, when a tap declared a `preface` ({@link ProtocolTapOptions}): the first bytes
+   * read, up to the end of a whole declared preface (never past it), or as far as they went
+   * when they fit no preface or the peer stopped sending. TLS, or no preface declared: empty.
+   * A tap that claims the connection owns these bytes (`socket.unshift(head)` before handing
+   * it on).
    */
   readonly head: Uint8Array;
   /** The listener. */
@@ -184,6 +204,26 @@ export interface ProtocolInfo {
    */
   readonly host?: ProtocolHost;
 }
+
+/**
+ * What a `server.protocol` tap may declare besides its name and stage:
+ * `hooks.server.protocol.tap({ name, preface }, fn)`.
+ */
+export interface ProtocolTapOptions {
+  /**
+   * The bytes a plain connection of the tap's protocol opens with (HTTP/2's 24-byte preface for
+   * h2c; 1 to {@link MAX_PREFACE_BYTES}). When any tap declares one, the server reads a new
+   * plain connection's first bytes before asking the taps: until they hold a whole declared
+   * preface or differ from every one, never past the end of a preface they may still be (what
+   * follows it stays in the socket for the taker), within `readHeaderTimeout`. Taps without
+   * one are asked with what was read; when no tap declares one, the server reads nothing
+   * ahead and `head` is empty.
+   */
+  readonly preface?: Uint8Array;
+}
+
+/** Longest `preface` a `server.protocol` tap may declare: the bytes that announce a protocol are few. */
+export const MAX_PREFACE_BYTES = 1024;
 
 /** Address of the peer of a server connection. */
 export interface PeerAddress {
@@ -250,6 +290,17 @@ export interface ClientHooks {
    */
   readonly onUpgrade: AsyncSeries<[request: Request, response: Response, socket: Duplex]>;
   /**
+   * What else, beyond scheme, host, port and HTTP version, tells the connections of a call
+   * apart (a proxy plugin: the call's proxy policy). Taps return the value (or leave the one
+   * they were given, which starts `undefined`); calls whose values differ never share a pooled
+   * connection (an object counts by identity, anything else by its string; `undefined` and
+   * `null` add nothing), and the value of the call that opens a connection reaches the
+   * `connect` taps as `ConnectOptions.poolKey`. Derive it from the call's options
+   * (`getCallOptions(ctx)`) and return the same object for the same choice: a new object per
+   * call means a new connection per call. Sync waterfall, once per call, only when tapped.
+   */
+  readonly poolKey: SyncWaterfall<[key: unknown, ctx: RequestContext]>;
+  /**
    * A new connection is needed: a tap returns a connected byte stream to the origin (a proxy
    * tunnel, a SOCKS socket); nothing → the kernel's own `net`/`tls` connect. For `https:` the
    * kernel runs TLS over what the tap returns unless it is already a `TLSSocket`. Async series
@@ -283,21 +334,23 @@ export interface ServerHooks {
   readonly alpnProtocols: SyncWaterfall<[protocols: string[], server: ServerInfo]>;
   /**
    * Before the HTTP/1 loop starts on a connection: on TLS after the handshake with its ALPN
-   * result, on plain TCP with the first bytes. A tap returning `true` has taken the
-   * connection (h2 by ALPN, h2c prior knowledge) and owns `info.head`. Sync so the handover
-   * happens without a tick; nothing → HTTP/1.1. Sync bail, once per connection; untapped, the
-   * kernel reads nothing ahead (a plain connection opening with the h2 preface then gets 400).
+   * result, on plain TCP with the first bytes when a tap declared the `preface` its protocol
+   * opens with ({@link ProtocolTapOptions}). A tap returning `true` has taken the connection
+   * (h2 by ALPN, h2c prior knowledge) and owns `info.head`. Sync so the handover happens
+   * without a tick; nothing → HTTP/1.1. Sync bail, once per connection; untapped, or with no
+   * preface declared, the kernel reads nothing ahead (a plain connection opening with the h2
+   * preface then gets 400 from HTTP/1).
    */
-  readonly protocol: SyncBail<[socket: Duplex, info: ProtocolInfo], true | void>;
+  readonly protocol: SyncBailHook<[socket: Duplex, info: ProtocolInfo], true | void, ProtocolTapOptions>;
   /**
    * A request carrying `Connection: upgrade` and `Upgrade` arrived, before `onRequest`.
-   * A tap returning `true` took the socket (WebSockets, `Upgrade: h2c`); `head` holds the
-   * bytes read past the request head. Unclaimed, the request goes on as an ordinary request
+   * A tap returning `true` took the socket (WebSockets, `Upgrade: h2c`); `info.head` holds the
+   * bytes read past the request head, `info.server` and `info.host` are its server. Unclaimed, the request goes on as an ordinary request
    * (`onRequest`, then the handler), which RFC 9110 §7.8 allows; the handler may still
    * upgrade it or answer (426). A claiming tap does its own authorization, as with
    * node:http's `'upgrade'` event. Async series bail, cold.
    */
-  readonly onUpgrade: AsyncSeriesBail<[request: Request, socket: Duplex, head: Uint8Array], true | void>;
+  readonly onUpgrade: AsyncSeriesBail<[request: Request, socket: Duplex, info: UpgradeInfo], true | void>;
   /**
    * A request head arrived (router dispatch, access-log start). Returning a `Response`
    * answers the request without calling the handler and skips later taps. Async series
@@ -368,6 +421,7 @@ export function createHookTable(): HookTable {
     onResponseHead: new AsyncSeriesBailHook<[Response, RequestContext], Request | void>(['response', 'ctx'], 'client.onResponseHead'),
     onRetry: new AsyncSeriesBailHook<[RetryState, RequestContext], RetryDecision | void>(['state', 'ctx'], 'client.onRetry'),
     onUpgrade: new AsyncSeriesHook<[Request, Response, Duplex]>(['request', 'response', 'socket'], 'client.onUpgrade'),
+    poolKey: new SyncWaterfallHook<[unknown, RequestContext]>(['key', 'ctx'], 'client.poolKey'),
     connect: new AsyncSeriesBailHook<[ConnectOptions, RequestContext], Duplex | void>(['options', 'ctx'], 'client.connect'),
     alpnProtocols: new SyncWaterfallHook<[string[], ConnectOptions]>(['protocols', 'options'], 'client.alpnProtocols'),
     session: new SyncBailHook<[Duplex, SessionInfo], ClientSession | void>(['socket', 'info'], 'client.session'),
@@ -375,14 +429,14 @@ export function createHookTable(): HookTable {
   const server: ServerHooks = Object.freeze({
     connection: new SyncHook<[Socket, ServerInfo]>(['socket', 'server'], 'server.connection'),
     alpnProtocols: new SyncWaterfallHook<[string[], ServerInfo]>(['protocols', 'server'], 'server.alpnProtocols'),
-    protocol: new SyncBailHook<[Duplex, ProtocolInfo], true | void>(['socket', 'info'], 'server.protocol'),
-    onUpgrade: new AsyncSeriesBailHook<[Request, Duplex, Uint8Array], true | void>(['request', 'socket', 'head'], 'server.onUpgrade'),
+    protocol: new SyncBailHook<[Duplex, ProtocolInfo], true | void, ProtocolTapOptions>(['socket', 'info'], 'server.protocol'),
+    onUpgrade: new AsyncSeriesBailHook<[Request, Duplex, UpgradeInfo], true | void>(['request', 'socket', 'info'], 'server.onUpgrade'),
     onRequest: new AsyncSeriesBailHook<[Request, ServerExchange], Response | void>(['request', 'exchange'], 'server.onRequest'),
     onResponseHead: new SyncHook<[Response, Request]>(['response', 'request'], 'server.onResponseHead'),
   });
   const state = { closed: false };
   for (const table of [client, server]) {
-    for (const hook of Object.values(table) as RawHook[]) guard(hook, state);
+    for (const hook of Object.values(table) as RawHook[]) guard(hook, state, hook === (server.protocol as unknown) ? checkPreface : undefined);
   }
   return {
     hooks: Object.freeze({ client, server }),
@@ -421,10 +475,28 @@ interface RawHook {
 }
 
 /**
+ * Checks the options a hook's taps may add (`preface` of `server.protocol`), returning the
+ * options tapable stores; boot-time only.
+ */
+type ExtraCheck = (path: string, name: string, options: TapArg) => TapArg;
+
+/** A `server.protocol` tap's `preface`: a copy is kept, so the caller's array may change later. */
+function checkPreface(path: string, name: string, options: TapArg): TapArg {
+  if (typeof options !== 'object' || options === null) return options;
+  const p = (options as ProtocolTapOptions).preface;
+  if (p === undefined) return options;
+  if (!(p instanceof Uint8Array) || p.length === 0 || p.length > MAX_PREFACE_BYTES) {
+    const got = p instanceof Uint8Array ? `${p.length} bytes` : p === null ? 'null' : typeof p;
+    throw new ArgumentError(`${path}.tap('${name}'): preface must be a Uint8Array of 1 to ${MAX_PREFACE_BYTES} bytes, the bytes a connection of the tap's protocol opens with, got ${got}`);
+  }
+  return { ...options, preface: Uint8Array.from(p) } as TapArg;
+}
+
+/**
  * Replaces the hook's tap methods (own properties on every tapable hook) with checking,
  * wrapping versions. Calls (`call`, `callAsync`, `promise`) are untouched: zero per-call cost.
  */
-function guard(hook: RawHook, state: { readonly closed: boolean }): void {
+function guard(hook: RawHook, state: { readonly closed: boolean }, extra?: ExtraCheck): void {
   const path = hook.name ?? '(hook)';
   const arity = hook._args?.length;
   if (arity === undefined || arity < 1 || arity > 3) {
@@ -434,7 +506,7 @@ function guard(hook: RawHook, state: { readonly closed: boolean }): void {
   const { tap, tapAsync, tapPromise, intercept } = hook;
   hook.tap = (options, fn) => {
     const name = checkTap(path, 'tap', options, fn, state);
-    tap.call(hook, options, wrapSync(fn, arity, path, name));
+    tap.call(hook, extra !== undefined ? extra(path, name, options) : options, wrapSync(fn, arity, path, name));
   };
   // Sync hooks keep tapable's throwing tapAsync/tapPromise stubs ("not supported on a SyncHook").
   if (typeof hook.call !== 'function') {

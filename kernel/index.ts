@@ -1,26 +1,29 @@
 /**
- * `switchyard/kernel`: the microkernel's public entry. Plugins import the kernel only
- * through this module (DESIGN.md, "Boundaries").
+ * `switchyard/kernel`: the microkernel's public entry, for plugin authors and stack builders:
+ * the message model and its HTTP/1 I/O, errors, the kernel and its hooks, plugins and their
+ * options, clients and servers. A plugin imports the kernel only through this module, and a
+ * protocol plugin (a wire: HTTP/2, a tunnel, an upgrade) also through `switchyard/protocol`
+ * (kernel/protocol.ts), which holds the codec's internals (DESIGN.md, "Boundaries").
  */
 export * from './errors.js';
+export { StatusError } from './client/status-error.js';
 export * from './message/index.js';
 export * from './http1/index.js';
-export { createKernel, Kernel, type KernelOptions, type KernelState, type CloseHandler } from './kernel.js';
 export {
-  definePlugin,
+  createKernel,
   isPlugin,
-  checkPluginOptions,
-  callOptionOwner,
-  OptionChecks,
-  type OptionCheck,
-  type CallOptionOwner,
+  Kernel,
+  type KernelOptions,
+  type CloseHandler,
   type Plugin,
   type AnyPlugin,
   type PluginList,
-  type PluginDefinition,
   type OptionsArgs,
   type RegisterResult,
-} from './plugin.js';
+} from './kernel.js';
+export type { HookHost, KernelState } from './hook-host.js';
+export { definePlugin, type PluginDefinition } from './plugin.js';
+export { checkPluginOptions, callOptionOwner, OptionChecks, type OptionCheck, type CallOptionOwner } from './plugin-options.js';
 export { Stage, type StageName } from './stages.js';
 export { checkOptionKeys, editDistance, optionHint, suggestOption, unknownOptionError } from './option-keys.js';
 export {
@@ -34,14 +37,10 @@ export {
   type RetryState,
   type RetryDecision,
   type ConnectOptions,
-  type SessionInfo,
-  type ClientSession,
   type ServerInfo,
-  type ProtocolInfo,
+  type UpgradeInfo,
   type PeerAddress,
   type ServerExchange,
-  type ExchangeOptions,
 } from './hooks.js';
-export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 export * from './server/index.js';
 export * from './client/index.js';

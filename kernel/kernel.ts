@@ -1,6 +1,6 @@
 /**
  * The kernel: a hook table, a plugin loader (avvio), and the clients and servers
- * built on them.
+ * built on them; also the plugin contract (what `register` takes and gives a plugin).
  *
  * avvio runs on a private instance (`avvio(null, …)`) rather than on the kernel itself: its
  * `expose` option would add five untyped methods and a `then` getter to the kernel, which
@@ -8,20 +8,11 @@
  * kernel's own typed `register`/`ready`/`close`/`onClose` drive that instance instead.
  */
 import avvio from 'avvio';
+import { describe } from './describe.js';
 import { ArgumentError, PluginError } from './errors.js';
+import type { HookHost, KernelState } from './hook-host.js';
 import { createHookTable, resolveTapped, type KernelHooks, type TappedHooks } from './hooks.js';
-import {
-  describe,
-  duplicateError,
-  sortEntries,
-  toEntries,
-  type AnyPlugin,
-  type OptionsArgs,
-  type Plugin,
-  type PluginEntry,
-  type PluginList,
-} from './plugin.js';
-import { kPluginMeta } from './symbols.js';
+import { kPlugin, kPluginMeta } from './symbols.js';
 import { Client, type ClientOptions } from './client/client.js';
 import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
 import type { Server } from './server/server.js';
@@ -32,14 +23,40 @@ export interface KernelOptions {
   pluginTimeout?: number;
 }
 
-/**
- * Where a kernel is in its life: `idle` (taking plugins) → `booting` (in `ready()`) →
- * `ready` → `closing` → `closed`; `failed` when `ready()` rejected.
- */
-export type KernelState = 'idle' | 'booting' | 'ready' | 'closing' | 'closed' | 'failed';
-
 /** A function `kernel.onClose` runs during `close()`; a returned promise is awaited. */
 export type CloseHandler = (kernel: Kernel) => void | Promise<void>;
+
+// --- The plugin contract ------------------------------------------------------------
+// Declared with the kernel: a plugin's register receives the kernel, and the kernel's register
+// takes plugins, so the two types refer to each other.
+
+/** What a plugin's `register` may return: nothing, or a promise the kernel awaits before the next plugin. */
+export type RegisterResult = void | Promise<void>;
+
+/** A plugin made by `definePlugin`; `Options` is what `kernel.register(plugin, options)` takes. */
+export interface Plugin<Options = Record<string, never>> {
+  /** Unique name. */
+  readonly name: string;
+  /** Names of plugins that must be loaded first. */
+  readonly dependencies: readonly string[];
+  /** The plugin's register function. */
+  readonly register: (kernel: Kernel, options: Options) => RegisterResult;
+  /** Brand: this object came from `definePlugin`. */
+  readonly [kPlugin]: true;
+}
+
+/** A plugin whose options type does not matter (lists, presets). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyPlugin = Plugin<any>;
+
+/** A preset: a list of plugins, possibly nested. The kernel orders it by `dependencies`. */
+export type PluginList = readonly (AnyPlugin | PluginList)[];
+
+/**
+ * The options arguments of `kernel.register(plugin, …)`: optional when every option is,
+ * required as soon as one is.
+ */
+export type OptionsArgs<Options> = {} extends Options ? [options?: Options] : [options: Options];
 
 /** Default of {@link KernelOptions.pluginTimeout}, as fastify's `pluginTimeout`. */
 const DEFAULT_PLUGIN_TIMEOUT = 10_000;
@@ -52,7 +69,7 @@ const DEFAULT_PLUGIN_TIMEOUT = 10_000;
  * Plugins that decorate the kernel type their decoration by augmenting this interface:
  * `declare module 'switchyard/kernel' { interface Kernel { route(…): void } }`.
  */
-export class Kernel {
+export class Kernel implements HookHost {
   /** Every hook of the kernel, frozen (`kernel.hooks.client.onRequest.tap(name, fn)`); closed to new taps at `ready()`. */
   readonly hooks: KernelHooks;
 
@@ -350,4 +367,105 @@ export function createKernel(options?: KernelOptions): Kernel {
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+// --- Registrations ------------------------------------------------------------------
+
+/** True when `value` is a plugin made by `definePlugin` (of any copy of switchyard). */
+export function isPlugin(value: unknown): value is AnyPlugin {
+  return typeof value === 'object' && value !== null && (value as { [kPlugin]?: unknown })[kPlugin] === true;
+}
+
+/** One registration waiting for `ready()`. */
+interface PluginEntry {
+  /** The plugin. */
+  readonly plugin: AnyPlugin;
+  /** Its options (`{}` when none were given). */
+  readonly options: unknown;
+}
+
+/**
+ * Checks what `kernel.register` received and flattens lists; throws an
+ * `ArgumentError` saying what was wrong and where.
+ */
+function toEntries(value: unknown, options: unknown, hasOptions: boolean): PluginEntry[] {
+  if (Array.isArray(value)) {
+    if (hasOptions && options !== undefined) {
+      throw new ArgumentError('kernel.register(list, options): options belong to one plugin; register it separately, or list plugins without options');
+    }
+    const out: PluginEntry[] = [];
+    flatten(value, 'plugins', out, new Set());
+    return out;
+  }
+  return [{ plugin: asPlugin(value, 'kernel.register()'), options: options === undefined ? {} : options }];
+}
+
+function flatten(list: readonly unknown[], where: string, out: PluginEntry[], seen: Set<unknown>): void {
+  if (seen.has(list)) throw new ArgumentError(`kernel.register(): ${where} contains itself`);
+  seen.add(list);
+  list.forEach((item, i) => {
+    const at = `${where}[${i}]`;
+    if (Array.isArray(item)) flatten(item, at, out, seen);
+    else out.push({ plugin: asPlugin(item, at), options: {} });
+  });
+}
+
+function asPlugin(value: unknown, where: string): AnyPlugin {
+  if (isPlugin(value)) return value;
+  // `register(await import('./my-plugin.js'))`: a module whose default export is a plugin.
+  if (typeof value === 'object' && value !== null && isPlugin((value as { default?: unknown }).default)) {
+    return (value as { default: AnyPlugin }).default;
+  }
+  let hint = '';
+  if (typeof value === 'function') {
+    hint = `; wrap it: definePlugin({ name: '${value.name || 'my-plugin'}', register: ${value.name || 'fn'} })`;
+  } else if (typeof value === 'object' && value !== null && typeof (value as { register?: unknown }).register === 'function') {
+    hint = '; make plugins with definePlugin({ name, register }), which validates and brands them';
+  }
+  throw new ArgumentError(`${where} expects a plugin made by definePlugin() or a list of them, got ${describe(value)}${hint}`);
+}
+
+/**
+ * Orders entries so every plugin comes after the plugins it depends on, otherwise
+ * keeping registration order (a dependency moves up to just before its first dependent).
+ * Dependencies not in the list are left for the load-time check: a plugin registered inside
+ * another may provide them. Throws `PluginError` on duplicates and cycles.
+ */
+function sortEntries(entries: readonly PluginEntry[]): PluginEntry[] {
+  const byName = new Map<string, number>();
+  entries.forEach((e, i) => {
+    if (byName.has(e.plugin.name)) throw duplicateError(e.plugin.name);
+    byName.set(e.plugin.name, i);
+  });
+  const state = new Uint8Array(entries.length); // 0 new, 1 on the current path, 2 placed
+  const out: PluginEntry[] = [];
+  const path: string[] = [];
+  const visit = (i: number): void => {
+    if (state[i] === 2) return;
+    const { name, dependencies } = entries[i]!.plugin;
+    if (state[i] === 1) {
+      const cycle = [...path.slice(path.indexOf(name)), name].map((n) => `"${n}"`).join(' → ');
+      throw new PluginError('SWY_ERR_PLUGIN_DEPENDENCY', name, `plugin "${name}" is part of a dependency cycle: ${cycle}`);
+    }
+    state[i] = 1;
+    path.push(name);
+    for (const dep of dependencies) {
+      const j = byName.get(dep);
+      if (j !== undefined) visit(j);
+    }
+    path.pop();
+    state[i] = 2;
+    out.push(entries[i]!);
+  };
+  for (let i = 0; i < entries.length; i++) visit(i);
+  return out;
+}
+
+/** The error for a second plugin of one name. */
+function duplicateError(name: string): PluginError {
+  return new PluginError(
+    'SWY_ERR_PLUGIN_DUPLICATE',
+    name,
+    `plugin "${name}" is registered twice; register it once (to give a preset's plugin options, build the list without it: presets.defaults.filter((p) => p.name !== '${name}'), then register it with its options)`,
+  );
 }

@@ -1,6 +1,6 @@
 /**
- * The plugins' options as part of the kernel's `CallOptions` and `ClientOptions`
- * (declaration merging). Kept in one file directly under plugins/, so the relative module
+ * The plugins' options as part of the kernel's `CallOptions`, `ClientOptions` and
+ * `ServerOptions` (declaration merging). Kept in one file directly under plugins/, so the relative module
  * path is right both in the sources and in the built `dist/plugins/index.d.ts`.
  */
 import type { CookieOptions } from './cookies/index.js';
@@ -8,7 +8,8 @@ import type { DecompressionOptions } from './decompression/index.js';
 import type { RedirectOptions } from './redirects/index.js';
 import type { RetryOptions } from './retries/index.js';
 import type { SSEOptions } from './sse/index.js';
-import type { H2Options } from './h2/index.js';
+import type { H2Options, H2ServerOptions } from './h2/index.js';
+import type { H2cServerOptions } from './h2c/index.js';
 import type { RequestHandler } from '../kernel/index.js';
 import type { Router, RouteMethod } from './router/index.js';
 
@@ -20,6 +21,7 @@ declare module '../kernel/index.js' {
     readonly route: RouteMethod;
   }
   interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions, H2Options {}
+  interface ServerOptions extends H2ServerOptions, H2cServerOptions {}
 }
 
 export {};

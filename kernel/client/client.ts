@@ -5,24 +5,24 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import { ArgumentError, ResponseTooLargeError, StatusError } from '../errors.js';
-import { describe } from '../plugin.js';
+import { ArgumentError } from '../errors.js';
+import { describe } from '../describe.js';
 import { urlHint } from '../message/uri.js';
 import type { ClientHooks, Tapped } from '../hooks.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import { AbstractBody, bodyLength, type Body } from '../message/body.js';
-import { kCallOptions, RequestContext } from '../message/context.js';
+import type { RequestContext } from '../message/context.js';
 import { Headers, headersFromArrays, type HeadersInit } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { FlowBody } from './flow-body.js';
-import { kHoldConnection, kStale, ResponseBody, type ExchangeOptions } from './h1-session.js';
+import { Call, DEFAULT_MAX_RESPONSE_BYTES, maxResponseBytes, setAttempt } from './call.js';
+import { kHoldConnection, kStale, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
 import { checkCallOptions, DEFAULT_RESPONSE_HEADER_TIMEOUT, checkCallOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
-import { abandonSink, writeToSink } from './response-sink.js';
+import { abandonSink } from './response-sink.js';
 import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
-import { DoneEvent, RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, verbosePrinter, type ClientEvent } from './trace.js';
+import { RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
 
 /**
@@ -38,7 +38,7 @@ export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<
    * kernel (`presets.defaults`, booted at the first call) when the top-level `switchyard`
    * entry is loaded; a program that imports only `switchyard/kernel` gets no plugins.
    */
-  kernel?: Kernel;
+  kernel?: HookHost;
   /**
    * The connection pool; a new one by default (made from the transport options here). With a
    * transport, the options that shape its connections (`maxIdlePerHost`, `maxIdleTotal`,
@@ -65,29 +65,15 @@ const CLIENT_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 const CLIENT_HEADERS_HINT = 'headers for every call go in { defaultHeaders: { … } }';
 
-let defaultKernel: (() => Kernel) | null = null;
+let defaultKernel: (() => HookHost) | null = null;
 
 /**
  * Sets the kernel a `Client` made without one runs on (the top-level entry sets its lazily
  * booted default kernel; a plugin-free program that imports only the kernel sets none).
  */
-export function setDefaultClientKernel(get: (() => Kernel) | null): void {
+export function setDefaultClientKernel(get: (() => HookHost) | null): void {
   defaultKernel = get;
 }
-
-const kAttempt = Symbol.for('switchyard.attempt');
-
-/** The merged options of the call a context belongs to (client defaults under per-call options). Plugins read their keys here. */
-export function getCallOptions(ctx: RequestContext): Readonly<CallOptions> {
-  return (ctx.get<CallOptions>(kCallOptions) ?? EMPTY_OPTIONS) as Readonly<CallOptions>;
-}
-
-/** The attempt number (1, 2, …) of the exchange in flight on `ctx`. */
-export function getAttempt(ctx: RequestContext): number {
-  return ctx.get<number>(kAttempt) ?? 1;
-}
-
-const EMPTY_OPTIONS: CallOptions = Object.freeze({});
 
 /**
  * Marks an error of an exchange the server provably did not process (HTTP/2: refused stream,
@@ -98,27 +84,20 @@ export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') 
 /**
  * Marks exchange options (`ExchangeOptions[kBufferBody] === true`) of a call that will buffer
  * the whole response body at once and has no hook to show the head to first: a protocol
- * session may then resolve `dispatch` with the body complete (`takeComplete`), saving the
- * caller a second wait. Sessions that ignore it behave as usual. A registry symbol, so a
- * plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
+ * session may then resolve `dispatch` with the body complete (bytes, or a `FlowBody` that
+ * holds all of it), saving the caller a second wait. Sessions that ignore it behave as usual.
+ * A registry symbol, so a plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
  */
 export const kBufferBody: unique symbol = Symbol.for('switchyard.bufferBody') as never;
 /** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
 const MAX_UNPROCESSED_RETRIES = 3;
 const USER_AGENT = 'switchyard/0.1';
-/**
- * Default of `maxResponseBytes`: 64 MiB, the bound the server puts on a request body it
- * buffers (`maxBodyBytes`), so a hostile or broken server cannot make a buffered call take
- * the process's memory; `responseStream` takes larger bodies.
- */
-export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
-const REDIRECT = new Set([301, 302, 303, 307, 308]);
 
 /** A reusable HTTP client. */
 export class Client {
   /** The connection pool. */
   readonly transport: Transport;
-  private readonly kernel: Kernel | null;
+  private readonly kernel: HookHost | null;
   private hooks: Tapped<ClientHooks> | null = null;
   private readonly defaults: CallOptions;
   private readonly defaultHeaders: Headers | null;
@@ -205,25 +184,18 @@ export class Client {
   request(method: string, url: string | URL, options: CallOptions = NO_OPTIONS): Promise<Response> {
     // Not async itself: the common call ({@link Client.requestPlain}) then runs without an async
     // frame (a suspended one keeps all its locals: garbage per request). Input errors still reject.
-    let req: Request;
-    let o: CallOptions;
-    let ctx: RequestContext;
-    let trace: ((e: ClientEvent) => void) | null;
+    let call: Call;
     try {
       this.check();
       if (options !== NO_OPTIONS) checkCallOptions(options, () => `request(${JSON.stringify(method)}, …)`, this.kernel);
-      o = this.merge(options);
-      req = this.buildRequest(method, url, o);
-      ctx = this.contextFor(o);
-      trace = traceOf(o);
+      const o = this.merge(options);
+      call = new Call(o);
+      call.begin(this.buildRequest(method, url, o, call), o.context);
     } catch (err) {
       return Promise.reject(err);
     }
-    const unlink = lastUnlink;
-    const origin = lastOrigin;
-    req.ctx = ctx;
-    const p = trace === null && this.plain ? this.requestPlain(req, o, ctx, unlink, origin) : this.requestFull(req, o, ctx, trace, unlink);
-    const sink = o.responseStream;
+    const p = call.trace === null && this.plain ? this.requestPlain(call) : this.requestFull(call);
+    const sink = call.options.responseStream;
     // A call that fails before or while writing the body does not leave the sink open (see writeToSink).
     return sink === undefined ? p : p.catch((err: unknown) => abandonSink(sink, err));
   }
@@ -235,72 +207,47 @@ export class Client {
    * No pooled session, or an error the attempt loop would retry (a stale pooled connection, a
    * stream the server did not process), hands the call to {@link Client.requestFull}.
    */
-  private requestPlain(req: Request, o: CallOptions, ctx: RequestContext, unlink: () => void, origin: Origin | null): Promise<Response> {
+  private requestPlain(call: Call): Promise<Response> {
     let p: Promise<Response>;
     try {
+      const ctx = call.ctx;
       const err0 = ctx.error();
       if (err0 !== null) throw err0;
+      const o = call.options;
       const plan = this.planFor(o);
-      const session = this.transport.acquireIdle(origin ?? originOf(req.url), plan.acquire);
-      if (session === null) return this.requestFull(req, o, ctx, null, unlink);
-      if (ctx.get(kAttempt) !== undefined) ctx.set(kAttempt, 1);
-      p = session.dispatch(req, ctx, o.responseStream === undefined ? plan.buffered : plan.timeouts);
+      const session = this.transport.acquireIdle(call.origin ?? originOf(call.request.url), plan.acquire, routeOf(this.hooks, ctx));
+      if (session === null) return this.requestFull(call);
+      setAttempt(ctx, 1);
+      p = session.dispatch(call.request, ctx, o.responseStream === undefined ? plan.buffered : plan.timeouts);
     } catch (err) {
-      unlink();
-      return Promise.reject(err);
+      try {
+        call.fail(err);
+      } catch (e) {
+        return Promise.reject(e);
+      }
     }
-    return p.then(
-      (res) => this.finishPlain(res, req, o, unlink),
-      (err: unknown) => {
-        const retry = retryMark(err, req);
-        if (retry === 0) {
-          unlink();
-          throw err;
-        }
-        return this.run(req, o, ctx, null, retry).then(
-          (res) => this.finishPlain(res, req, o, unlink),
-          (e: unknown) => {
-            unlink();
-            throw e;
-          },
-        );
-      },
+    return call.settle(p, this.retryPlain);
+  }
+
+  /** A plain call's exchange failed: the attempt loop sends it again when it would retry that error, else the call ends with it. */
+  private readonly retryPlain = (call: Call, err: unknown): Promise<Response> => {
+    const retry = retryMark(err, call.request);
+    if (retry === 0) return call.fail(err);
+    return this.run(call, retry).then(
+      (res) => call.complete(res),
+      (e: unknown) => call.fail(e),
     );
-  }
+  };
 
-  /** The end of {@link Client.requestPlain}: the body buffered (at once when it is complete), the status checked, the signal unlinked. */
-  private finishPlain(res: Response, req: Request, o: CallOptions, unlink: () => void): Response | Promise<Response> {
-    res.url = req.url;
-    let done = true;
+  private async requestFull(call: Call): Promise<Response> {
+    let res: Response;
     try {
-      if (bufferedNow(res, o)) return checkStatus(res, o);
-      done = false;
-    } finally {
-      if (done) unlink();
-    }
-    return bufferThenCheck(res, o).finally(unlink);
-  }
-
-  private async requestFull(req: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, unlink: () => void): Promise<Response> {
-    const started = trace !== null ? performance.now() : 0;
-    let final: Response | null = null;
-    let failure: unknown = null;
-    let attempts = 1;
-    try {
-      const res = await this.run(req, o, ctx, trace);
-      attempts = ctx.get<number>(kAttempt) ?? 1;
-      // A body already in memory (or complete) is taken without another promise.
-      if (!bufferedNow(res, o)) await bufferBody(res, o);
-      final = res;
-      if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
-      return res;
+      res = await this.run(call);
     } catch (err) {
-      failure = err;
-      throw err;
-    } finally {
-      unlink();
-      if (trace !== null) trace(new DoneEvent(final?.url ?? req.url, final, failure, attempts, performance.now() - started));
+      return call.fail(err);
     }
+    // A body already in memory (or complete) is taken without another promise.
+    return call.complete(res);
   }
 
   /**
@@ -314,22 +261,25 @@ export class Client {
     const o = this.merge(options);
     if (request.url === '') throw new ArgumentError('dispatch(): request.url must be the absolute URL to send it to');
     if (request.host === null) request.host = new URL(request.url).host;
-    const ctx = this.contextFor({ ...o, context: options.context ?? request.ctx });
-    const unlink = lastUnlink;
-    request.ctx = ctx;
-    const res = await this.run(request, o, ctx, traceOf(o)).catch((err: unknown) => {
-      unlink();
+    const call = new Call(o);
+    call.begin(request, options.context ?? request.ctx);
+    // The reference's do!: no status exception, and the call ends when its streamed body does.
+    let res: Response;
+    try {
+      res = await this.run(call);
+    } catch (err) {
+      call.unlink();
       throw err;
-    });
+    }
     // The signal stays linked while the streamed body is read; closing the body ends it.
     const body = res.body;
     if (body instanceof AbstractBody) {
       const close = body.close.bind(body);
       body.close = () => {
-        unlink();
+        call.unlink();
         close();
       };
-    } else unlink();
+    } else call.unlink();
     return res;
   }
 
@@ -344,33 +294,26 @@ export class Client {
     checkCallOptions(options, () => `open(${JSON.stringify(method)}, …)`, this.kernel);
     const o = this.merge(options);
     if (o.body !== undefined || o.json !== undefined) throw new ArgumentError(`open() sends the body the handler writes; do not pass ${o.body !== undefined ? 'body' : 'json'}`);
-    const req = this.buildRequest(method, url, o);
+    const call = new Call(o);
+    const req = this.buildRequest(method, url, o, call);
     const h = req.headers;
     const cl = h.get('Content-Length');
     const body = opensBody(req.method, h.has('Transfer-Encoding') || cl !== undefined) ? new PushBody() : null;
     if (body !== null) req.setBody(body, cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1);
-    const ctx = this.contextFor(o);
-    const unlink = lastUnlink;
-    req.ctx = ctx;
-    const started = performance.now();
-    const trace = traceOf(o);
-    const stream = new ClientStream(body, this.run(req, o, ctx, trace, 0, true), ctx, maxResponseBytes(o));
+    call.begin(req, o.context);
+    const stream = new ClientStream(body, this.run(call, 0, true), call.ctx, maxResponseBytes(o));
     let final: Response | null = null;
-    let failure: unknown = null;
     try {
       await handler(stream);
       final = await stream.finish();
-      if (o.statusException !== false && final.status >= 300 && !REDIRECT.has(final.status)) throw new StatusError(final.status, final);
-      return final;
+      return call.finish(final);
     } catch (err) {
-      failure = err;
       // Never let a half-written upload end as if it were complete.
       body?.abort(err instanceof Error ? err : new Error(String(err)));
       void stream.closeRead().catch(() => undefined);
+      // A StatusError comes from finish(), which ended the call already.
+      if (final === null) call.fail(err);
       throw err;
-    } finally {
-      unlink();
-      if (trace !== null) trace(new DoneEvent(final?.url ?? req.url, final, failure, ctx.get<number>(kAttempt) ?? 1, performance.now() - started));
     }
   }
 
@@ -461,45 +404,8 @@ export class Client {
     return this.defaults;
   }
 
-  /**
-   * The call's context (the caller's, or a child with the call's deadline), linked to
-   * `signal`; {@link lastUnlink} is then the function that unlinks it when the call is over
-   * (read it at once: no tuple per call).
-   */
-  private contextFor(o: CallOptions): RequestContext {
-    let ctx = o.context;
-    const timeout = o.requestTimeout ?? 0;
-    let child = false;
-    if (ctx === undefined) ctx = timeout > 0 ? new RequestContext({ deadline: performance.now() + timeout }) : new RequestContext(NO_DEADLINE);
-    else if (timeout > 0) {
-      ctx = ctx.child(performance.now() + timeout);
-      child = true;
-    }
-    ctx.set(kCallOptions, o);
-    const signal = o.signal;
-    if (signal === undefined) {
-      lastUnlink = child ? () => ctx.detach() : noop;
-      return ctx;
-    }
-    const c = ctx;
-    const onAbort = (): void => {
-      const r: unknown = signal.reason;
-      c.cancel(r instanceof Error ? r.message : typeof r === 'string' ? r : 'request aborted by its AbortSignal');
-    };
-    if (signal.aborted) {
-      onAbort();
-      lastUnlink = noop;
-      return ctx;
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-    lastUnlink = () => {
-      signal.removeEventListener('abort', onAbort);
-      if (child) c.detach();
-    };
-    return ctx;
-  }
-
-  private buildRequest(method: string, url: string | URL, o: CallOptions): Request {
+  /** The request of a call: its URL, headers, query and body from the call's options; records the origin on `call` when the URL was parsed before. */
+  private buildRequest(method: string, url: string | URL, o: CallOptions, call: Call): Request {
     if (typeof method !== 'string' || method === '') throw new ArgumentError('method must be a non-empty string');
     // A method holding ':' or '/' is a URL in the method's place (no token has either).
     if ((typeof url !== 'string' && !(url instanceof URL)) || method.includes(':') || method.charCodeAt(0) === 47) throw callShapeError(method, url);
@@ -538,11 +444,10 @@ export class Client {
     if (pairs.length === 0 && parts !== null) {
       target = parts.target ??= (u.pathname || '/') + u.search;
       href = parts.href ??= `${u.protocol}//${u.host}${target}`;
-      lastOrigin = parts.origin ??= parseOrigin(href);
+      call.origin = parts.origin ??= parseOrigin(href);
     } else {
       target = appendQuery((u.pathname || '/') + u.search, pairs);
       href = `${u.protocol}//${u.host}${target}`;
-      lastOrigin = null;
     }
     // Everything here is checked already: the wire constructor skips the options object and its checks.
     const req = requestFromWire(method, target, headers, body, bodyLength(body), 1);
@@ -557,25 +462,26 @@ export class Client {
    * (0: none), so the retry it hands over here counts against the same limits. `hold` marks the
    * exchanges {@link kHoldConnection} (`open`).
    */
-  private async run(first: Request, o: CallOptions, ctx: RequestContext, trace: ((e: ClientEvent) => void) | null, retried = 0, hold = false): Promise<Response> {
+  private async run(call: Call, retried = 0, hold = false): Promise<Response> {
     const k = this.kernel;
     if (k !== null && this.hooks === null) {
       if (k.state !== 'ready') await k.ready();
       this.setHooks(k.tapped.client);
     }
     const hooks = this.hooks;
+    const { options: o, ctx, trace } = call;
     const plan = this.planFor(o);
     // open(): the stream's reader decides whether its connection is reused (closeRead closes it).
     const timeouts = hold ? Object.freeze({ ...plan.timeouts, [kHoldConnection]: true }) : plan.timeouts;
     const acquire = plan.acquire;
-    let req = first;
+    const route = routeOf(hooks, ctx);
+    let req = call.request;
     let attempt = 1;
     let redirects = 0;
     let staleRetried = retried === RETRY_STALE;
     let unprocessedRetries = retried === RETRY_UNPROCESSED ? 1 : 0;
     for (;;) {
-      // getAttempt() reads 1 when unset: the first attempt stores nothing (unless a reused context holds another).
-      if (attempt > 1 || ctx.get(kAttempt) !== undefined) ctx.set(kAttempt, attempt);
+      setAttempt(ctx, attempt);
       let res: Response | null = null;
       let error: unknown = null;
       try {
@@ -592,7 +498,7 @@ export class Client {
           const err0 = ctx.error();
           if (err0 !== null) throw err0;
           const origin = originOf(req.url);
-          const session = this.transport.acquireIdle(origin, acquire) ?? (await this.transport.acquire(origin, ctx, acquire));
+          const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
           res = await session.dispatch(req, ctx, timeouts);
         }
         res.url = req.url;
@@ -654,7 +560,7 @@ interface CallPlan {
   readonly timeouts: ExchangeOptions;
   /** `timeouts` marked {@link kBufferBody}: for calls that buffer the whole body and run no per-attempt hooks. */
   readonly buffered: ExchangeOptions;
-  readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null; readonly proxy: CallOptions['proxy'] };
+  readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null };
 }
 
 function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean): CallPlan {
@@ -672,11 +578,16 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: 
   // `auto` is the client's preference: without HTTP/2 that is HTTP/1.1 (its own pool key, so a
   // transport shared with clients that do negotiate h2 never hands this one an h2 session).
   if (httpVersion === 'auto' && !preferHttp2) httpVersion = 'h1';
-  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks, proxy: o.proxy } as const);
+  const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks } as const);
   // A session that gathers the whole body itself before resolving does not know the call's
   // bound: only calls without one let it (the others read through the body, which stops at it).
   const buffered = (o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES) === 0 ? Object.freeze({ ...timeouts, [kBufferBody]: true }) : timeouts;
   return { timeouts, buffered, acquire };
+}
+
+/** What the `client.poolKey` taps add to the pool key of the call on `ctx`; nothing to ask when none is tapped. */
+function routeOf(hooks: Tapped<ClientHooks> | null, ctx: RequestContext): unknown {
+  return hooks === null || hooks.poolKey === null ? undefined : hooks.poolKey.call(undefined, ctx);
 }
 
 /**
@@ -709,20 +620,6 @@ function retryMark(err: unknown, req: Request): number {
 
 /** The options of a call given none (one shared object: no allocation, nothing to check). */
 const NO_OPTIONS: CallOptions = Object.freeze({});
-const NO_DEADLINE = Object.freeze({ deadline: 0 });
-/** The unlink function of the context {@link Client.contextFor} returned last. */
-let lastUnlink: () => void = noop;
-
-function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
-  const t = o.trace ?? null;
-  const v = o.verbose ?? 0;
-  if (v === 0) return t;
-  const p = verbosePrinter(v);
-  return t === null ? p : (e) => {
-    p(e);
-    t(e);
-  };
-}
 
 /**
  * The options of a verb call (`name(url, …)` with `n` arguments in all): `(url,
@@ -767,8 +664,6 @@ export function isHeadersValue(a: unknown): boolean {
   return a instanceof HeadersClass || Array.isArray(a) || a instanceof Map;
 }
 
-function noop(): void {}
-
 /** The parts of a URL `buildRequest` reads. */
 interface UrlParts {
   readonly protocol: string;
@@ -784,9 +679,6 @@ interface UrlParts {
   /** The origin (built on first use). */
   origin: Origin | null;
 }
-
-/** The origin of the URL {@link Client.buildRequest} last parsed, read at once by the caller (no tuple per call). */
-let lastOrigin: Origin | null = null;
 
 const parsedUrls = new Map<string, UrlParts>();
 
@@ -833,102 +725,9 @@ function parseOrigin(url: string): Origin {
   return { protocol, host, port: u.port !== '' ? Number(u.port) : protocol === 'https:' ? 443 : 80 };
 }
 
-/** `res`, or `StatusError` for a final status ≥ 300 that is not a redirect (unless `statusException: false`). */
-function checkStatus(res: Response, o: CallOptions): Response {
-  if (o.statusException !== false && res.status >= 300 && !REDIRECT.has(res.status)) throw new StatusError(res.status, res);
-  return res;
-}
-
-/** Reads the rest of the body of a final response, then {@link checkStatus}. */
-async function bufferThenCheck(res: Response, o: CallOptions): Promise<Response> {
-  await bufferBody(res, o);
-  return checkStatus(res, o);
-}
-
 /** Drops a response body we will not read (redirect hops, retried attempts). */
 function discard(body: Body): void {
   if (body instanceof AbstractBody) body.close();
-}
-
-/**
- * The final body when it needs no waiting: no body, bytes, or a protocol body that already
- * holds all of it (HTTP/2's `takeComplete`). Returns false when {@link bufferBody} must run.
- */
-function bufferedNow(res: Response, o: CallOptions): boolean {
-  if (o.responseStream !== undefined) return false;
-  const body = res.body;
-  if (body === null) res.body = new Uint8Array(0);
-  else if (body instanceof Uint8Array) return true;
-  else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
-  else if (typeof (body as { takeComplete?: unknown }).takeComplete === 'function') {
-    const all = (body as unknown as { takeComplete(): Uint8Array | null }).takeComplete();
-    if (all === null) return false;
-    const limit = maxResponseBytes(o);
-    if (all.length > limit) throw new ResponseTooLargeError(limit, all.length, (body as AbstractBody).length);
-    res.body = all;
-    adoptTrailers(res, body);
-  } else return false;
-  return true;
-}
-
-/** The call's bound on a buffered body (Infinity: none). */
-function maxResponseBytes(o: CallOptions): number {
-  const m = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  return m === 0 ? Infinity : m;
-}
-
-/** A buffered body's trailers move to its response: the bytes that replace the body cannot carry them. */
-function adoptTrailers(res: Response, body: unknown): void {
-  if (!(body instanceof FlowBody)) return;
-  const t = body.trailerFields;
-  if (t !== null && t.size > 0) res.trailers = t;
-}
-
-/**
- * Reads the final body into memory, up to the call's `maxResponseBytes` (past it: the body is
- * closed, and so its connection, and `ResponseTooLargeError`), or into the `responseStream`
- * option's sink.
- */
-async function bufferBody(res: Response, o: CallOptions): Promise<void> {
-  const body = res.body;
-  const sink = o.responseStream;
-  if (sink !== undefined) {
-    res.body = null;
-    await writeToSink(body, sink);
-    return;
-  }
-  const limit = maxResponseBytes(o);
-  if (body instanceof ResponseBody || hasReadRest(body)) {
-    res.body = await body.readRest(limit);
-    adoptTrailers(res, body);
-  } else if (body instanceof AbstractBody) {
-    try {
-      res.body = await readCapped(body, limit);
-    } finally {
-      body.close();
-    }
-  } else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
-  else if (body === null) res.body = new Uint8Array(0);
-  if (res.body instanceof Uint8Array && res.body.length > limit) throw new ResponseTooLargeError(limit, res.body.length);
-}
-
-/** Reads `body` to its end; past `limit` bytes, stops reading and throws `ResponseTooLargeError`. */
-async function readCapped(body: AbstractBody, limit: number): Promise<Uint8Array> {
-  const declared = body.length;
-  if (declared > limit) throw new ResponseTooLargeError(limit, 0, declared);
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for await (const c of body) {
-    total += c.length;
-    if (total > limit) throw new ResponseTooLargeError(limit, total);
-    chunks.push(c);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
-}
-
-/** A protocol plugin's response body that can hand over the rest at once (HTTP/2), like the kernel's own. */
-function hasReadRest(body: Body): body is AbstractBody & { readRest(limit?: number): Promise<Uint8Array> } {
-  return body instanceof AbstractBody && typeof (body as { readRest?: unknown }).readRest === 'function';
 }
 
 function sleep(ms: number, ctx: RequestContext): Promise<void> {

@@ -51,6 +51,7 @@ export const kStale = Symbol.for('switchyard.staleConnection');
 /** @internal */
 export class H1ClientSession implements ClientSession {
   readonly protocol = 'http/1.1';
+  readonly multiplexed = false;
   readonly socket: Duplex;
   private readonly owner: SessionOwner;
   private parser: HeadParser;

@@ -4,10 +4,11 @@
  */
 import type { Writable } from 'node:stream';
 import { ArgumentError } from '../errors.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import type { Body } from '../message/body.js';
 import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
-import { callOptionOwner, describe, pluginCallOptionNames, setKernelCallOptions } from '../plugin.js';
+import { describe } from '../describe.js';
+import { callOptionOwner, needsPlugin, pluginCallOptionNames, setKernelCallOptions } from '../plugin-options.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
 import type { Response } from '../message/response.js';
@@ -30,11 +31,17 @@ export type QueryInit = Record<string, string | number | boolean | readonly (str
  */
 export const DEFAULT_RESPONSE_HEADER_TIMEOUT = 300_000;
 
-/** Timeouts a client applies when a call does not pass its own (ms; 0 = off). */
-export interface TimeoutOptions {
+/** Default `connectTimeout`, ms. */
+export const DEFAULT_CONNECT_TIMEOUT = 30_000;
+
+/**
+ * The timeouts of one exchange and the connection it opens (ms; 0 = off): what a call, the
+ * client's upgrade handshake (`upgradeRequest`) and `WebSockets.open` take, with one meaning.
+ */
+export interface ExchangeTimeoutOptions {
   /** DNS, TCP, proxy handshakes and TLS. Default 30 000. */
   connectTimeout?: number;
-  /** The whole exchange (a deadline on the request's context). Default 0. */
+  /** The whole exchange, connect included (a deadline on the request's context). Default 0. */
   requestTimeout?: number;
   /** From the request sent to the final response head (interim 1xx responses do not restart it). Default 300 000 (undici's `headersTimeout`), or off when `readIdleTimeout` is set (it then times the wait); 0 = off. */
   responseHeaderTimeout?: number;
@@ -42,8 +49,54 @@ export interface TimeoutOptions {
   readIdleTimeout?: number;
   /** Longest gap between outbound write progress. Default 0. */
   writeIdleTimeout?: number;
+}
+
+/** The names of {@link ExchangeTimeoutOptions}. */
+export const EXCHANGE_TIMEOUT_OPTIONS = Object.freeze(['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout'] as const satisfies readonly (keyof ExchangeTimeoutOptions)[]);
+
+/** Timeouts a client applies when a call does not pass its own (ms; 0 = off). */
+export interface TimeoutOptions extends ExchangeTimeoutOptions {
   /** How long an upload with `Expect: 100-continue` waits for 100 before sending anyway. Default 1000. */
   expectContinueTimeout?: number;
+}
+
+/** The names of {@link TimeoutOptions}. */
+const TIMEOUT_OPTIONS = [...EXCHANGE_TIMEOUT_OPTIONS, 'expectContinueTimeout'] as const satisfies readonly (keyof TimeoutOptions)[];
+
+/** Throws `ArgumentError` (starting with `where: ` when given) unless `v` is a number of milliseconds >= 0 or undefined. */
+function checkMs(v: unknown, key: string, where: string | null): void {
+  if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
+    throw new ArgumentError(`${where === null ? '' : `${where}: `}${key} must be a number of milliseconds >= 0, got ${String(v)}`);
+  }
+}
+
+/** {@link ExchangeTimeoutOptions} checked and with their defaults: what one exchange applies. */
+export type ExchangeTimeouts = { readonly [K in keyof ExchangeTimeoutOptions]-?: number };
+
+/**
+ * Checks `o`'s {@link ExchangeTimeoutOptions} and fills in their defaults (each at most
+ * 2^31-1, the longest a timer waits): for an exchange that takes them directly, not through a
+ * client (`upgradeRequest`).
+ */
+export function resolveExchangeTimeouts(o: ExchangeTimeoutOptions): ExchangeTimeouts {
+  for (const k of EXCHANGE_TIMEOUT_OPTIONS) checkMs(o[k], k, null);
+  const ms = (v: number | undefined, dflt: number): number => Math.min(v ?? dflt, 2 ** 31 - 1);
+  const readIdleTimeout = ms(o.readIdleTimeout, 0);
+  return {
+    connectTimeout: ms(o.connectTimeout, DEFAULT_CONNECT_TIMEOUT),
+    requestTimeout: ms(o.requestTimeout, 0),
+    // Unset, with readIdleTimeout set: that one times the head wait, as for any call.
+    responseHeaderTimeout: ms(o.responseHeaderTimeout, readIdleTimeout > 0 ? 0 : DEFAULT_RESPONSE_HEADER_TIMEOUT),
+    readIdleTimeout,
+    writeIdleTimeout: ms(o.writeIdleTimeout, 0),
+  };
+}
+
+/** The {@link ExchangeTimeoutOptions} of `o` (those it sets), to hand on to another options object. */
+export function pickExchangeTimeouts(o: ExchangeTimeoutOptions): ExchangeTimeoutOptions {
+  const out: ExchangeTimeoutOptions = {};
+  for (const k of EXCHANGE_TIMEOUT_OPTIONS) if (o[k] !== undefined) out[k] = o[k];
+  return out;
 }
 
 /** A `responseStream` with its ending rule: `end: false` leaves the stream open after the body (default true). */
@@ -144,7 +197,7 @@ export interface CallOptions extends TimeoutOptions {
  * {@link CallOptions}.
  */
 export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
-  'connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout',
+  ...TIMEOUT_OPTIONS,
   'headers', 'body', 'json', 'query', 'responseStream', 'client', 'context', 'signal', 'statusException', 'basicauth',
   'httpVersion', 'http2PriorKnowledge', 'verbose', 'trace', 'maxLineBytes', 'maxHeaderBytes',
   'maxResponseBytes',
@@ -152,8 +205,9 @@ export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
 setKernelCallOptions(KERNEL_CALL_OPTIONS);
 
 /**
- * `proxy` is typed by the kernel (a `Transport` keys its pools by it) but read by the proxy
- * plugin, which declares it; this stands in when that plugin's module is not loaded at all.
+ * `proxy` is typed by the kernel (a `Transport` carries it as the default of its clients) but
+ * read by the proxy plugin, which declares it; this stands in when that plugin's module is not
+ * loaded at all.
  */
 const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
 
@@ -174,14 +228,14 @@ function describeWhere(w: string | (() => string)): string {
  * `kernel` (null: none) does not have it; any other name is an `ArgumentError` with the nearest
  * valid one (and `headersHint` for a name that looks like a header's).
  */
-export function checkCallOptionNames(o: object, where: string, kernel: Kernel | null, known: ReadonlySet<string>, headersHint?: string): void {
+export function checkCallOptionNames(o: object, where: string, kernel: HookHost | null, known: ReadonlySet<string>, headersHint?: string): void {
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
     const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
     if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
     const v = (o as Record<string, unknown>)[key];
     if (v === undefined) continue;
-    if (kernel === null || !kernel.isRegistered(owner.plugin)) throw needsPlugin(where, key, owner.plugin, kernel);
+    if (kernel === null || !kernel.isRegistered(owner.plugin)) throw needsPlugin(where, key, owner.plugin, kernel !== null);
     const expected = owner.check(v);
     if (expected !== null) throw new ArgumentError(`${where}: ${key} must be ${expected}, got ${describe(v)}`);
   }
@@ -196,16 +250,8 @@ function adviceFor(o: object, key: string, known: ReadonlySet<string>, headersHi
   return undefined;
 }
 
-/** The error for a plugin's option given to a client whose kernel lacks that plugin. */
-export function needsPlugin(where: string, key: string, plugin: string, kernel: Kernel | null): ArgumentError {
-  const fix = kernel === null
-    ? 'pass a kernel that has it, or use the top-level `switchyard` entry, whose clients run on the default plugins'
-    : `register it on this kernel (kernel.register(${plugin})) before making the client, or leave out kernel to get the default plugins`;
-  return new ArgumentError(`${where}: ${key} needs the ${plugin} plugin, which this client's kernel does not have: ${fix}`);
-}
-
 /** @internal Checks the names and the types of a call's options (`kernel`: the client's, for the options that need a plugin). */
-export function checkCallOptions(o: CallOptions, whereOf: string | (() => string), kernel: Kernel | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
+export function checkCallOptions(o: CallOptions, whereOf: string | (() => string), kernel: HookHost | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
   if (typeof o !== 'object' || o === null) throw new ArgumentError(`${describeWhere(whereOf)}: options must be an object, got ${o === null ? 'null' : typeof o}`);
   // The common call passes no options at all: nothing to check.
   let any = false;
@@ -216,12 +262,7 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   if (!any) return;
   const where = typeof whereOf === 'string' ? whereOf : whereOf();
   checkCallOptionNames(o, where, kernel, known, known === KERNEL_CALL_OPTIONS ? HEADERS_HINT : undefined);
-  for (const k of ['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout', 'expectContinueTimeout'] as const) {
-    const v = o[k];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
-      throw new ArgumentError(`${where}: ${k} must be a number of milliseconds >= 0, got ${String(v)}`);
-    }
-  }
+  for (const k of TIMEOUT_OPTIONS) checkMs(o[k], k, where);
   if (o.statusException !== undefined && typeof o.statusException !== 'boolean') throw new ArgumentError(`${where}: statusException must be a boolean`);
   if (o.basicauth !== undefined && (!Array.isArray(o.basicauth) || o.basicauth.length !== 2 || typeof o.basicauth[0] !== 'string' || typeof o.basicauth[1] !== 'string')) {
     throw new ArgumentError(`${where}: basicauth must be [user, password] strings`);
@@ -242,8 +283,8 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
   // HTTP/2 is the plugins' (h2 by ALPN or demanded over TLS, h2c on plain http://): without them
   // the call would quietly speak HTTP/1.1. First-party names, as the kernel has no other way to know them.
-  if (o.http2PriorKnowledge === true && (kernel === null || !kernel.isRegistered('h2c'))) throw needsPlugin(where, 'http2PriorKnowledge', 'h2c', kernel);
-  if (o.httpVersion === 'h2' && (kernel === null || !kernel.isRegistered('h2'))) throw needsPlugin(where, "httpVersion: 'h2'", 'h2', kernel);
+  if (o.http2PriorKnowledge === true && (kernel === null || !kernel.isRegistered('h2c'))) throw needsPlugin(where, 'http2PriorKnowledge', 'h2c', kernel !== null);
+  if (o.httpVersion === 'h2' && (kernel === null || !kernel.isRegistered('h2'))) throw needsPlugin(where, "httpVersion: 'h2'", 'h2', kernel !== null);
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
 }
 

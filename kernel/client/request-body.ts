@@ -4,16 +4,15 @@
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
-import { AbstractBody, adoptStreamErrors, type Body } from '../message/body.js';
+import { AbstractBody, adoptStreamErrors, ChunkBody, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';
 import { encodeQuery } from '../message/uri.js';
 import { PushBody } from './open.js';
 import type { QueryInit, RequestBody } from './options.js';
 
 /** A streamed request body over an iterable or async iterable (a Node Readable is one); sent chunked. */
-export class IterableBody extends AbstractBody {
+export class IterableBody extends ChunkBody {
   private iterator: AsyncIterator<Uint8Array | string> | Iterator<Uint8Array> | null;
-  private pending: Uint8Array | null = null;
   private isClosed = false;
   private readonly source: unknown;
 
@@ -28,26 +27,18 @@ export class IterableBody extends AbstractBody {
         : (source as Iterable<Uint8Array>)[Symbol.iterator]();
   }
 
-  /** See {@link AbstractBody.read}. */
-  async read(dst: Uint8Array): Promise<number> {
-    if (this.isClosed || this.iterator === null) return 0;
-    let chunk = this.pending;
-    this.pending = null;
-    while (chunk === null || chunk.length === 0) {
-      const r = await this.iterator.next();
-      if (r.done === true) {
-        this.iterator = null;
-        return 0;
-      }
-      const v: unknown = r.value;
-      if (typeof v === 'string') chunk = Buffer.from(v, 'utf8');
-      else if (v instanceof Uint8Array) chunk = v;
-      else throw new ArgumentError(`request body stream produced ${typeof v}, expected Uint8Array or string chunks`);
+  /** The source's next value as bytes; null at its end. */
+  protected async nextChunk(): Promise<Uint8Array | null> {
+    if (this.iterator === null) return null;
+    const r = await this.iterator.next();
+    if (r.done === true) {
+      this.iterator = null;
+      return null;
     }
-    const n = Math.min(dst.length, chunk.length);
-    dst.set(chunk.subarray(0, n), 0);
-    if (n < chunk.length) this.pending = chunk.subarray(n);
-    return n;
+    const v: unknown = r.value;
+    if (typeof v === 'string') return Buffer.from(v, 'utf8');
+    if (v instanceof Uint8Array) return v;
+    throw new ArgumentError(`request body stream produced ${typeof v}, expected Uint8Array or string chunks`);
   }
 
   /** Stops reading; a Node stream source is destroyed. */

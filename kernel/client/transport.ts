@@ -1,7 +1,7 @@
 /**
- * Transport: the connection pool. One pool per origin (scheme, host, port, and the proxy and
- * local address that shape the connection); idle HTTP/1 connections are reused last-in,
- * first-out, dropped when the server closes them, and closed after `idleTimeout`.
+ * Transport: the connection pool. One pool per origin (scheme, host, port), HTTP version wish
+ * and what the `client.poolKey` taps add (a proxy); idle HTTP/1 connections are reused
+ * last-in, first-out, dropped when the server closes them, and closed after `idleTimeout`.
  */
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
@@ -25,7 +25,7 @@ export interface TransportOptions {
   tlsConfig?: ConnectionOptions;
   /** Source address of outbound connections: an IP literal of this machine (a request whose connection cannot bind it fails with `ArgumentError`). */
   localAddr?: string;
-  /** Proxy policy (the proxy plugin's `ProxyConfig`); opaque to the kernel, part of the pool key. */
+  /** Proxy policy (the proxy plugin's `ProxyConfig`): the default of the clients on this transport, which pass it to the plugin as a call option. */
   proxy?: unknown;
   /** Longest status or header line. Default 65536. */
   maxLineBytes?: number;
@@ -53,12 +53,12 @@ export interface AcquireOptions {
   /** `auto`: HTTP/2 by ALPN when offered (the caller prefers it), else HTTP/1.1. */
   readonly httpVersion: 'auto' | 'h1' | 'h2';
   readonly hooks: Tapped<ClientHooks> | null;
-  readonly proxy?: unknown;
 }
 
 class Pool implements SessionOwner, SessionPool {
   readonly key: string;
-  readonly idle: H1ClientSession[] = [];
+  /** Sessions that take one exchange at a time, idle (most recently used last). */
+  readonly idle: ClientSession[] = [];
   readonly all = new Set<ClientSession>();
   /** Multiplexed sessions (HTTP/2): shared by concurrent exchanges while they have capacity. */
   readonly shared: ClientSession[] = [];
@@ -70,12 +70,12 @@ class Pool implements SessionOwner, SessionPool {
     this.transport = transport;
   }
 
-  release(session: H1ClientSession): void {
+  release(session: ClientSession): void {
     this.transport.onRelease(this, session);
   }
 
   discard(session: ClientSession): void {
-    const i = this.idle.indexOf(session as H1ClientSession);
+    const i = this.idle.indexOf(session);
     if (i >= 0) {
       this.idle.splice(i, 1);
       this.transport.idleTotal--;
@@ -179,11 +179,12 @@ export class Transport {
 
   /**
    * @internal An idle session for `origin`, or null: synchronous, so reusing a pooled
-   * connection costs no promise (the common case of every call after the first).
+   * connection costs no promise (the common case of every call after the first). `route` is
+   * what the `client.poolKey` taps gave the call.
    */
-  acquireIdle(origin: Origin, a: AcquireOptions): ClientSession | null {
+  acquireIdle(origin: Origin, a: AcquireOptions, route: unknown): ClientSession | null {
     if (this.closed || (this.idleTotal === 0 && this.sharedTotal === 0)) return null;
-    const pool = this.pools.get(poolKey(origin, a.proxy !== undefined ? a.proxy : this.proxy, a.httpVersion));
+    const pool = this.pools.get(poolKey(origin, route, a.httpVersion));
     if (pool === undefined) return null;
     if (pool.shared.length > 0) {
       const s = this.takeShared(pool);
@@ -212,18 +213,17 @@ export class Transport {
     while (idle.length > 0) {
       const s = idle.pop()!;
       this.idleTotal--;
-      if (!s.closed && (this.idleTimeout === 0 || performance.now() - s.idleSince < this.idleTimeout)) return s;
+      if (!s.closed && (this.idleTimeout === 0 || s.idleSince === undefined || performance.now() - s.idleSince < this.idleTimeout)) return s;
       s.destroy();
       pool.all.delete(s);
     }
     return null;
   }
 
-  /** @internal A session for one exchange to `origin`: an idle one, or a new connection. */
-  async acquire(origin: Origin, ctx: RequestContext, a: AcquireOptions): Promise<ClientSession> {
+  /** @internal A session for one exchange to `origin`: an idle one, or a new connection (see {@link Transport.acquireIdle} for `route`). */
+  async acquire(origin: Origin, ctx: RequestContext, a: AcquireOptions, route: unknown): Promise<ClientSession> {
     if (this.closed) throw new ArgumentError('the transport is closed');
-    const proxy = a.proxy !== undefined ? a.proxy : this.proxy;
-    const key = poolKey(origin, proxy, a.httpVersion);
+    const key = poolKey(origin, route, a.httpVersion);
     let pool = this.pools.get(key);
     if (pool === undefined) {
       pool = new Pool(key, this);
@@ -239,10 +239,10 @@ export class Transport {
       if (again !== null) return again;
       if (s === null || s.capacity() === 0) break;
     }
-    return this.connect(pool, origin, ctx, a, proxy);
+    return this.connect(pool, origin, ctx, a, route);
   }
 
-  private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, proxy: unknown): Promise<ClientSession> {
+  private async connect(pool: Pool, origin: Origin, ctx: RequestContext, a: AcquireOptions, route: unknown): Promise<ClientSession> {
     const started = performance.now();
     const hooks = a.hooks;
     const o: ConnectOptions = {
@@ -254,7 +254,7 @@ export class Transport {
       httpVersion: a.httpVersion,
       localAddress: this.localAddr,
       timeoutMs: a.connectTimeout,
-      proxy,
+      poolKey: route,
       tls: this.tlsConfig,
     };
     // `auto` comes from a client that prefers HTTP/2 (its own preferHttp2, or this transport's
@@ -268,7 +268,7 @@ export class Transport {
     // This connection may be multiplexed: requests arriving meanwhile wait for it (see acquire).
     const opening = this.open(pool, o, ctx, hooks, started);
     const shared = opening.then(
-      (s) => (s instanceof H1ClientSession ? null : s),
+      (s) => (s.multiplexed !== false ? s : null),
       () => null,
     );
     pool.pending = shared;
@@ -288,7 +288,7 @@ export class Transport {
       session = hooks.session.call(socket, { alpnProtocol: alpn, connect: o, ctx, pool }) ?? null;
     }
     if (session === null) session = new H1ClientSession(socket, pool, { maxLineBytes: this.maxLineBytes, maxHeaderBytes: this.maxHeaderBytes });
-    else if (!(session instanceof H1ClientSession)) this.addShared(pool, session);
+    else if (session.multiplexed !== false) this.addShared(pool, session);
     pool.all.add(session);
     return session;
   }
@@ -309,7 +309,7 @@ export class Transport {
   }
 
   /** @internal */
-  onRelease(pool: Pool, session: H1ClientSession): void {
+  onRelease(pool: Pool, session: ClientSession): void {
     if (this.closed || pool.idle.length >= this.maxIdlePerHost || this.idleTotal >= this.maxIdleTotal) {
       pool.all.delete(session);
       session.destroy();
@@ -325,7 +325,7 @@ export class Transport {
     for (const p of this.pools.values()) {
       for (let i = p.idle.length - 1; i >= 0; i--) {
         const s = p.idle[i]!;
-        if (now - s.idleSince >= this.idleTimeout) {
+        if (s.idleSince !== undefined && now - s.idleSince >= this.idleTimeout) {
           p.idle.splice(i, 1);
           this.idleTotal--;
           p.all.delete(s);
@@ -349,32 +349,32 @@ export class Transport {
   }
 }
 
-const proxyIds = new WeakMap<object, number>();
-let nextProxyId = 1;
+const routeIds = new WeakMap<object, number>();
+let nextRouteId = 1;
 
-/** Keys of direct (proxy-less) pools per origin object and version wish: the client reuses its Origin objects, so most acquires build no string. */
+/** Keys of pools with nothing added per origin object and version wish: the client reuses its Origin objects, so most acquires build no string. */
 const directKeys = new WeakMap<Origin, Record<string, string>>();
 
-/** Pool key: origin, HTTP version wish, and the proxy policy (by identity). */
-function poolKey(o: Origin, proxy: unknown, v: string): string {
-  if (proxy === undefined || proxy === null) {
+/** Pool key: origin, HTTP version wish, and what the `client.poolKey` taps gave (an object by identity). */
+function poolKey(o: Origin, route: unknown, v: string): string {
+  if (route === undefined || route === null) {
     let byVersion = directKeys.get(o);
     if (byVersion === undefined) directKeys.set(o, (byVersion = {}));
     return (byVersion[v] ??= `${o.protocol}//${o.host}:${o.port}|${v}`);
   }
-  return buildKey(o, proxy, v);
+  return buildKey(o, route, v);
 }
 
-function buildKey(o: Origin, proxy: unknown, v: string): string {
-  let p = '';
-  if (typeof proxy === 'object' && proxy !== null) {
-    let id = proxyIds.get(proxy);
+function buildKey(o: Origin, route: unknown, v: string): string {
+  let p: string;
+  if ((typeof route === 'object' && route !== null) || typeof route === 'function') {
+    let id = routeIds.get(route);
     if (id === undefined) {
-      id = nextProxyId++;
-      proxyIds.set(proxy, id);
+      id = nextRouteId++;
+      routeIds.set(route, id);
     }
-    p = `|proxy${id}`;
-  } else if (typeof proxy === 'string') p = `|${proxy}`;
+    p = `|@${id}`;
+  } else p = `|=${String(route)}`;
   return `${o.protocol}//${o.host}:${o.port}|${v}${p}`;
 }
 

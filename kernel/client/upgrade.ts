@@ -25,33 +25,29 @@ import { ArgumentError, ParseError, ProtocolError, TimeoutError, type TimeoutOpe
 import type { ClientHooks, ConnectOptions, Tapped } from '../hooks.js';
 import { HeadParser } from '../http1/head-parser.js';
 import { serializeRequestHead } from '../http1/serialize.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import { nobody } from '../message/body.js';
 import { kCallOptions, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import { checkLocalAddr, openConnection } from './connect.js';
-import { DEFAULT_RESPONSE_HEADER_TIMEOUT, type CallOptions } from './options.js';
+import { resolveExchangeTimeouts, type CallOptions, type ExchangeTimeoutOptions } from './options.js';
 
-/** Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. */
-export interface UpgradeOptions {
+/**
+ * Options of {@link upgradeRequest}. Durations in ms; 0 turns a timeout off. The timeouts are a
+ * call's: `requestTimeout` bounds the whole handshake, `responseHeaderTimeout` the wait from
+ * the request written to the response head read, `readIdleTimeout` a gap between its bytes
+ * (and the head wait when `responseHeaderTimeout` is 0), `writeIdleTimeout` the wait for the
+ * request head to be taken by the socket.
+ */
+export interface UpgradeOptions extends ExchangeTimeoutOptions {
   /** A kernel whose `client.connect` taps open the connection and whose `client.onUpgrade` taps see the 101; none means no plugins. */
-  kernel?: Kernel | null;
+  kernel?: HookHost | null;
   /**
    * An already connected byte stream to send the request over instead of connecting. It stays
    * the caller's: it is never destroyed here, not even on failure (only our listeners go).
    */
   socket?: Duplex | null;
-  /** DNS, TCP, proxy handshakes and TLS. Default 30 000. */
-  connectTimeout?: number;
-  /** The whole handshake, connect included. Default 0. */
-  requestTimeout?: number;
-  /** From the request written to the response head read. Default 300 000 (off when `readIdleTimeout` is set: it then times the wait); 0 = off. */
-  responseHeaderTimeout?: number;
-  /** Longest gap between bytes of the response head (also the head wait when `responseHeaderTimeout` is 0). Default 0. */
-  readIdleTimeout?: number;
-  /** Longest wait for the request head to be taken by the socket. Default 0. */
-  writeIdleTimeout?: number;
   /** The proxy policy, passed to the `client.connect` taps (the proxy plugin); opaque here. */
   proxy?: unknown;
   /** TLS options for `https:` (`ca`, `rejectUnauthorized`, `servername`, …). */
@@ -90,12 +86,6 @@ export interface UpgradeResult {
 
 const EMPTY = new Uint8Array(0);
 
-function ms(v: number | undefined, key: string, dflt: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ArgumentError(`${key} must be a number of milliseconds >= 0, got ${String(v)}`);
-  return Math.min(v, 2 ** 31 - 1);
-}
-
 /**
  * Sends `request` (a GET carrying `Upgrade` and `Connection: upgrade`; `request.url` absolute
  * `http:` or `https:`) on a new connection, or on `options.socket`, and reads the response
@@ -122,12 +112,13 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ArgumentError(`upgradeRequest(): request.url must be http: or https:, got ${url.protocol}`);
   const op = options.timeoutOperation ?? 'request';
-  const connectTimeout = ms(options.connectTimeout, 'connectTimeout', 30_000);
-  const requestTimeout = ms(options.requestTimeout, 'requestTimeout', 0);
-  const readIdle = ms(options.readIdleTimeout, 'readIdleTimeout', 0);
-  // Unset, with readIdleTimeout set: that one times the head wait, as for any call.
-  const headerTimeout = ms(options.responseHeaderTimeout, 'responseHeaderTimeout', readIdle > 0 ? 0 : DEFAULT_RESPONSE_HEADER_TIMEOUT);
-  const writeIdle = ms(options.writeIdleTimeout, 'writeIdleTimeout', 0);
+  const {
+    connectTimeout,
+    requestTimeout,
+    readIdleTimeout: readIdle,
+    responseHeaderTimeout: headerTimeout,
+    writeIdleTimeout: writeIdle,
+  } = resolveExchangeTimeouts(options);
   const localAddress = checkLocalAddr(options.localAddress);
 
   const k = options.kernel ?? null;

@@ -1,44 +1,12 @@
 /**
- * The HTTP/1.1 wire codec: incremental head parser, chunked decoder, body framing, incoming
- * bodies, `readRequest`/`readResponse`, and the serializer.
+ * The HTTP/1.1 message I/O of the reference: `readRequest`/`readResponse` over a byte source,
+ * `writeRequest`/`writeResponse` to a sink, the chunked decoder and incoming bodies behind them,
+ * and the field validators. The codec's own parts (head parser, framing, serializers) are in the
+ * protocol entry (kernel/protocol.ts).
  */
-export {
-  HeadParser,
-  type HeadKind,
-  type HeadLimits,
-  DEFAULT_MAX_LINE_BYTES,
-  DEFAULT_MAX_HEADER_BYTES,
-  CONN_CLOSE,
-  CONN_KEEP_ALIVE,
-  CONN_UPGRADE,
-  H2_PREFACE,
-  matchH2Preface,
-  isH2Preface,
-  parseContentLength,
-  connectionFlags,
-} from './head-parser.js';
 export { ChunkedDecoder, type ChunkedDecoderOptions } from './chunked.js';
-export { FORBIDDEN_TRAILERS, isForbiddenTrailer } from './tables.js';
-export { isValidHost, requestTargetError, absoluteTargetAuthority } from './target.js';
-export { type BodyKind, requestBodyKind, responseBodyKind, statusHasNoBody } from './framing.js';
 export { ByteReader, type ByteSourceInit } from './byte-reader.js';
 export { IncomingBody, type IncomingBodyKind, type IncomingBodyOptions } from './incoming-body.js';
 export { readRequest, readResponse, type ReadRequestOptions, type ReadResponseOptions } from './read.js';
-export {
-  type ByteSink,
-  type OutgoingFraming,
-  writeRequest,
-  writeResponse,
-  serializeRequestHead,
-  serializeResponseHead,
-  serializeLastChunk,
-  serializeFields,
-  serializeStatusLine,
-  encodeChunk,
-  encodeMessage,
-  checkFieldName,
-  checkFieldValue,
-  checkTrailerName,
-  checkTrailers,
-} from './serialize.js';
+export { type ByteSink, writeRequest, writeResponse, checkFieldName, checkFieldValue } from './serialize.js';
 export { STATUS_TEXT, statusText, isToken } from './tables.js';

@@ -42,6 +42,72 @@ export abstract class AbstractBody implements AsyncIterable<Uint8Array> {
 }
 
 /**
+ * A streamed body that makes its bytes a chunk at a time (a decoder's output, a form's parts,
+ * an iterator's values): a subclass implements {@link ChunkBody.nextChunk}, and
+ * {@link ChunkBody.read} hands each chunk out in pieces of at most `dst.length`, what does not
+ * fit waiting for the next read. Empty chunks are skipped (a read returns 0 only at the end).
+ * A subclass whose chunks are fresh buffers may iterate them uncopied with
+ * {@link ChunkBody.chunks}; otherwise iteration copies, as for any body.
+ *
+ * @example
+ * ```ts
+ * class Countdown extends ChunkBody {
+ *   private n = 3;
+ *   private done = false;
+ *   protected async nextChunk() {
+ *     return this.done || this.n === 0 ? null : Buffer.from(`${this.n--}\n`);
+ *   }
+ *   close() { this.done = true; this.dropWaiting(); }
+ *   get closed() { return this.done; }
+ * }
+ * ```
+ */
+export abstract class ChunkBody extends AbstractBody {
+  // The rest of a chunk a read took only part of.
+  private waiting: Uint8Array | null = null;
+
+  /** The next chunk, or null at the end (and once closed). */
+  protected abstract nextChunk(): Promise<Uint8Array | null>;
+
+  /** See {@link AbstractBody.read}. */
+  async read(dst: Uint8Array): Promise<number> {
+    if (this.closed || dst.length === 0) return 0;
+    let chunk = this.waiting;
+    this.waiting = null;
+    while (chunk === null || chunk.length === 0) {
+      chunk = await this.nextChunk();
+      if (chunk === null) return 0;
+    }
+    const n = Math.min(dst.length, chunk.length);
+    dst.set(n === chunk.length ? chunk : chunk.subarray(0, n), 0);
+    if (n < chunk.length) this.waiting = chunk.subarray(n);
+    return n;
+  }
+
+  /** True while part of a chunk waits for the next read. */
+  protected get hasWaiting(): boolean {
+    return this.waiting !== null;
+  }
+
+  /** Drops what waits (for `close()`). */
+  protected dropWaiting(): void {
+    this.waiting = null;
+  }
+
+  /** The rest of the body as its chunks, uncopied: what a read left waiting, then each new one. */
+  protected async *chunks(): AsyncGenerator<Uint8Array> {
+    const w = this.waiting;
+    this.waiting = null;
+    if (w !== null && w.length > 0) yield w;
+    for (;;) {
+      const c = await this.nextChunk();
+      if (c === null) return;
+      if (c.length > 0) yield c;
+    }
+  }
+}
+
+/**
  * Takes charge of the errors of a Node stream (an EventEmitter with `destroy`) that a body
  * reads later: a stream that fails before it is read (a `createReadStream` of a missing file
  * fails at once) would otherwise crash the process with an unhandled `'error'` event. Its

@@ -6,6 +6,7 @@ import { checkOptionKeys, looksLikeHeader, suggestOption, unknownOptionError } f
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { RequestContext } from './context.js';
 import { Headers, headersFromFields, type HeadersInit } from './headers.js';
+import { describeType, Message } from './message.js';
 
 /** Options of {@link Request} (all optional). */
 export interface RequestOptions {
@@ -81,13 +82,6 @@ export function checkLength(n: unknown): number {
   return n;
 }
 
-/** @internal */
-export function describeType(x: unknown): string {
-  if (x === null) return 'null';
-  if (typeof x === 'object') return (x as object).constructor?.name ?? 'object';
-  return typeof x;
-}
-
 /** @internal Builds headers per the copy rule. */
 export function makeHeaders(h: HeadersInit | null | undefined, copy: boolean): Headers {
   if (h == null) return new Headers();
@@ -105,7 +99,7 @@ export function checkVersion(n: unknown, what: string, dflt: number): number {
 }
 
 /** One HTTP request. */
-export class Request {
+export class Request extends Message {
   /** HTTP method, such as `GET`. */
   method: string;
   /** Request target: path plus query string (or absolute form for proxies). */
@@ -116,9 +110,8 @@ export class Request {
   private _fields: readonly string[] | null;
   /** Body: string, bytes, a streamed body, or null. On a server (`serve`) it is the buffered bytes. */
   body: Body;
-  // Trailers and the context are made on first use: a server request that never touches
-  // them (most) allocates neither.
-  private _trailers: Headers | null;
+  // The context is made on first use (as the trailers are): a server request that never
+  // touches them (most) allocates neither.
   private _ctx: RequestContext | null;
   /** Authority for the Host header or `:authority`, or null. */
   host: string | null;
@@ -140,6 +133,7 @@ export class Request {
   constructor(method: string, target: string, options?: RequestOptions);
   constructor(method: string, target: string, headers: HeadersInit | null, body?: Body, options?: RequestOptions);
   constructor(method: string, target: string, a?: HeadersInit | RequestOptions | null, b?: Body, c?: RequestOptions) {
+    super();
     if (a === WIRE) {
       // Internal fast path for the HTTP/1 server: values already parsed and validated.
       const w = wire;
@@ -206,20 +200,6 @@ export class Request {
     return h;
   }
 
-  /** Trailers (sent after a chunked body; read from one). */
-  get trailers(): Headers {
-    return (this._trailers ??= new Headers());
-  }
-  set trailers(h: Headers) {
-    if (!(h instanceof Headers)) throw new ArgumentError(`trailers must be a Headers, got ${describeType(h)}`);
-    this._trailers = h;
-  }
-
-  /** True when trailers were set (without creating an empty set). */
-  get hasTrailers(): boolean {
-    return this._trailers !== null && this._trailers.size > 0;
-  }
-
   /** The request context (cancellation, deadline, data); see {@link getRequestContext}. */
   get ctx(): RequestContext {
     return (this._ctx ??= new RequestContext());
@@ -241,7 +221,7 @@ export class Request {
   }
 
   /** `GET /path HTTP/1.1` form, for logs and errors. */
-  toString(): string {
+  override toString(): string {
     return `${this.method} ${this.target} HTTP/${this.protoMajor}.${this.protoMinor}`;
   }
 }

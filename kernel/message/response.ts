@@ -6,7 +6,8 @@ import { ArgumentError } from '../errors.js';
 import { AbstractBody, bodyLength, type Body } from './body.js';
 import { Headers, type HeadersInit } from './headers.js';
 import { checkOptionKeys } from '../option-keys.js';
-import { checkBody, checkLength, checkVersion, checkOptionsObject, describeType, makeHeaders, Request } from './request.js';
+import { describeType, Message } from './message.js';
+import { checkBody, checkLength, checkVersion, checkOptionsObject, makeHeaders, Request } from './request.js';
 
 /** Options of {@link Response} (all optional). */
 export interface ResponseOptions {
@@ -56,7 +57,7 @@ function checkStatus(status: unknown): number {
 const EMPTY_OPTIONS: ResponseOptions = Object.freeze({});
 
 /** One HTTP response. */
-export class Response {
+export class Response extends Message {
   /** HTTP status code. */
   status: number;
   /** Reason phrase; empty means the standard one. */
@@ -65,8 +66,6 @@ export class Response {
   headers: Headers;
   /** Body: string, bytes, a streamed body, or null. A client response holds bytes (null with `responseStream`). */
   body: Body;
-  // Made on first use: most responses have no trailers.
-  private _trailers: Headers | null;
   /** Body length in bytes; -1 when unknown. */
   contentLength: number;
   /** HTTP major version. */
@@ -89,6 +88,7 @@ export class Response {
   constructor(status: number, options: ResponseOptions);
   constructor(body: string | Uint8Array | AbstractBody);
   constructor(a: number | string | Uint8Array | AbstractBody, b?: unknown, c?: unknown, d?: unknown) {
+    super();
     if (b === WIRE) {
       // Internal fast path for protocol drivers (see protocolResponse): values already parsed and checked.
       const w = wire;
@@ -176,20 +176,6 @@ export class Response {
     return new Response(status, text, { ...options, headers, copyHeaders: false });
   }
 
-  /** Trailers (sent after a chunked body; read from one). */
-  get trailers(): Headers {
-    return (this._trailers ??= new Headers());
-  }
-  set trailers(h: Headers) {
-    if (!(h instanceof Headers)) throw new ArgumentError(`trailers must be a Headers, got ${describeType(h)}`);
-    this._trailers = h;
-  }
-
-  /** True when trailers were set (without creating an empty set). */
-  get hasTrailers(): boolean {
-    return this._trailers !== null && this._trailers.size > 0;
-  }
-
   /** Alias of {@link Response.status}. */
   get statusCode(): number {
     return this.status;
@@ -220,7 +206,7 @@ export class Response {
   }
 
   /** `HTTP/1.1 200 OK` form, for logs and errors. */
-  toString(): string {
+  override toString(): string {
     return `HTTP/${this.protoMajor}.${this.protoMinor} ${this.status}${this.reason ? ` ${this.reason}` : ''}`;
   }
 }

@@ -1,13 +1,15 @@
 /**
- * Reading a plain connection's first bytes without reading past the HTTP/2 preface.
+ * Reading a plain connection's first bytes without reading past the preface a protocol tap
+ * declared (see `ProtocolTapOptions`), so what follows it stays in the socket for the taker.
  *
- * Why: bytes read in JavaScript and then given to node:http2 (`unshift`, which the session takes
- * on its next tick) are parsed inside that JavaScript call, and the streams in them run their
- * whole lifecycle nested in it, in an order they never have otherwise. V8 learns from those first
- * streams, and the whole process then serves HTTP/2 5-8% slower for good (measured with
- * `bench/h2.ts`; see bench/README.md, "Where the h2c gap was"). A detector that reads at most the 24
- * preface bytes leaves the client's first frames in the kernel's socket buffer, for the session
- * to read natively like any later ones.
+ * Why, with HTTP/2 (h2c) as the case that made it matter: bytes read in JavaScript and then
+ * given to node:http2 (`unshift`, which the session takes on its next tick) are parsed inside
+ * that JavaScript call, and the streams in them run their whole lifecycle nested in it, in an
+ * order they never have otherwise. V8 learns from those first streams, and the whole process
+ * then serves HTTP/2 5-8% slower for good (measured with `bench/h2.ts`; see bench/README.md,
+ * "Where the h2c gap was"). A detector that reads at most the 24 preface bytes leaves the
+ * client's first frames in the kernel's socket buffer, for the session to read natively like
+ * any later ones.
  *
  * How: net's user-buffer reads, the machinery behind `net.connect({ onread })`: the handle reads
  * into a buffer we size, so a read never takes more than the preface still missing. A server's

@@ -20,7 +20,7 @@ import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ProtocolError } from '../errors.js';
 import type { ServerExchange, ServerHooks, Tapped } from '../hooks.js';
-import type { ProtocolConnection, ProtocolHost, ServerInfo, ServerLimits } from './protocol-host.js';
+import type { ExchangeWire, ProtocolConnection, ProtocolHost, ResponseWire, ServerInfo, ServerLimits } from './protocol-host.js';
 import { AbstractBody, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import { requestFromWire, type Request } from '../message/request.js';
@@ -32,7 +32,6 @@ import { bodyStatus } from './error-status.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
 import { Stream, writeResponseToStream, type StreamHost } from './stream.js';
-import type { ExchangeWire, ResponseWire } from './wire.js';
 import { copyResponse } from './copy-response.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
@@ -70,24 +69,8 @@ export function protocolRequest(method: string, target: string, headers: Headers
   return req;
 }
 
-const upgradeHosts = new WeakMap<Duplex, ProtocolHost>();
-
 /** Bytes of a streamed response body read at a time for a wire that does not say: HTTP/2's default frame size. */
 const WIRE_CHUNK = 16384;
-
-/**
- * The server a socket handed to a `server.onUpgrade` tap, or taken by `stream.upgrade()`,
- * belongs to (how the h2c plugin serves `Upgrade: h2c`, and how a WebSocket learns the server
- * is going away), or undefined for any other socket.
- */
-export function getProtocolHost(socket: Duplex): ProtocolHost | undefined {
-  return upgradeHosts.get(socket);
-}
-
-/** @internal Remembers the server of a socket about to be offered to `server.onUpgrade` (cold path). */
-export function setUpgradeHost(socket: Duplex, host: ProtocolHost): void {
-  upgradeHosts.set(socket, host);
-}
 
 /** @internal The pipeline of one server: its {@link ProtocolHost}, and the host of its streams. */
 export class ExchangePipeline implements ProtocolHost, StreamHost {

@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
-import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
+import type { ServerHooks, ServerInfo, Tapped, UpgradeInfo } from '../hooks.js';
 import { nobody } from '../message/body.js';
 import { Headers } from '../message/headers.js';
 import { type Request, requestFromWire } from '../message/request.js';
@@ -30,7 +30,7 @@ import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
 import { statusFor } from './error-status.js';
-import { setUpgradeHost, type ExchangePipeline, type StreamHandler } from './exchange.js';
+import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
 import { bytesSent } from '../socket-progress.js';
 
@@ -541,8 +541,7 @@ export class H1Connection implements H1WireConnection {
     socket.pause();
     socket.removeListener('data', this.onData);
     const head = this.takeStash() ?? EMPTY;
-    setUpgradeHost(socket, this.host.pipeline);
-    hook.promise(req, socket, head).then(
+    hook.promise(req, socket, { head, server: this.host.info, host: this.host.pipeline }).then(
       (claimed) => {
         if (claimed === true) {
           this.phase = P_UPGRADED;
@@ -586,7 +585,7 @@ export class H1Connection implements H1WireConnection {
   }
 
   /** {@link H1WireConnection.takeSocket}: see `Stream.upgrade`. */
-  takeSocket(): { socket: Duplex; head: Uint8Array } {
+  takeSocket(): { socket: Duplex } & UpgradeInfo {
     if (this.phase === P_CLOSED || this.socket.destroyed) throw new ProtocolError('cannot upgrade: the client closed the connection');
     if (this.bodyKind !== B_NONE && !this.bodyEnded) throw new ArgumentError('cannot upgrade a request that has an unread body');
     const socket = this.socket;
@@ -595,7 +594,7 @@ export class H1Connection implements H1WireConnection {
     const head = this.takeStash() ?? EMPTY;
     this.phase = P_UPGRADED;
     this.detach();
-    return { socket, head };
+    return { socket, head, server: this.host.info, host: this.host.pipeline };
   }
 
   /** A stream handler's exchange is over (its response was answered, or abandoned). */

@@ -17,7 +17,7 @@ import { CONN_CLOSE, connectionFlags } from '../http1/head-parser.js';
 import { encodeChunk, encodeMessage, serializeLastChunk } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { PeerAddr } from './peer.js';
-import type { ExchangeWire } from './wire.js';
+import type { ExchangeWire, UpgradeInfo } from './protocol-host.js';
 
 /** A stream handler's fixed-length response is held (not sent) until its body grows past this many bytes. */
 export const HOLD_BYTES = 4096;
@@ -30,7 +30,7 @@ const BODY_CHUNK = 65536;
 
 /** @internal What the HTTP/1.1 wire needs from its connection: the request side it hands on, and the socket. */
 export interface H1WireConnection extends Pick<ExchangeWire, 'writable' | 'bodyError' | 'peerAddr' | 'readBody' | 'discardBody' | 'sendContinue'> {
-  takeSocket(): { socket: Duplex; head: Uint8Array };
+  takeSocket(): { socket: Duplex } & UpgradeInfo;
   /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
   send(data: Uint8Array | string): Promise<void> | undefined;
   /** True when nothing sent waits in the connection or its socket (the last bytes were taken at once). */
@@ -134,7 +134,7 @@ export class H1Wire implements ExchangeWire {
     this.conn.sendContinue();
   }
 
-  takeSocket(): { socket: Duplex; head: Uint8Array } {
+  takeSocket(): { socket: Duplex } & UpgradeInfo {
     return this.conn.takeSocket();
   }
 

@@ -12,10 +12,6 @@ import { writeResponseToStream, type Stream } from './stream.js';
 
 export { Server, type ServerInit } from './server.js';
 export { Stream } from './stream.js';
-export { HOLD_BYTES } from './h1-wire.js';
-export type { ExchangeWire, ResponseWire } from './wire.js';
-export { getProtocolHost, protocolRequest } from './exchange.js';
-export type { ProtocolHost, ProtocolConnection, ServerLimits } from './protocol-host.js';
 export { PeerAddr } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';

@@ -1,13 +1,22 @@
 /**
  * Server options: their types, defaults and validation. Everything a server reads per
- * connection is resolved here once, so the request path reads plain fields.
+ * connection is resolved here once, so the request path reads plain fields. Plugins add
+ * options of their own (`definePlugin({ serverOptions })`, typed by declaration merging on
+ * {@link ServerOptions}); they are checked here too, and read by their plugin.
  */
 import type { Server as NetServer } from 'node:net';
 import type { TlsOptions } from 'node:tls';
 import { ArgumentError } from '../errors.js';
+import type { HookHost } from '../hook-host.js';
 import { optionHint } from '../option-keys.js';
+import { describe } from '../describe.js';
+import { needsPlugin, pluginServerOptionNames, serverOptionOwner, setKernelServerOptions } from '../plugin-options.js';
 
-/** Options of `serve`, `listen` and `new Server` (all optional). */
+/**
+ * Options of `serve`, `listen` and `new Server` (all optional). Plugins add theirs by
+ * declaration merging (`declare module 'switchyard/kernel' { interface ServerOptions { … } }`)
+ * and declare them at run time with `definePlugin({ serverOptions })`.
+ */
 export interface ServerOptions {
   /** The reference's `network`: only `'tcp'` (the default) is served; anything else is an `ArgumentError`. */
   network?: 'tcp';
@@ -35,9 +44,9 @@ export interface ServerOptions {
   maxHeaderBytes?: number;
   /**
    * Limit for reading a request head, ms, from its first byte (timing out gets 408). A new
-   * connection's first bytes (the HTTP/2 preface and first request included) must come within
-   * it too, else it is closed quietly. Default 60 000, or `readTimeout` when that is set and
-   * shorter; 0 falls back to `readTimeout`.
+   * connection's first bytes (a protocol's preface, such as HTTP/2's, and the first request
+   * included) must come within it too, else it is closed quietly. Default 60 000, or
+   * `readTimeout` when that is set and shorter; 0 falls back to `readTimeout`.
    */
   readHeaderTimeout?: number;
   /** Limit for reading a request body (and the head, when `readHeaderTimeout` is 0), ms. Timing out gets 408. Default 300 000; 0 = off (for uploads that may take longer). */
@@ -55,12 +64,8 @@ export interface ServerOptions {
    * anything else is dropped. Default 10 000; 0 waits as long as they last.
    */
   closeGracePeriod?: number;
-  /** Serve cleartext HTTP/2 (h2c) on a plain listener when the h2c plugin is loaded. Default true; false answers the preface with 400. A TLS listener ignores it. */
-  allowH2c?: boolean;
-  /** HTTP/2 settings (read by the h2 plugin). */
-  http2Settings?: unknown;
-  /** Open HTTP/2 streams per connection (read by the h2 plugin). Default 100; 0 = no limit. */
-  maxConcurrentStreams?: number;
+  // Plugins add their options by declaration merging, as plugins/options.ts does: an index
+  // signature here would accept any misspelt option without a word.
 }
 
 /** @internal Options after defaults and validation. */
@@ -80,19 +85,20 @@ export interface ResolvedServerOptions {
   readonly idleTimeout: number;
   readonly tlsHandshakeTimeout: number;
   readonly closeGracePeriod: number;
-  readonly allowH2c: boolean;
   /** True when any timeout is set: connections then arm timers, otherwise they never do. */
   readonly timeouts: boolean;
   /** The options as given, for plugins (`ServerInfo.options`). */
   readonly raw: Readonly<Record<string, unknown>>;
 }
 
-const KNOWN = new Set([
+/** The server options the kernel reads itself; every other name belongs to a plugin that declares it, or is unknown. */
+const KNOWN: ReadonlySet<string> = new Set([
   'network', 'address', 'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
-  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'tlsHandshakeTimeout', 'closeGracePeriod', 'allowH2c', 'http2Settings', 'maxConcurrentStreams',
+  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'tlsHandshakeTimeout', 'closeGracePeriod',
   // Server constructor and entry points
   'handler', 'stream', 'kernel',
 ]);
+setKernelServerOptions(KNOWN);
 
 function int(o: Record<string, unknown>, key: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = o[key];
@@ -121,25 +127,21 @@ function bool(o: Record<string, unknown>, key: string, dflt: boolean): boolean {
 }
 
 /**
- * HTTP/2 options are read by the h2 plugin per connection; their bounds (the reference's
- * Limits) are checked here, when the server is made, so a bad value fails `serve`/`listen`
- * instead of every HTTP/2 connection later.
+ * Checks the names of the server options, and the values of the plugins' options (the kernel's
+ * own are checked as they are read). A plugin's option is refused, naming the plugin, when the
+ * server's kernel lacks it; a server made without a kernel runs no plugin and checks them only.
  */
-function checkHttp2(o: Record<string, unknown>): void {
-  int(o, 'maxConcurrentStreams', 100, 0, 2 ** 32 - 1);
-  const s = o.http2Settings;
-  if (s === undefined || s === null) return;
-  if (typeof s !== 'object' || Array.isArray(s)) throw new ArgumentError('http2Settings must be an HTTP2Settings or { initialWindowSize, connectionWindowSize }');
-  const w = s as Record<string, unknown>;
-  const check = (key: string, min: number): void => {
-    const v = w[key];
-    if (v === undefined) return;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > 2 ** 31 - 1) {
-      throw new ArgumentError(`http2Settings.${key} must be an integer from ${min} to ${2 ** 31 - 1}, got ${typeof v === 'number' ? v : typeof v}`);
-    }
-  };
-  check('initialWindowSize', 1);
-  check('connectionWindowSize', 65535);
+function checkNames(o: Record<string, unknown>, kernel: HookHost | null): void {
+  for (const k of Object.keys(o)) {
+    if (KNOWN.has(k)) continue;
+    const owner = serverOptionOwner(k);
+    if (owner === undefined) throw new ArgumentError(`unknown server option ${JSON.stringify(k)}${optionHint(k, [...KNOWN, ...pluginServerOptionNames()])}`);
+    const v = o[k];
+    if (v === undefined) continue;
+    if (kernel !== null && !kernel.isRegistered(owner.plugin)) throw needsPlugin(null, k, owner.plugin, true, 'server');
+    const expected = owner.check(v);
+    if (expected !== null) throw new ArgumentError(`${k} must be ${expected}, got ${describe(v)}`);
+  }
 }
 
 /** `address` (`host:port`, IPv6 in brackets) split; it may not be combined with `host`/`port`. */
@@ -197,14 +199,15 @@ function readFallback(o: Record<string, unknown>, key: string, dflt: number, rea
   return ms(o, key) || readTimeout;
 }
 
-/** @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`. */
-export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean): ResolvedServerOptions {
+/**
+ * @internal Validates and fills in defaults; `stream` servers refuse `maxBodyBytes`; `kernel`
+ * (null: none) is the server's, whose plugins' options may be given.
+ */
+export function resolveServerOptions(options: ServerOptions | undefined, stream: boolean, kernel: HookHost | null = null): ResolvedServerOptions {
   if (options === undefined) options = {};
   if (typeof options !== 'object' || options === null) throw new ArgumentError(`server options must be an object, got ${options === null ? 'null' : typeof options}`);
   const o = options as Record<string, unknown>;
-  for (const k of Object.keys(o)) {
-    if (!KNOWN.has(k)) throw new ArgumentError(`unknown server option ${JSON.stringify(k)}${optionHint(k, KNOWN)}`);
-  }
+  checkNames(o, kernel);
   if (stream && o.maxBodyBytes !== undefined) {
     throw new ArgumentError('maxBodyBytes applies to request handlers (serve); a stream handler (listen) reads the body itself');
   }
@@ -223,7 +226,6 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   const tls = o.tls ?? null;
   if (tls !== null && (typeof tls !== 'object' || Array.isArray(tls))) throw new ArgumentError('tls must be an object of TLS options (key, cert, ...)');
   if (tls !== null && listener !== null) throw new ArgumentError('pass either tls options or a listener, not both (make the tls.Server yourself)');
-  checkHttp2(o);
   const readTimeout = ms(o, 'readTimeout', DEFAULT_READ_MS);
   const readHeaderTimeout = readFallback(o, 'readHeaderTimeout', DEFAULT_READ_HEADER_MS, readTimeout);
   const idleTimeout = readFallback(o, 'idleTimeout', DEFAULT_IDLE_MS, readTimeout);
@@ -244,7 +246,6 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
     idleTimeout,
     tlsHandshakeTimeout: ms(o, 'tlsHandshakeTimeout', DEFAULT_TLS_HANDSHAKE_MS),
     closeGracePeriod: o.closeGracePeriod === undefined ? DEFAULT_CLOSE_GRACE_MS : ms(o, 'closeGracePeriod'),
-    allowH2c: bool(o, 'allowH2c', true),
     timeouts: readTimeout > 0 || readHeaderTimeout > 0 || idleTimeout > 0 || writeTimeout > 0,
     raw: o,
   });

@@ -1,6 +1,6 @@
 /**
  * Server: owns the listener, the set of open connections and their configuration; accepts
- * connections, lets protocol plugins (h2, h2c) claim them, and runs HTTP/1.1 on the rest.
+ * connections, lets protocol plugins (such as h2 and h2c) claim them, and runs HTTP/1.1 on the rest.
  *
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
@@ -21,15 +21,15 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
 import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
-import type { Kernel } from '../kernel.js';
+import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
-import { H2_PREFACE, matchH2Preface } from '../http1/head-parser.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
 import { H1Connection, type ConnectionHost } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
-import { ExchangePipeline, setUpgradeHost, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
+import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
+import { Prefaces } from './prefaces.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -38,7 +38,7 @@ export interface ServerInit extends ServerOptions {
   /** `handler` is a stream handler (reads and writes a `Stream`). Default false. */
   stream?: boolean;
   /** A booted kernel whose server hooks (plugins) this server runs; none means no plugins. */
-  kernel?: Kernel;
+  kernel?: HookHost;
   /** Called with each error a handler threw (the client got 500) or a response failed with; default: one line on stderr. */
   onError?: (error: unknown, request: Request | null) => void;
 }
@@ -63,7 +63,9 @@ export class Server implements ConnectionHost, PipelineServer {
   readonly streamHandler: StreamHandler | null;
   /** @internal */
   hooks: Tapped<ServerHooks> | null = null;
-  private readonly kernel: Kernel | null;
+  /** What the protocol taps declared to see of a plain connection's first bytes; null: read nothing ahead. */
+  private prefaces: Prefaces | null = null;
+  private readonly kernel: HookHost | null;
   private readonly onError: (error: unknown, request: Request | null) => void;
   private listener: net.Server | null = null;
   private ownsListener = false;
@@ -99,13 +101,13 @@ export class Server implements ConnectionHost, PipelineServer {
     if (stream !== undefined && typeof stream !== 'boolean') throw new ArgumentError(`stream must be a boolean, got ${typeof stream}`);
     if (onError !== undefined && typeof onError !== 'function') throw new ArgumentError(`onError must be a function, got ${typeof onError}`);
     if (kernel !== undefined && (typeof kernel !== 'object' || kernel === null || !('hooks' in kernel))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
-    this.opts = resolveServerOptions(rest, stream === true);
+    this.opts = resolveServerOptions(rest, stream === true, kernel ?? null);
     this.handler = stream === true ? null : (handler as RequestHandler);
     this.streamHandler = stream === true ? (handler as StreamHandler) : null;
     this.kernel = kernel ?? null;
     this.onError = onError ?? defaultOnError;
     const isTls = this.opts.tls !== null || this.opts.listener instanceof tls.Server;
-    this.info = Object.freeze({ tls: isTls, allowH2c: !isTls && this.opts.allowH2c, options: this.opts.raw });
+    this.info = Object.freeze({ tls: isTls, options: this.opts.raw });
     this.boundPort = this.opts.port;
     this.boundHost = this.opts.host;
     this.pipeline = new ExchangePipeline(this);
@@ -147,6 +149,7 @@ export class Server implements ConnectionHost, PipelineServer {
     if (k !== null) {
       if (k.state !== 'ready') await k.ready();
       this.hooks = k.tapped.server;
+      if (this.hooks.protocol !== null) this.prefaces = Prefaces.of(this.hooks.protocol);
     }
     const o = this.opts;
     let listener = o.listener;
@@ -196,8 +199,8 @@ export class Server implements ConnectionHost, PipelineServer {
   private alpn(given: unknown): string[] {
     let base = Array.isArray(given) && given.every((p) => typeof p === 'string') ? (given as string[]) : ['http/1.1'];
     const tapped = this.kernel !== null ? this.kernel.tapped.server : null;
-    // Offer only what can be served: without a protocol plugin, 'h2' would meet the HTTP/1 loop.
-    if (tapped === null || tapped.protocol === null) base = base.filter((p) => p !== 'h2');
+    // Offer only what can be served: without a protocol plugin, another protocol would meet the HTTP/1 loop.
+    if (tapped === null || tapped.protocol === null) base = base.filter((p) => HTTP1_ALPN.includes(p));
     const h = tapped !== null ? tapped.alpnProtocols : null;
     return h !== null ? h.call([...base], this.info) : base;
   }
@@ -210,28 +213,46 @@ export class Server implements ConnectionHost, PipelineServer {
    * else is dropped (see the module notes).
    */
   close(): Promise<void> {
-    if (this.state === 'configured') {
+    return this.stop(false);
+  }
+
+  /** Stops accepting and closes every connection at once, including requests in progress. */
+  forceClose(): Promise<void> {
+    return this.stop(true);
+  }
+
+  /**
+   * `close()` and `forceClose()`: stop accepting, then end every connection gracefully (the
+   * grace period starts) or at once. A graceful stop asked again changes nothing; a forced one
+   * also ends a graceful stop under way.
+   */
+  private stop(force: boolean): Promise<void> {
+    if (this.state === 'configured' || this.state === 'closed') {
       this.state = 'closed';
       this.resolveClosed();
       return this.closed;
     }
-    if (this.state === 'listening') {
-      this.state = 'closing';
-      this.stopAccepting();
-      for (const s of this.pending.keys()) s.destroy();
+    if (this.state === 'closing' && !force) return this.closed;
+    this.state = 'closing';
+    this.stopAccepting();
+    if (force) {
+      if (this.closeTimer !== null) clearTimeout(this.closeTimer);
+      this.dropAll();
+    } else {
+      this.dropPending();
       for (const c of this.connections) c.closeIfIdle();
       for (const c of this.protocolConns) c.shutdown();
-      this.maybeClosed();
-      const grace = this.opts.closeGracePeriod;
-      if (this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
     }
+    this.maybeClosed();
+    const grace = this.opts.closeGracePeriod;
+    if (!force && this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
     return this.closed;
   }
 
   /** The grace period is over: end what is left, politely where the kernel or the socket's owner knows how. */
   private readonly goAway = (): void => {
     this.goneAway = true;
-    for (const s of this.pending.keys()) s.destroy();
+    this.dropPending();
     for (const c of this.connections) c.endForClose();
     // HTTP/2: streamed bodies end cleanly; the sessions, sent GOAWAY at close(), then close once
     // their streams are done, or go with the rest below.
@@ -239,6 +260,11 @@ export class Server implements ConnectionHost, PipelineServer {
     for (const socket of this.upgraded) this.endUpgraded(socket);
     if (this.state === 'closing') this.closeTimer = setTimeout(this.dropAll, GOING_AWAY_MS);
   };
+
+  /** Drops the sockets still waiting for a protocol (detection, TLS handshake). */
+  private dropPending(): void {
+    for (const s of this.pending.keys()) s.destroy();
+  }
 
   private endUpgraded(socket: Duplex): void {
     const step = this.goingAway.get(socket);
@@ -256,26 +282,11 @@ export class Server implements ConnectionHost, PipelineServer {
 
   private readonly dropAll = (): void => {
     this.closeTimer = null;
-    for (const s of this.pending.keys()) s.destroy();
+    this.dropPending();
     for (const c of this.connections) c.destroy();
     for (const c of this.protocolConns) c.destroy();
     for (const s of this.upgraded) s.destroy();
   };
-
-  /** Stops accepting and closes every connection at once, including requests in progress. */
-  forceClose(): Promise<void> {
-    if (this.state === 'configured' || this.state === 'closed') {
-      this.state = 'closed';
-      this.resolveClosed();
-      return this.closed;
-    }
-    this.state = 'closing';
-    this.stopAccepting();
-    if (this.closeTimer !== null) clearTimeout(this.closeTimer);
-    this.dropAll();
-    this.maybeClosed();
-    return this.closed;
-  }
 
   /** Resolves when the server has stopped (after `close()` or `forceClose()` finished). */
   wait(): Promise<void> {
@@ -308,11 +319,9 @@ export class Server implements ConnectionHost, PipelineServer {
 
   /**
    * @internal An HTTP/1 connection handed its socket over (`Upgrade`): the server keeps it in
-   * its books until it closes (`close()` waits for it, `forceClose()` drops it), and
-   * `getProtocolHost(socket)` finds the server.
+   * its books until it closes (`close()` waits for it, `forceClose()` drops it).
    */
   adoptUpgraded(socket: Duplex): void {
-    setUpgradeHost(socket, this.pipeline);
     if (socket.destroyed) return;
     this.upgraded.add(socket);
     socket.once('close', () => {
@@ -351,28 +360,33 @@ export class Server implements ConnectionHost, PipelineServer {
 
   // ---- accepting ---------------------------------------------------------------------------
 
-  private readonly onConnection = (socket: Socket): void => {
+  /** A TCP accept: false (the socket dropped) once the server no longer listens, else true after the connection hook. */
+  private accepted(socket: Socket): boolean {
     if (this.state !== 'listening') {
       socket.destroy();
-      return;
+      return false;
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    return true;
+  }
+
+  private readonly onConnection = (socket: Socket): void => {
+    if (!this.accepted(socket)) return;
+    const hooks = this.hooks;
     if (hooks !== null && hooks.protocol !== null) {
-      this.detect(socket, hooks.protocol);
-      return;
+      if (this.prefaces !== null) {
+        this.detect(socket, hooks.protocol, this.prefaces);
+        return;
+      }
+      if (hooks.protocol.call(socket, { alpnProtocol: null, head: EMPTY, server: this.info, host: this.pipeline }) === true) return;
     }
     this.startHttp1(socket, null);
   };
 
   /** TCP accept on a TLS listener: the connection hook; HTTP starts after the handshake, until which the raw socket is `pending`. */
   private readonly onTcpForTls = (socket: Socket): void => {
-    if (this.state !== 'listening') {
-      socket.destroy();
-      return;
-    }
-    const hooks = this.hooks;
-    if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    if (!this.accepted(socket)) return;
     this.addPending(socket, this.opts.tlsHandshakeTimeout);
     socket.once('close', () => {
       if (this.removePending(socket)) this.maybeClosed();
@@ -396,13 +410,14 @@ export class Server implements ConnectionHost, PipelineServer {
   };
 
   /**
-   * Plain TCP with protocol taps: read until the bytes are, or cannot be, the HTTP/2 preface.
-   * Reads are bounded to the preface still missing (`boundReads`, and why), so a client's first
-   * HTTP/2 frames stay in the socket for node:http2; a runtime without that reads as a stream.
+   * Plain TCP with taps that declared prefaces: read until the bytes hold one, or cannot become
+   * one. Reads are bounded to the preface still missing (`boundReads`, and why), so what a
+   * client sends after it (HTTP/2's first frames) stays in the socket for the taker; a runtime
+   * without that reads as a stream.
    */
-  private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>): void {
+  private detect(socket: Socket, hook: NonNullable<Tapped<ServerHooks>['protocol']>, prefaces: Prefaces): void {
     // Waiting for the first bytes is waiting for a request head: a client that sends nothing, or
-    // only part of the preface, is dropped at readHeaderTimeout.
+    // only part of a preface, is dropped at readHeaderTimeout.
     this.addPending(socket, this.opts.readHeaderTimeout);
     let head: Buffer = EMPTY;
     let settled = false;
@@ -431,10 +446,10 @@ export class Server implements ConnectionHost, PipelineServer {
       this.startHttp1(socket, head);
       socket.resume();
     };
-    /** Adds a read to `head` (copied: a bounded read's bytes are a view); 1 once it holds the preface, -1 once it cannot, 0 while it may. */
+    /** Adds a read to `head` (copied: a bounded read's bytes are a view); 1 once it holds a preface, -1 once it cannot, 0 while it may. */
     const take = (bytes: Buffer): -1 | 0 | 1 => {
       head = head.length === 0 ? Buffer.from(bytes) : Buffer.concat([head, bytes]);
-      return matchH2Preface(head);
+      return prefaces.match(head);
     };
     const onData = (chunk: Buffer): void => {
       if (take(chunk) !== 0) decide();
@@ -445,20 +460,20 @@ export class Server implements ConnectionHost, PipelineServer {
       this.maybeClosed();
     };
     let gathered = false;
-    const bounded = boundReads(socket, H2_PREFACE.length, (bytes, full) => {
+    const bounded = boundReads(socket, prefaces.shortest, (bytes, full) => {
       if (gathered) head = Buffer.concat([head, bytes]);
       else {
         const match = take(bytes);
-        if (match === 0) return H2_PREFACE.length - head.length;
+        if (match === 0) return prefaces.missing(head);
         if (match === 1) {
-          // The frames after the preface stay in the socket; node:http2 takes it after this read.
+          // What follows the preface stays in the socket; the taker reads it after this read.
           process.nextTick(decide);
           return 0;
         }
         if (full) {
-          // Not HTTP/2, and more may be waiting: one more read of this burst (the rest of a
-          // request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was no
-          // more, libuv reads nothing further in this loop, and the decision is made after it.
+          // No declared preface, and more may be waiting: one more read of this burst (the rest
+          // of a request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was
+          // no more, libuv reads nothing further in this loop, and the decision is made after it.
           gathered = true;
           setImmediate(decide);
           return READ_MAX;
@@ -502,6 +517,9 @@ export class Server implements ConnectionHost, PipelineServer {
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
+
+/** ALPN names of what the kernel's own loop serves. */
+const HTTP1_ALPN: readonly string[] = ['http/1.1', 'http/1.0'];
 
 function noop(): void {}
 

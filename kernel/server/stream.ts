@@ -20,12 +20,12 @@ import { eqIgnoreCase, Headers, type HeaderPair, type HeadersInit } from '../mes
 import { AbstractBody } from '../message/body.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
-import type { PeerAddress, ServerExchange, ServerInfo } from '../hooks.js';
+import type { PeerAddress, ServerExchange, ServerInfo, UpgradeInfo } from '../hooks.js';
 import { checkTrailerName } from '../http1/serialize.js';
 import { parseContentLength } from '../http1/head-parser.js';
 import { responseHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
-import type { ExchangeWire } from './wire.js';
+import type { ExchangeWire } from './protocol-host.js';
 
 /** What a {@link Stream} needs from the server it runs on, whatever the protocol. */
 export interface StreamHost {
@@ -235,11 +235,12 @@ export class Stream implements ServerExchange {
    * Takes the connection over for another protocol (WebSockets): the handler writes the
    * `101` itself and owns the socket from here; the server forgets the connection once the
    * handler returns (it is no longer counted by `close()`/`forceClose()`). The socket comes
-   * paused; `head` holds the bytes the client sent past the request head. Throws
+   * paused; `head` holds the bytes the client sent past the request head; `server` and `host`
+   * are the server's, as a `server.onUpgrade` tap gets them (`host.onGoingAway`). Throws
    * `ArgumentError` once any of the response was written, when the request still has an
    * unread body, or over a protocol that cannot hand a socket over (HTTP/2).
    */
-  upgrade(): { socket: Duplex; head: Uint8Array } {
+  upgrade(): { socket: Duplex } & UpgradeInfo {
     if (this.upgraded) throw new ArgumentError('the stream was already upgraded');
     if (this.headStarted || this.writeClosed) throw new ArgumentError('cannot upgrade: the response has already started');
     const take = this.wire.takeSocket;

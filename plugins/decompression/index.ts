@@ -40,13 +40,16 @@ import {
   OptionChecks,
   type OptionCheck,
   BytesBody,
-  DecompressionLimitError,
+  ChunkBody,
   Stage,
   definePlugin,
   getCallOptions,
   type Headers,
   type Response,
 } from '../../kernel/index.js';
+import { DecompressionLimitError } from './errors.js';
+
+export { DecompressionLimitError, type DecompressionBound } from './errors.js';
 
 const NAME = 'decompression';
 
@@ -184,7 +187,7 @@ export function isZlibHeader(b0: number, b1: number): boolean {
  * A body that decodes one content coding of `source` while it is read. Single-use. Reading
  * pulls from the source only as fast as decoded bytes are taken; closing it closes the source.
  */
-export class DecodingBody extends AbstractBody {
+export class DecodingBody extends ChunkBody {
   /** The coding it decodes. */
   readonly coding: Coding;
   /** Decoded bytes allowed (0: no bound). */
@@ -194,7 +197,6 @@ export class DecodingBody extends AbstractBody {
   private readonly source: AbstractBody;
   private decoder: Transform | null = null;
   private output: AsyncIterator<Buffer> | null = null;
-  private pending: Uint8Array | null = null;
   private total = 0;
   /** Source bytes handed to the decoder. */
   private fed = 0;
@@ -234,38 +236,16 @@ export class DecodingBody extends AbstractBody {
     return d !== null && typeof d.bytesWritten === 'number' ? d.bytesWritten : this.fed;
   }
 
-  /** See {@link AbstractBody.read}. */
-  async read(dst: Uint8Array): Promise<number> {
-    if (this.isClosed || dst.length === 0) return 0;
-    let chunk = this.pending;
-    this.pending = null;
-    if (chunk === null) {
-      chunk = await this.next();
-      if (chunk === null) return 0;
-    }
-    const n = Math.min(dst.length, chunk.length);
-    dst.set(n === chunk.length ? chunk : chunk.subarray(0, n), 0);
-    if (n < chunk.length) this.pending = chunk.subarray(n);
-    return n;
-  }
-
   /** Iterates the decoded chunks as the decoder makes them (no copy); each is the caller's to keep. */
-  override async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    const p = this.pending;
-    this.pending = null;
-    if (p !== null && p.length > 0) yield p;
-    for (;;) {
-      const c = await this.next();
-      if (c === null) return;
-      yield c;
-    }
+  override [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return this.chunks();
   }
 
   /** Stops decoding and closes the source body; closing twice does nothing. */
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
-    this.pending = null;
+    this.dropWaiting();
     this.output = null;
     const d = this.decoder;
     this.decoder = null;
@@ -284,7 +264,7 @@ export class DecodingBody extends AbstractBody {
   }
 
   /** The next decoded chunk, or null at the end. */
-  private async next(): Promise<Uint8Array | null> {
+  protected async nextChunk(): Promise<Uint8Array | null> {
     if (this.done || this.isClosed) return null;
     if (!this.started) {
       this.started = true;

@@ -8,6 +8,8 @@
  *   (§14) handling.
  * - {@link sniffContentType}: the WHATWG MIME-sniffing rules used when a name gives no type.
  * - {@link fileserver}: the plugin mounting directories in front of a server's handler.
+ * - {@link decodeRequestPath}, {@link isDotPath}: the path rules it applies, for code that
+ *   lists or serves files its own way.
  *
  * Files are streamed from disk with positional reads (never read whole), so a response is
  * the same over HTTP/1.1 and HTTP/2.
@@ -18,4 +20,5 @@ export { serveContent, type ServeContentOptions, type ContentSource } from './se
 export { sniffContentType, SNIFF_LENGTH } from './sniff.js';
 export { FileBody } from './file-body.js';
 export { weakStatEtag } from './etag.js';
+export { decodeRequestPath, isDotPath, type DecodedPath } from './path-safety.js';
 export { fileserver, type FileServerMount, type FileServerPluginOptions } from './plugin.js';

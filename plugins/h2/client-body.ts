@@ -4,7 +4,7 @@
  * to the server (flow control holds the rest); closing the body before its end resets the
  * stream (CANCEL), leaving the connection to the other streams.
  */
-import { FlowBody, type FlowSource } from '../../kernel/index.js';
+import { FlowBody, type FlowSource } from '../../kernel/protocol.js';
 
 /** What the body needs from its exchange. */
 export type BodySource = FlowSource;

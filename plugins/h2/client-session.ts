@@ -19,27 +19,30 @@ import type { ClientHttp2Session, ClientHttp2Stream, IncomingHttpHeaders, Outgoi
 import type { Duplex } from 'node:stream';
 import {
   AbstractBody,
-  checkTrailers,
-  DEFAULT_MAX_HEADER_BYTES,
   getCallOptions,
-  headersFromFields,
   hostPort,
-  kUnprocessed,
   nobody,
   ParseError,
   ProtocolError,
-  protocolResponse,
-  stopUpload,
   type Response,
   TimeoutError,
   TLSTransportError,
   type CancelListener,
-  type ClientSession,
-  type ExchangeOptions,
   type Request,
   type RequestContext,
-  type SessionInfo,
 } from '../../kernel/index.js';
+import {
+  checkTrailers,
+  DEFAULT_MAX_HEADER_BYTES,
+  headersFromFields,
+  kBufferBody,
+  kUnprocessed,
+  protocolResponse,
+  stopUpload,
+  type ClientSession,
+  type ExchangeOptions,
+  type SessionInfo,
+} from '../../kernel/protocol.js';
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { H2StreamResetError } from './errors.js';
 import { addWireHeaders, headerListSize, headersFromObject, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
@@ -60,12 +63,6 @@ const MAX_STREAMS_CAP = 1000;
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
 export const DEFAULT_PING_TIMEOUT_MS = 15_000;
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
-/**
- * The kernel client's mark on exchange options of a call that buffers the whole body and shows
- * the head to no hook first (the kernel's `kBufferBody`, by its registry key): `dispatch` then
- * resolves once the body is complete, so the client takes it without another wait.
- */
-const kBufferBody = Symbol.for('switchyard.bufferBody');
 
 /** What {@link connectH2Session} takes beyond the connection itself. */
 export interface H2SessionOptions {
@@ -110,6 +107,7 @@ function unprocessed(err: Error): Error {
 /** @internal An HTTP/2 client connection as the kernel's pool sees it. */
 export class H2ClientSession implements ClientSession {
   readonly protocol = 'h2';
+  readonly multiplexed = true;
   readonly session: ClientHttp2Session;
   /** @internal */
   idleSince = performance.now();

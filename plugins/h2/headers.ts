@@ -3,7 +3,8 @@
  * lowercase on the wire, connection-specific fields (RFC 9113 §8.2.2) are dropped, pseudo-headers
  * never become ordinary headers, and names read from the wire are stored in canonical form.
  */
-import { checkTrailers, eqIgnoreCase, headersFromFields, isForbiddenTrailer, type Headers } from '../../kernel/index.js';
+import { eqIgnoreCase, type Headers } from '../../kernel/index.js';
+import { checkTrailers, headersFromFields, isForbiddenTrailer } from '../../kernel/protocol.js';
 
 /** An outgoing header block for node:http2: lowercase names, repeated names as arrays. */
 export type H2HeaderObject = Record<string, string | string[] | number>;

@@ -25,8 +25,9 @@
 import { ArgumentError, checkOptionKeys, definePlugin, Stage, type Kernel, type OptionCheck } from '../../kernel/index.js';
 import { connectH2Session, type H2PingOptions } from './client-session.js';
 import { serveH2 } from './server-connection.js';
+import { SERVER_OPTION_CHECKS } from './settings.js';
 
-export { HTTP2Settings, type HTTP2SettingsInit, MAX_WINDOW, DEFAULT_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS } from './settings.js';
+export { HTTP2Settings, type HTTP2SettingsInit, type H2ServerOptions, MAX_WINDOW, DEFAULT_WINDOW, DEFAULT_MAX_CONCURRENT_STREAMS } from './settings.js';
 export { serveH2, loadHttp2, H2ServerConnection } from './server-connection.js';
 export { connectH2Session, H2ClientSession, DEFAULT_PING_INTERVAL_MS, DEFAULT_PING_TIMEOUT_MS, type H2SessionOptions, type H2PingOptions } from './client-session.js';
 export { H2ResponseBody } from './client-body.js';
@@ -49,6 +50,7 @@ export const h2 = definePlugin<H2PluginOptions>({
   callOptions: {
     http2Settings: (v) => (v === null || (typeof v === 'object' && !Array.isArray(v)) ? null : 'an HTTP2Settings or { initialWindowSize, connectionWindowSize }'),
   } satisfies Record<keyof H2Options, OptionCheck>,
+  serverOptions: SERVER_OPTION_CHECKS,
   register(kernel, options) {
     const ping = pingOptions(options);
     pingByKernel.set(kernel, ping);

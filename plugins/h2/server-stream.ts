@@ -5,7 +5,8 @@
  */
 import { Buffer } from 'node:buffer';
 import type { ServerHttp2Stream } from 'node:http2';
-import { httpDate, peekRequestContext, type ExchangeWire, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
+import { httpDate, type Headers, type PeerAddr, type Request, type RequestContext } from '../../kernel/index.js';
+import { peekRequestContext, type ExchangeWire } from '../../kernel/protocol.js';
 import { addWireHeaders, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
 import { H2RequestBody } from './server-body.js';
 import { sinkErrors } from './error-sink.js';

@@ -3,7 +3,8 @@
  * `HTTP2Settings`), passed as `http2Settings` to `Client`, `serve` and `listen`; and the
  * server's HTTP/2 options resolved once per listener.
  */
-import { ArgumentError, type ServerInfo, type ServerLimits } from '../../kernel/index.js';
+import { ArgumentError, type OptionCheck, type ServerInfo } from '../../kernel/index.js';
+import type { ServerLimits } from '../../kernel/protocol.js';
 
 /** The largest window HTTP/2 allows (RFC 9113 §6.9.1). */
 export const MAX_WINDOW = 2 ** 31 - 1;
@@ -33,11 +34,14 @@ export class HTTP2Settings {
   /** Checks the bounds: out of range (or not an integer) throws `ArgumentError`. */
   constructor(init: HTTP2SettingsInit = {}) {
     if (typeof init !== 'object' || init === null) throw new ArgumentError('HTTP2Settings(options) takes an object: { initialWindowSize, connectionWindowSize }');
-    for (const k of Object.keys(init)) {
-      if (k !== 'initialWindowSize' && k !== 'connectionWindowSize') throw new ArgumentError(`unknown HTTP2Settings option ${JSON.stringify(k)}`);
+    const unknown = unknownKey(init);
+    if (unknown !== undefined) throw new ArgumentError(`unknown HTTP2Settings option ${JSON.stringify(unknown)}`);
+    for (const k of WINDOWS) {
+      const expected = windowProblem(init[k], k);
+      if (expected !== null) throw new ArgumentError(`HTTP2Settings ${k} must be ${expected}, got ${describeNumber(init[k])}`);
     }
-    this.initialWindowSize = bounded(init.initialWindowSize, 'initialWindowSize', 1);
-    this.connectionWindowSize = bounded(init.connectionWindowSize, 'connectionWindowSize', DEFAULT_WINDOW);
+    this.initialWindowSize = init.initialWindowSize ?? DEFAULT_WINDOW;
+    this.connectionWindowSize = init.connectionWindowSize ?? DEFAULT_WINDOW;
     Object.freeze(this);
   }
 
@@ -50,12 +54,54 @@ export class HTTP2Settings {
   }
 }
 
-function bounded(v: unknown, name: string, min: number): number {
-  if (v === undefined) return DEFAULT_WINDOW;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > MAX_WINDOW) {
-    throw new ArgumentError(`HTTP2Settings ${name} must be an integer from ${min} to ${MAX_WINDOW}, got ${typeof v === 'number' ? v : typeof v}`);
-  }
-  return v;
+/** The windows an `HTTP2Settings` sets, and the least each may be (RFC 9113 §6.9.1, §6.9.2). */
+const WINDOWS = ['initialWindowSize', 'connectionWindowSize'] as const;
+const WINDOW_MIN: Readonly<Record<(typeof WINDOWS)[number], number>> = { initialWindowSize: 1, connectionWindowSize: DEFAULT_WINDOW };
+
+function unknownKey(init: object): string | undefined {
+  return Object.keys(init).find((k) => !(WINDOWS as readonly string[]).includes(k));
+}
+
+/** null when `v` is a valid value of window `name` (or unset), else what it must be. */
+function windowProblem(v: unknown, name: (typeof WINDOWS)[number]): string | null {
+  if (v === undefined || (typeof v === 'number' && Number.isInteger(v) && v >= WINDOW_MIN[name] && v <= MAX_WINDOW)) return null;
+  return `an integer from ${WINDOW_MIN[name]} to ${MAX_WINDOW}`;
+}
+
+function describeNumber(v: unknown): string {
+  return typeof v === 'number' ? String(v) : typeof v;
+}
+
+const SETTINGS_SHAPE = 'an HTTP2Settings or { initialWindowSize, connectionWindowSize }';
+/** Most streams a SETTINGS_MAX_CONCURRENT_STREAMS can allow (a 32-bit value). */
+const MAX_STREAMS_LIMIT = 2 ** 32 - 1;
+
+/**
+ * The h2 plugin's server options and their checks (`definePlugin({ serverOptions })`): a bad
+ * value fails `serve`/`listen` when the server is made, not every HTTP/2 connection later.
+ */
+export const SERVER_OPTION_CHECKS = {
+  http2Settings: (v: unknown): string | null => {
+    if (v === null || v instanceof HTTP2Settings) return null;
+    if (typeof v !== 'object' || Array.isArray(v)) return SETTINGS_SHAPE;
+    const unknown = unknownKey(v);
+    if (unknown !== undefined) return `${SETTINGS_SHAPE}, without ${unknown}`;
+    for (const k of WINDOWS) {
+      const expected = windowProblem((v as HTTP2SettingsInit)[k], k);
+      if (expected !== null) return `${SETTINGS_SHAPE} whose ${k} is ${expected}`;
+    }
+    return null;
+  },
+  maxConcurrentStreams: (v: unknown): string | null =>
+    typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_STREAMS_LIMIT ? null : `an integer from 0 to ${MAX_STREAMS_LIMIT} (0 = no limit)`,
+} satisfies Record<keyof H2ServerOptions, OptionCheck>;
+
+/** Server options of the h2 plugin (`serve`, `listen`), joined to `ServerOptions` by declaration merging. */
+export interface H2ServerOptions {
+  /** Flow-control windows of the server's HTTP/2 connections: an `HTTP2Settings` or `{ initialWindowSize, connectionWindowSize }`. */
+  http2Settings?: HTTP2Settings | HTTP2SettingsInit | null;
+  /** Open HTTP/2 streams per connection. Default 100; 0 = no limit. */
+  maxConcurrentStreams?: number;
 }
 
 const DEFAULT_SETTINGS = new HTTP2Settings();
@@ -68,17 +114,18 @@ export interface H2ServerConfig {
   readonly limits: ServerLimits;
 }
 
-/** Reads `http2Settings` and `maxConcurrentStreams` from the server's options (throws `ArgumentError` when invalid). */
+/**
+ * Reads `http2Settings` and `maxConcurrentStreams` from the server's options, which the server
+ * checked when it was made (`SERVER_OPTION_CHECKS`); checked again here for a server info made
+ * by hand (throws `ArgumentError` when invalid).
+ */
 export function serverConfig(info: ServerInfo, limits: ServerLimits): H2ServerConfig {
-  const o = info.options;
+  const o = info.options as H2ServerOptions;
   const settings = HTTP2Settings.from(o.http2Settings);
   const m = o.maxConcurrentStreams;
-  let maxConcurrentStreams = DEFAULT_MAX_CONCURRENT_STREAMS;
   if (m !== undefined) {
-    if (typeof m !== 'number' || !Number.isInteger(m) || m < 0 || m > 2 ** 32 - 1) {
-      throw new ArgumentError(`maxConcurrentStreams must be an integer >= 0 (0 = no limit), got ${typeof m === 'number' ? m : typeof m}`);
-    }
-    maxConcurrentStreams = m;
+    const expected = SERVER_OPTION_CHECKS.maxConcurrentStreams(m);
+    if (expected !== null) throw new ArgumentError(`maxConcurrentStreams must be ${expected}, got ${describeNumber(m)}`);
   }
-  return { settings, maxConcurrentStreams, limits };
+  return { settings, maxConcurrentStreams: m ?? DEFAULT_MAX_CONCURRENT_STREAMS, limits };
 }

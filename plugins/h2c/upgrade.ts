@@ -16,8 +16,10 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { eqIgnoreCase, getProtocolHost, H2_PREFACE, headerContains, URI, type Request } from '../../kernel/index.js';
+import { eqIgnoreCase, headerContains, URI, type Request, type UpgradeInfo } from '../../kernel/index.js';
+import { H2_PREFACE } from '../../kernel/protocol.js';
 import { serveH2 } from '../h2/index.js';
+import { allowsH2c } from './options.js';
 import { hpackLiteral } from './hpack.js';
 
 /** Longest wait for the client's preface after the 101, when the server sets no readHeaderTimeout. */
@@ -36,12 +38,12 @@ export function isH2cUpgrade(request: Request): boolean {
 /**
  * Switches the connection of an `Upgrade: h2c` request to HTTP/2 and answers the request as
  * stream 1. Resolves to `true` when it took the socket, `undefined` when the upgrade is not
- * served here (h2c not allowed on this listener, an HTTP/1.0 request, a request body, a socket of no server): the
- * request then goes on as HTTP/1.1.
+ * served here (h2c not allowed on this listener, an HTTP/1.0 request, a request body, a server
+ * closing): the request then goes on as HTTP/1.1. `info` is what the `server.onUpgrade` tap got.
  */
-export async function upgradeToH2c(request: Request, socket: Duplex, head: Uint8Array): Promise<true | undefined> {
-  const host = getProtocolHost(socket);
-  if (host === undefined || !host.info.allowH2c || host.closing) return undefined;
+export async function upgradeToH2c(request: Request, socket: Duplex, info: UpgradeInfo): Promise<true | undefined> {
+  const { host, head } = info;
+  if (!allowsH2c(info.server) || host.closing) return undefined;
   // RFC 9110 §7.8: a server MUST ignore Upgrade in an HTTP/1.0 request.
   if (request.protoMajor === 1 && request.protoMinor === 0) return undefined;
   // The body would have to be read before switching; such requests stay HTTP/1.1 (RFC 7540 §3.2 allows it).

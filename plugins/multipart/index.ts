@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
-import { AbstractBody, ArgumentError, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
+import { ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -116,6 +116,9 @@ class SniffedHead {
 
 type Segment = Uint8Array | FileSource | SniffedHead | AsyncIterable<Uint8Array | string>;
 
+/** Bytes of a file part read at a time where no reader's buffer is at hand. */
+const FILE_CHUNK = 65536;
+
 const BCHARS = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
 /** A random boundary: 48 characters. */
@@ -129,7 +132,6 @@ export function randomBoundary(): string {
  * which no header value may hold. Other characters, `%` included, go as they are (UTF-8).
  */
 function quoteParam(s: string): string {
-  // eslint-disable-next-line no-control-regex
   return `"${s.replace(/[\x00-\x1f\x7f"]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)}"`;
 }
 
@@ -144,7 +146,7 @@ function chunkBytes(v: unknown): Uint8Array {
  * a stream part is read chunk by chunk when the body is read, never buffered whole.
  * Single-use, like every streamed body.
  */
-export class Form extends AbstractBody {
+export class Form extends ChunkBody {
   /** The boundary between parts. */
   readonly boundary: string;
   /** `formdata` or `mixed`. */
@@ -153,7 +155,6 @@ export class Form extends AbstractBody {
   private readonly total: number;
   private index = 0;
   private iterator: AsyncIterator<Uint8Array | string> | null = null;
-  private pending: Uint8Array | null = null;
   private isClosed = false;
 
   /**
@@ -233,33 +234,41 @@ export class Form extends AbstractBody {
     return contentType(this);
   }
 
-  /** See {@link AbstractBody.length}: known when every part's size is (strings, bytes, unread `fs` read streams), else -1. */
+  /** See {@link ChunkBody.length}: known when every part's size is (strings, bytes, unread `fs` read streams), else -1. */
   override get length(): number {
     return this.total;
   }
 
-  /** See {@link AbstractBody.read}. */
-  async read(dst: Uint8Array): Promise<number> {
-    if (this.isClosed || dst.length === 0) return 0;
+  /** See {@link ChunkBody.read}. */
+  override read(dst: Uint8Array): Promise<number> {
+    if (!this.isClosed && dst.length > 0 && !this.hasWaiting && this.segments[this.index] instanceof FileSource) return this.readFile(dst);
+    return super.read(dst);
+  }
+
+  /** A file part goes straight into the caller's buffer: no chunk of the file is allocated or copied here. */
+  private async readFile(dst: Uint8Array): Promise<number> {
+    const n = await (this.segments[this.index] as FileSource).read(dst);
+    if (this.isClosed) return 0;
+    if (n > 0) return n;
+    this.index++;
+    return this.read(dst);
+  }
+
+  /** The next part's head, bytes or stream chunk; null at the end. */
+  protected async nextChunk(): Promise<Uint8Array | null> {
     for (;;) {
-      if (this.pending !== null) {
-        const n = Math.min(dst.length, this.pending.length);
-        dst.set(this.pending.subarray(0, n), 0);
-        this.pending = n < this.pending.length ? this.pending.subarray(n) : null;
-        return n;
-      }
-      if (this.index >= this.segments.length) return 0;
+      if (this.isClosed || this.index >= this.segments.length) return null;
       const seg = this.segments[this.index]!;
       if (seg instanceof Uint8Array) {
         this.index++;
-        if (seg.length > 0) this.pending = seg;
-        continue;
+        return seg;
       }
       if (seg instanceof FileSource) {
-        // Straight into the caller's buffer: no chunk of the file is allocated or copied here.
-        const n = await seg.read(dst);
-        if (this.isClosed) return 0;
-        if (n > 0) return n;
+        // Only after an empty chunk in the same read (a file part's head never is one): read reads files itself.
+        const buf = Buffer.allocUnsafe(FILE_CHUNK);
+        const n = await seg.read(buf);
+        if (this.isClosed) return null;
+        if (n > 0) return buf.subarray(0, n);
         this.index++;
         continue;
       }
@@ -272,7 +281,7 @@ export class Form extends AbstractBody {
         let done = false;
         while (size < SNIFF_LENGTH) {
           const r = await this.iterator.next();
-          if (this.isClosed) return 0;
+          if (this.isClosed) return null;
           if (r.done === true) {
             done = true;
             break;
@@ -282,25 +291,23 @@ export class Form extends AbstractBody {
           size += b.length;
         }
         const data = first.length === 1 ? first[0]! : Buffer.concat(first, size);
-        this.pending = Buffer.concat([seg.render(sniffBytes(data)), data]);
         if (done) {
           this.iterator = null;
           this.index += 2;
         } else {
           this.index++;
         }
-        continue;
+        return Buffer.concat([seg.render(sniffBytes(data)), data]);
       }
       this.iterator ??= seg[Symbol.asyncIterator]();
       const r = await this.iterator.next();
-      if (this.isClosed) return 0;
+      if (this.isClosed) return null;
       if (r.done === true) {
         this.iterator = null;
         this.index++;
         continue;
       }
-      this.pending = chunkBytes(r.value);
-      if (this.pending.length === 0) this.pending = null;
+      return chunkBytes(r.value);
     }
   }
 
@@ -308,7 +315,7 @@ export class Form extends AbstractBody {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
-    this.pending = null;
+    this.dropWaiting();
     const it = this.iterator;
     this.iterator = null;
     if (it !== null && typeof it.return === 'function') void Promise.resolve(it.return()).catch(() => undefined);
@@ -319,7 +326,7 @@ export class Form extends AbstractBody {
     }
   }
 
-  /** See {@link AbstractBody.closed}. */
+  /** See {@link ChunkBody.closed}. */
   get closed(): boolean {
     return this.isClosed;
   }

@@ -10,13 +10,8 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import net from 'node:net';
-import {
-  CanceledError,
-  dialTcp,
-  TimeoutError,
-  type HeadParser,
-  type RequestContext,
-} from '../../kernel/index.js';
+import { CanceledError, TimeoutError, type RequestContext } from '../../kernel/index.js';
+import { dialTcp, type HeadParser } from '../../kernel/protocol.js';
 import type { ProxyEndpoint } from './endpoint.js';
 import { ProxyError } from './errors.js';
 

@@ -6,7 +6,8 @@
  * anything else is a {@link ProxyStatusError} carrying the proxy's status and headers.
  */
 import type net from 'node:net';
-import { HeadParser, ParseError, ProtocolError, hostPort } from '../../kernel/index.js';
+import { ParseError, ProtocolError, hostPort } from '../../kernel/index.js';
+import { HeadParser } from '../../kernel/protocol.js';
 import type { ProxyEndpoint } from './endpoint.js';
 import { ProxyStatusError } from './errors.js';
 import { SocketReader } from './handshake.js';

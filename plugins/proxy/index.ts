@@ -5,8 +5,11 @@
  * The policy is the `proxy` option (per call, `Client`, or `Transport`): a {@link ProxyConfig},
  * a proxy URL string (shorthand for `new ProxyConfig(url)`), or `null` for direct. The plugin's
  * own `proxy` option is the policy of calls that have none (`register(proxy, { proxy:
- * proxyFromEnvironment() })` makes the environment the default). Two taps:
+ * proxyFromEnvironment() })` makes the environment the default). Three taps:
  *
+ * - `client.poolKey`: the call's policy (a `ProxyConfig`, or null for direct) is its share of
+ *   the pool key, so calls with different policies never share a connection, and it reaches
+ *   `client.connect` with the connection the call opens.
  * - `client.connect` at `Stage.PROXY`: for a new connection whose origin the policy sends
  *   through a proxy, opens it through that proxy and returns the socket (the kernel runs TLS
  *   over it for `https:` with SNI and ALPN, so HTTP/2 by ALPN works end to end). `https:`
@@ -24,9 +27,8 @@
  * Forward mode is chosen by `client.onRequest` and only used when `client.connect` picks the
  * same proxy for that request. Otherwise a plain `http:` origin goes through a CONNECT tunnel,
  * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes
- * (`WebSockets.open`, which runs no `onRequest`), a policy given on the `Transport` only
- * (invisible to `client.onRequest`), and h2c prior knowledge (`httpVersion: 'h2'`). Connections are pooled
- * per origin and proxy policy (the kernel's pool key).
+ * (`WebSockets.open`, which runs no `onRequest`) and h2c prior knowledge (`httpVersion: 'h2'`).
+ * A policy given to a `Transport` is its clients' default call option, so it forwards too.
  */
 import {
   ArgumentError,
@@ -78,8 +80,12 @@ export const proxy = definePlugin({
     const fallback = options.proxy === undefined ? null : toConfig(options.proxy, 'register(proxy, …): proxy');
     const policy = (v: unknown): ProxyConfig | null => (v === undefined ? fallback : toConfig(v, 'proxy'));
 
+    kernel.hooks.client.poolKey.tap({ name: NAME, stage: Stage.PROXY }, (_key, ctx) => policy(getCallOptions(ctx).proxy));
+
     kernel.hooks.client.connect.tapPromise({ name: NAME, stage: Stage.PROXY }, async (o, ctx) => {
-      const cfg = policy(o.proxy);
+      // A pooled connection carries the policy the poolKey tap chose for the call that opens it;
+      // an upgrade handshake's connection, outside the pool, carries its own proxy option.
+      const cfg = o.poolKey !== undefined ? (o.poolKey instanceof ProxyConfig ? o.poolKey : null) : policy(o.proxy);
       if (cfg === null) return undefined;
       const ep = cfg.select(o.protocol, o.host, o.port);
       if (ep === null) return undefined;

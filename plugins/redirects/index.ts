@@ -36,13 +36,15 @@ import {
   Headers,
   Request,
   Stage,
-  TooManyRedirectsError,
   definePlugin,
   getCallOptions,
   isReplayable,
   isToken,
   type Response,
 } from '../../kernel/index.js';
+import { TooManyRedirectsError } from './errors.js';
+
+export { TooManyRedirectsError } from './errors.js';
 
 const NAME = 'redirects';
 

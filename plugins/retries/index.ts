@@ -40,7 +40,6 @@ import {
   DNSError,
   TLSTransportError,
   ParseError,
-  RequestRetryError,
   Response,
   Stage,
   StatusError,
@@ -52,6 +51,9 @@ import {
   type RequestContext,
   type RetryDecision,
 } from '../../kernel/index.js';
+import { describe, RequestRetryError } from './errors.js';
+
+export { RequestRetryError } from './errors.js';
 
 const NAME = 'retries';
 
@@ -301,8 +303,3 @@ function hostOf(req: Request): string {
     return '';
   }
 }
-
-function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-

@@ -52,22 +52,10 @@ export class SSECallbackBody extends AbstractBody {
     this.done = true;
     const out: SSEEvent[] = [];
     const parser = this.parser;
+    const stopped = (): boolean => this.isClosed;
     try {
       for await (const chunk of this.source) {
-        // Events completed before a too-large one in the same chunk still reach the callback.
-        let tooLarge: unknown = null;
-        try {
-          parser.push(chunk, out);
-        } catch (err) {
-          tooLarge = err;
-        }
-        for (let i = 0; i < out.length; i++) {
-          const r = this.callback(out[i]!, this.response);
-          if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') await r;
-          if (this.isClosed) return 0;
-        }
-        out.length = 0;
-        if (tooLarge !== null) throw tooLarge;
+        if (!(await deliverEvents(parser, chunk, out, this.callback, this.response, stopped))) return 0;
       }
     } catch (err) {
       this.close();
@@ -94,6 +82,29 @@ export class SSECallbackBody extends AbstractBody {
   override trailers(): Headers {
     return this.source.trailers();
   }
+}
+
+/**
+ * @internal Parses one chunk of an event stream into `out` and calls `callback` with each event
+ * it completed, awaiting a returned promise before the next. Events completed before a
+ * too-large one in the same chunk still reach the callback; then that one's error is thrown.
+ * Resolves to false when `stopped()` turned true after an event (the rest are not delivered).
+ */
+export async function deliverEvents(parser: SSEParser, chunk: Uint8Array, out: SSEEvent[], callback: SSECallback, response: Response, stopped: () => boolean): Promise<boolean> {
+  let tooLarge: unknown = null;
+  try {
+    parser.push(chunk, out);
+  } catch (err) {
+    tooLarge = err;
+  }
+  for (let i = 0; i < out.length; i++) {
+    const r = callback(out[i]!, response);
+    if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') await r;
+    if (stopped()) return false;
+  }
+  out.length = 0;
+  if (tooLarge !== null) throw tooLarge;
+  return true;
 }
 
 /** @internal Checks the plugin's call options; `where` names the call. */

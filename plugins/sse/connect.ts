@@ -15,7 +15,7 @@ import {
   StatusError,
   type CallOptions,
 } from '../../kernel/index.js';
-import type { SSECallback } from './callback.js';
+import { deliverEvents, type SSECallback } from './callback.js';
 import type { SSEEvent } from './event.js';
 import { SSEParser } from './parser.js';
 import { isEventStream } from './response.js';
@@ -123,25 +123,15 @@ export async function sseConnect(url: string | URL, callback: SSECallback, optio
             }
             if (!(body instanceof AbstractBody)) return;
             const out: SSEEvent[] = [];
+            const stopped = (): boolean => ctx.canceled;
             for await (const chunk of body) {
+              // A failed callback or a too-large event ends the stream for good; a failed read may reconnect.
               try {
-                parser.push(chunk, out);
+                if (!(await deliverEvents(parser, chunk, out, callback, res, stopped))) return;
               } catch (err) {
-                // Events completed before the too-large one still reach the callback.
                 fatal = err;
+                throw err;
               }
-              for (let i = 0; i < out.length; i++) {
-                try {
-                  const r = callback(out[i]!, res);
-                  if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') await r;
-                } catch (err) {
-                  fatal = err;
-                  throw err;
-                }
-                if (ctx.canceled) return;
-              }
-              out.length = 0;
-              if (fatal !== null) throw fatal;
             }
           },
           { ...call, headers, context: conn, statusException: false },

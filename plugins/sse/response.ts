@@ -3,7 +3,7 @@
  * that runs on its own task and ends the response when it returns.
  */
 import { ArgumentError, checkOptionKeys, Response, type ResponseOptions } from '../../kernel/index.js';
-import { SSEStream } from './stream.js';
+import { describe, SSEStream } from './stream.js';
 
 /** Writes events to a stream; the response ends when it returns (or its promise settles). */
 export type SSEProducer = (stream: SSEStream) => unknown;
@@ -139,10 +139,4 @@ export function isEventStream(contentType: string): boolean {
   const semi = contentType.indexOf(';');
   const media = (semi < 0 ? contentType : contentType.slice(0, semi)).trim();
   return media.length === 17 && media.toLowerCase() === 'text/event-stream';
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (typeof v === 'object') return (v as object).constructor?.name ?? 'object';
-  return typeof v;
 }

@@ -218,7 +218,8 @@ export class SSEStream extends AbstractBody {
   }
 }
 
-function describe(v: unknown): string {
+/** @internal The type of a value for an error message: its class name, `null`, or `typeof`. */
+export function describe(v: unknown): string {
   if (v === null) return 'null';
   if (typeof v === 'object') return (v as object).constructor?.name ?? 'object';
   return typeof v;

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import { ArgumentError, checkCallOptionNames, headerContains, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
+import { ArgumentError, checkCallOptionNames, EXCHANGE_TIMEOUT_OPTIONS, headerContains, pickExchangeTimeouts, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
 import { WebSocketHandshakeError } from './errors.js';
 import { acceptKey } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
@@ -75,8 +75,8 @@ function check101(mod: WsModule, response: Response, key: string, offered: reado
 
 /** The names of {@link WebSocketOpenOptions} that `open` reads itself (`proxy` and `cookiejar` are the plugins'). */
 const OPEN_OPTIONS: ReadonlySet<string> = new Set([
-  'maxFrameSize', 'maxFragmentation', 'headers', 'subprotocols', 'compress', 'connectTimeout', 'requestTimeout', 'responseHeaderTimeout',
-  'readIdleTimeout', 'writeIdleTimeout', 'tls', 'localAddr', 'kernel', 'context', 'signal', 'target', 'host',
+  'maxFrameSize', 'maxFragmentation', 'headers', 'subprotocols', 'compress', ...EXCHANGE_TIMEOUT_OPTIONS,
+  'tls', 'localAddr', 'kernel', 'context', 'signal', 'target', 'host',
 ] satisfies (keyof WebSocketOpenOptions)[]);
 
 /**
@@ -132,11 +132,7 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
     const { response, socket, head } = await upgradeRequest(request, {
       kernel,
       socket: owned ? null : borrow(to),
-      connectTimeout: options.connectTimeout,
-      requestTimeout: options.requestTimeout,
-      responseHeaderTimeout: options.responseHeaderTimeout,
-      readIdleTimeout: options.readIdleTimeout,
-      writeIdleTimeout: options.writeIdleTimeout,
+      ...pickExchangeTimeouts(options),
       proxy: options.proxy,
       tls: options.tls,
       localAddress: options.localAddr,

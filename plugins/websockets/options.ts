@@ -4,7 +4,7 @@
  */
 import type { ConnectionOptions } from 'node:tls';
 import type { CookieJar } from '../cookies/index.js';
-import { ArgumentError, isToken, type HeadersInit, type Kernel, type Request, type RequestContext, type ServeOptions } from '../../kernel/index.js';
+import { ArgumentError, isToken, type ExchangeTimeoutOptions, type HeadersInit, type Kernel, type Request, type RequestContext, type ServeOptions } from '../../kernel/index.js';
 
 /** Default `maxFrameSize`: 16 MiB (the reference's `maxframesize`). */
 export const DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024;
@@ -88,24 +88,18 @@ export interface WebSocketServerOptions extends WebSocketLimits {
 /** Options of `WebSockets.listen`: the WebSocket options plus the server's (`host`, `port`, `listenAny`, `tls`, …). */
 export interface WebSocketListenOptions extends WebSocketServerOptions, Omit<ServeOptions, 'maxBodyBytes'> {}
 
-/** Options of `WebSockets.open`. Durations in ms; 0 turns a timeout off. */
-export interface WebSocketOpenOptions extends WebSocketLimits {
+/**
+ * Options of `WebSockets.open`. Durations in ms; 0 turns a timeout off. The timeouts are a
+ * call's, applied to the handshake: `requestTimeout` bounds it whole, `responseHeaderTimeout`
+ * the wait for the 101.
+ */
+export interface WebSocketOpenOptions extends WebSocketLimits, ExchangeTimeoutOptions {
   /** Extra request headers (`Authorization`, `Origin`, `Cookie`, …). */
   headers?: HeadersInit;
   /** Subprotocols to offer, most preferred first. */
   subprotocols?: readonly string[];
   /** Offer permessage-deflate (RFC 7692). Default false. */
   compress?: boolean;
-  /** DNS, TCP, proxy handshakes and TLS. Default 30 000. */
-  connectTimeout?: number;
-  /** The whole handshake. Default 0. */
-  requestTimeout?: number;
-  /** From the request written to the 101. Default 300 000; 0 = off. */
-  responseHeaderTimeout?: number;
-  /** Longest silence while the handshake response arrives. Default 0. */
-  readIdleTimeout?: number;
-  /** Longest wait for the handshake request to be written. Default 0. */
-  writeIdleTimeout?: number;
   /** Proxy policy, for the proxy plugin's `client.connect` tap. */
   proxy?: unknown;
   /**

@@ -9,25 +9,39 @@
  * (proxies) and `client.onUpgrade` taps through `upgradeRequest`.
  */
 import type { Duplex } from 'node:stream';
-import { createKernel, definePlugin, Stage, type Kernel, type Request } from '../../kernel/index.js';
+import { createKernel, definePlugin, Stage, type Kernel, type Request, type UpgradeInfo } from '../../kernel/index.js';
 import { isUpgrade, negotiate } from './handshake.js';
-import { entryFor } from './registry.js';
-import { serveSession, writeRefusal } from './session.js';
+import type { ResolvedServerOptions } from './options.js';
+import { serveSession, writeRefusal, type WebSocketHandler } from './session.js';
 import { loadWs } from './ws-lib.js';
 
 const NAME = 'websockets';
 
+/** What the tap needs of a `WebSockets.listen` server: its handler, options and error reporter. */
+export interface ListenEntry {
+  readonly handler: WebSocketHandler;
+  readonly options: ResolvedServerOptions;
+  readonly report: (err: unknown) => void;
+}
+
+/**
+ * @internal The server option under which `WebSockets.listen` gives its server the
+ * {@link ListenEntry}; the tap reads it from `ServerInfo.options`. A symbol, so it is no option
+ * name of the server's and none a caller can pass by accident.
+ */
+export const kListen: unique symbol = Symbol('switchyard.websockets.listen');
+
 /** Claims an upgrade for a `WebSockets.listen` server; nothing for any other. */
-async function claim(request: Request, socket: Duplex, head: Uint8Array): Promise<true | undefined> {
-  const e = entryFor(socket);
-  if (e === null || !isUpgrade(request)) return undefined;
+async function claim(request: Request, socket: Duplex, info: UpgradeInfo): Promise<true | undefined> {
+  const e = (info.server.options as Readonly<Record<symbol, unknown>>)[kListen] as ListenEntry | undefined;
+  if (e === undefined || !isUpgrade(request)) return undefined;
   const mod = await loadWs();
   const n = await negotiate(mod, request, e.options);
   if (!n.ok) {
     writeRefusal(socket, n.status, n.message, n.headers);
     return true;
   }
-  void serveSession(socket, head, request, n, e.options, e.handler, e.report);
+  void serveSession(socket, info.head, request, n, e.options, e.handler, e.report, info.host);
   return true;
 }
 

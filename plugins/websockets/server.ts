@@ -11,8 +11,7 @@ import process from 'node:process';
 import { ArgumentError, PeerAddr, Server, Stream } from '../../kernel/index.js';
 import { negotiate } from './handshake.js';
 import { resolveServerOptions, SERVER_WS_KEYS, type ResolvedServerOptions, type WebSocketListenOptions, type WebSocketServerOptions } from './options.js';
-import { defaultKernel } from './plugin.js';
-import { addEntry, removeEntry, type ListenEntry } from './registry.js';
+import { defaultKernel, kListen, type ListenEntry } from './plugin.js';
 import { serveSession, type WebSocketHandler } from './session.js';
 import { loadWs } from './ws-lib.js';
 
@@ -49,10 +48,10 @@ export async function upgrade(stream: Stream, handler: WebSocketHandler, options
     await stream.write(`${n.message}\n`);
     return;
   }
-  const { socket, head } = stream.upgrade();
+  const { socket, head, host } = stream.upgrade();
   // The handler's own error rejects this call (a peer that broke the protocol or dropped the
   // connection is not the handler's fault: serveSession drops that).
-  await serveSession(socket, head, request, n, o, handler, rethrow);
+  await serveSession(socket, head, request, n, o, handler, rethrow, host);
 }
 
 function rethrow(err: unknown): never {
@@ -77,7 +76,7 @@ export async function listen(handler: WebSocketHandler, options: WebSocketListen
   checkHandler(handler, 'WebSockets.listen');
   if (typeof options !== 'object' || options === null) throw new ArgumentError('WebSockets.listen(handler, options): options must be an object');
   const wsOptions: Record<string, unknown> = {};
-  const serverOptions: Record<string, unknown> = {};
+  const serverOptions: Record<string | symbol, unknown> = {};
   for (const [k, v] of Object.entries(options)) {
     if ((SERVER_WS_KEYS as readonly string[]).includes(k)) wsOptions[k] = v;
     else serverOptions[k] = v;
@@ -85,6 +84,9 @@ export async function listen(handler: WebSocketHandler, options: WebSocketListen
   const o = resolveServerOptions(wsOptions, 'WebSockets.listen');
   const onError = options.onError;
   const report = onError !== undefined ? (err: unknown) => onError(err, null) : defaultReport;
+  // The plugin's onUpgrade tap finds this server's handler in its options (ServerInfo.options).
+  const entry: ListenEntry = { handler, options: o, report };
+  serverOptions[kListen] = entry;
   await loadWs();
   const server = new Server({
     ...serverOptions,
@@ -94,9 +96,6 @@ export async function listen(handler: WebSocketHandler, options: WebSocketListen
   });
   resolved.add(o);
   await server.listen();
-  const entry: ListenEntry = { server, handler, options: o, report };
-  addEntry(entry);
-  void server.wait().then(() => removeEntry(entry));
   return server;
 }
 

@@ -5,7 +5,8 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { getProtocolHost, PeerAddr, Response, serializeResponseHead, type Headers, type Request } from '../../kernel/index.js';
+import { PeerAddr, Response, type Headers, type Request } from '../../kernel/index.js';
+import { serializeResponseHead, type ProtocolHost } from '../../kernel/protocol.js';
 import { WebSocketError } from './errors.js';
 import type { Negotiation } from './handshake.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -51,7 +52,8 @@ export function writeRefusal(socket: Duplex, status: number, message: string, he
 /**
  * Answers an accepted handshake with 101 on `socket` (handed over by the kernel: paused, our
  * listeners only), gives it to the frame codec and runs `handler`. Resolves when the connection is closed;
- * a handler error goes to `report` (a peer that closed abnormally is not an error here).
+ * a handler error goes to `report` (a peer that closed abnormally is not an error here). `host`
+ * is the server that handed the socket over, which ends the session when it closes.
  */
 export async function serveSession(
   socket: Duplex,
@@ -61,13 +63,14 @@ export async function serveSession(
   o: ResolvedServerOptions,
   handler: WebSocketHandler,
   report: (err: unknown) => void,
+  host: ProtocolHost,
 ): Promise<void> {
   const response = new Response(101, null, { headers: n.headers, copyHeaders: false, request });
   socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
   const raw = attachSocket(socket, head, { isServer: true, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
   const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
   // A server closing gracefully ends the session with 1001 once its grace period is over.
-  getProtocolHost(socket)?.onGoingAway(socket, () => void ws.close(1001, 'server going away'));
+  host.onGoingAway(socket, () => void ws.close(1001, 'server going away'));
   try {
     await runHandler(ws, handler);
   } catch (err) {

@@ -75,4 +75,15 @@ export async function slips(url: string, c: HTTP.Client, name: string, count: nu
   void HTTP.sseStream({ maxLength: 10 });
   // @ts-expect-error misspelt
   await HTTP.sseConnect(url, () => undefined, { retrydelay: 5 });
+
+  // Server options the h2 and h2c plugins declare are server options like the kernel's own.
+  const ok = (): HTTP.Response => new HTTP.Response(200);
+  await HTTP.serve(ok, { port: 0, maxConcurrentStreams: 50, allowH2c: false, http2Settings: new HTTP.HTTP2Settings({ initialWindowSize: 1 << 20 }) });
+  await HTTP.listen(() => undefined, { http2Settings: { connectionWindowSize: 1 << 20 } });
+  // @ts-expect-error misspelt
+  await HTTP.serve(ok, { maxConcurentStreams: 50 });
+  // @ts-expect-error allowH2c is a boolean
+  await HTTP.serve(ok, { allowH2c: 'no' });
+  // @ts-expect-error not a window of HTTP2Settings
+  await HTTP.serve(ok, { http2Settings: { windowSize: 5 } });
 }

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
 import { cookies, redirects, retries } from '../../plugins/index.js';
-import { closeAfter, forceCloseAfter } from '../cleanup.js';
+import { closeAfter, forceCloseAfter } from '../helpers/cleanup.js';
 
 async function serveHere(handler: HTTP.RequestHandler): Promise<string> {
   const server = forceCloseAfter(await HTTP.serve(handler, { host: '127.0.0.1', port: 0 }));

@@ -69,7 +69,6 @@ const CLASSES = [
   'RedirectEvent',
   'DoneEvent',
   'Kernel',
-  'HeadParser',
   'ChunkedDecoder',
   'IncomingBody',
   'ByteReader',

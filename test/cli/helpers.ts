@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
-import { cleanEnv } from '../interop/helpers.js';
+import { cleanEnv } from '../helpers/peers.js';
 
 /** The binary under test. */
 export const BIN = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));

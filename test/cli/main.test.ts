@@ -73,6 +73,8 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
     ['a serve directory that does not exist', ['serve', '/nonexistent-dir'], /serve: \/nonexistent-dir is not a directory/],
     ['two directories for serve', ['serve', 'a', 'b'], /one directory expected, got 2/],
     ['ws without a URL', ['ws'], /no URL given/],
+    ['two URLs for ws, each named', ['ws', 'ws://a/', 'ws://b/'], /ws: one URL expected, got 2: "ws:\/\/a\/" "ws:\/\/b\/"/],
+    ['two directories for serve, each named', ['serve', 'a', 'b'], /serve: one directory expected, got 2: "a" "b"/],
     ['a bad --linger', ['ws', 'ws://x/', '--linger', '1s'], /option --linger needs a whole number, got "1s"/],
     ['ws with an http URL', ['ws', 'http://x/'], /ws needs a ws:\/\/ or wss:\/\/ URL/],
   ];

@@ -12,8 +12,8 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selfSignedCertificate } from '../../kernel/index.js';
-import { cleanEnv, nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir as peerTempDir, type Peer } from '../interop/helpers.js';
+import { selfSignedCertificate } from '../../tls/self-signed.js';
+import { cleanEnv, nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir as peerTempDir, type Peer } from '../helpers/peers.js';
 import { runCli, runMain, tempDir } from './helpers.js';
 
 const run = promisify(execFile);

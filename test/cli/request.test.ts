@@ -13,10 +13,11 @@ import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
-import { CallbackBody, createKernel, Response, selfSignedCertificate, type Kernel, type Request, type Server } from '../../kernel/index.js';
+import { CallbackBody, createKernel, Response, type Kernel, type Request, type Server } from '../../kernel/index.js';
+import { selfSignedCertificate } from '../../tls/self-signed.js';
 import { presets } from '../../plugins/index.js';
 import { parseMultipartForm } from '../../plugins/multipart/index.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening } from '../interop/helpers.js';
+import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening } from '../helpers/peers.js';
 import { main } from '../../cli/main.js';
 import { BIN, runCli, runCommand, runMain, tempDir } from './helpers.js';
 

@@ -8,7 +8,7 @@ import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { cleanEnv } from '../interop/helpers.js';
+import { cleanEnv } from '../helpers/peers.js';
 import { runMain, startCli, tempDir, type Running } from './helpers.js';
 
 const run = promisify(execFile);

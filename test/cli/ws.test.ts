@@ -9,9 +9,9 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selfSignedCertificate } from '../../kernel/index.js';
+import { selfSignedCertificate } from '../../tls/self-signed.js';
 import { WebSockets } from '../../plugins/websockets/index.js';
-import { cleanEnv, findBinary, startPeer, stopPeer, type Peer } from '../interop/helpers.js';
+import { cleanEnv, findBinary, startPeer, stopPeer, type Peer } from '../helpers/peers.js';
 import { runCli, runMain, startCli, tempDir } from './helpers.js';
 
 // websockets 10 (Debian bookworm), its asyncio API. Echoes text; answers "bin" with 300 bytes 0..255,0..43; refuses /forbidden with 403.

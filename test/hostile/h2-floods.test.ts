@@ -17,8 +17,8 @@ import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import http2 from 'node:http2';
 import { Response } from '../../kernel/index.js';
-import { block, frame, FrameReader, get, PREFACE, rst, settings, T } from '../plugins/h2/frames.js';
-import { nodeRequest, nodeSession, rawSocket, startServer, startStreamServer, waitFor } from '../plugins/h2/helpers.js';
+import { block, frame, FrameReader, get, PREFACE, rst, settings, T } from '../helpers/h2-frames.js';
+import { nodeRequest, nodeSession, rawSocket, startServer, startStreamServer, waitFor } from '../helpers/h2.js';
 import { growth, latencyDuring, memory, MiB } from './peers.js';
 
 /** GOAWAY error codes (RFC 9113 §7). */

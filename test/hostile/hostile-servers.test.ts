@@ -13,10 +13,10 @@
 import type net from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Client, createKernel, DecompressionLimitError, HTTPError, ProtocolError, TimeoutError, TooManyRedirectsError, type Kernel } from '../../kernel/index.js';
-import { DEFAULT_REDIRECT_LIMIT, presets } from '../../plugins/index.js';
-import { closeAfter, track } from '../cleanup.js';
-import { rawServer, readRequests, rejection, within } from '../kernel/client/helpers.js';
+import { Client, createKernel, HTTPError, ProtocolError, TimeoutError, type Kernel } from '../../kernel/index.js';
+import { DecompressionLimitError, DEFAULT_REDIRECT_LIMIT, presets, TooManyRedirectsError } from '../../plugins/index.js';
+import { closeAfter, track } from '../helpers/cleanup.js';
+import { rawServer, readRequests, rejection, within } from '../helpers/client.js';
 import { growth, memory, MiB } from './peers.js';
 
 let kernel: Kernel | null = null;

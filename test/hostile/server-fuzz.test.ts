@@ -9,8 +9,8 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { Response, serve } from '../../index.js';
-import { forceCloseAfter } from '../cleanup.js';
-import { expectServing, waitConnections } from '../kernel/server/helpers.js';
+import { forceCloseAfter } from '../helpers/cleanup.js';
+import { expectServing, waitConnections } from '../helpers/server.js';
 import { FUZZ_SERVER_OPTIONS, mutatedBatch, reached, Rng, seedFromEnv, sendBatch } from './generators.js';
 
 v8.setFlagsFromString('--expose-gc');

@@ -7,8 +7,8 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Response, serve, type ServeOptions, type Server } from '../../index.js';
-import { forceCloseAfter, onCleanup } from '../cleanup.js';
-import { expectServing, rawClient, waitConnections, waitFor } from '../kernel/server/helpers.js';
+import { forceCloseAfter, onCleanup } from '../helpers/cleanup.js';
+import { expectServing, rawClient, waitConnections, waitFor } from '../helpers/server.js';
 import { dripClient } from './generators.js';
 
 async function start(options: ServeOptions): Promise<Server> {

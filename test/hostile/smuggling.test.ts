@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Response, serve, type Request } from '../../index.js';
-import { forceCloseAfter } from '../cleanup.js';
-import { expectServing } from '../kernel/server/helpers.js';
+import { forceCloseAfter } from '../helpers/cleanup.js';
+import { expectServing } from '../helpers/server.js';
 import { sendBatch } from './generators.js';
 
 const HIDDEN = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';

@@ -15,7 +15,7 @@
 import { constants, deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { WebSockets } from '../../plugins/websockets/index.js';
-import { echo, frame, frameHeader, rawWs, startWs, waitFor, within } from '../plugins/websockets/helpers.js';
+import { echo, frame, frameHeader, rawWs, startWs, waitFor, within } from '../helpers/websockets.js';
 import { growth, memory, MiB, rng, type Rng } from './peers.js';
 
 /** The server's maxFrameSize here: small, so "past the bound" needs no megabytes on the wire. */

@@ -14,7 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
 import { Client, createKernel, StatusError, type Response } from '../../kernel/index.js';
-import { nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir, type Peer } from './helpers.js';
+import { nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir, type Peer } from '../helpers/peers.js';
 
 let dir = '';
 let peer: Peer | null = null;

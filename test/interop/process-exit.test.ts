@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
-import { selfSignedCertificate } from '../../kernel/index.js';
-import { forceCloseAfter, killAfter, track } from '../cleanup.js';
-import { startSquid } from '../plugins/proxy/peers.js';
-import { cleanEnv, nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir, type Peer } from './helpers.js';
+import { selfSignedCertificate } from '../../tls/self-signed.js';
+import { forceCloseAfter, killAfter, track } from '../helpers/cleanup.js';
+import { startSquid } from '../helpers/proxies.js';
+import { cleanEnv, nginxHttpCommon, nginxPreamble, startNginx, stopPeer, tempDir, type Peer } from '../helpers/peers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('./child/get.ts', import.meta.url));

@@ -9,7 +9,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Request, StatusError, type AbstractBody, type Response } from '../../kernel/index.js';
-import { cleanEnv, findBinary, startPeer, stopPeer, tempDir, waitListening, type Peer } from './helpers.js';
+import { cleanEnv, findBinary, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../helpers/peers.js';
 
 const PYTHON = (() => {
   try {

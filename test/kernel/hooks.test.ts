@@ -18,16 +18,17 @@ import {
   type ConnectOptions,
   type KernelHooks,
   type ProtocolInfo,
+  type UpgradeInfo,
   type ServerExchange,
   type ServerInfo,
   type SessionInfo,
   type TappedHooks,
 } from '../../kernel/hooks.js';
-import { createKernel, type Kernel } from '../../kernel/kernel.js';
+import { createKernel, type Kernel, type PluginList } from '../../kernel/kernel.js';
 import { RequestContext } from '../../kernel/message/context.js';
 import { Request } from '../../kernel/message/request.js';
 import { Response } from '../../kernel/message/response.js';
-import { definePlugin, type PluginList } from '../../kernel/plugin.js';
+import { definePlugin } from '../../kernel/plugin.js';
 import { Stage } from '../../kernel/stages.js';
 
 // --- The plugin-api.md example, verbatim (imports aside) --------------------------------
@@ -92,7 +93,7 @@ function duplex(): PassThrough {
   return s;
 }
 
-const serverInfo: ServerInfo = { tls: false, allowH2c: true, options: {} };
+const serverInfo: ServerInfo = { tls: false, options: {} };
 
 function connectOptions(): ConnectOptions {
   return { protocol: 'https:', host: 'example.com', port: 443, servername: 'example.com', alpnProtocols: ['http/1.1'], httpVersion: 'auto', timeoutMs: 30_000 };
@@ -125,7 +126,7 @@ function fakeSession(): ClientSession {
 
 // --- The table -------------------------------------------------------------------------
 
-const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'connect', 'alpnProtocols', 'session'];
+const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'poolKey', 'connect', 'alpnProtocols', 'session'];
 const SERVER_HOOKS = ['connection', 'alpnProtocols', 'protocol', 'onUpgrade', 'onRequest', 'onResponseHead'];
 
 describe('hook table', () => {
@@ -211,8 +212,8 @@ describe('a plugin tapping every hook', () => {
           log.push(['server.protocol', socket, info]);
           return answer('server.protocol');
         });
-        server.onUpgrade.tapAsync('probe', (req, socket, head, callback) => {
-          log.push(['server.onUpgrade', req, socket, head]);
+        server.onUpgrade.tapAsync('probe', (req, socket, info, callback) => {
+          log.push(['server.onUpgrade', req, socket, info]);
           setImmediate(() => callback(null, answer('server.onUpgrade')));
         });
         server.onRequest.tap({ name: 'probe', stage: Stage.ROUTER }, (req, ex) => {
@@ -252,7 +253,9 @@ describe('a plugin tapping every hook', () => {
     const pinfo: ProtocolInfo = { alpnProtocol: null, head: Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), server: serverInfo };
     if (s.protocol !== null) results['server.protocol'] = s.protocol.call(socket, pinfo);
     const up = new Request('GET', '/ws', { Upgrade: 'websocket', Connection: 'upgrade' });
-    if (s.onUpgrade !== null) results['server.onUpgrade'] = await s.onUpgrade.promise(up, socket, new Uint8Array([1, 2]));
+    // Hand-built: the server's host is left out (the tap here reads only the bytes).
+    const uinfo = { head: new Uint8Array([1, 2]), server: serverInfo } as UpgradeInfo;
+    if (s.onUpgrade !== null) results['server.onUpgrade'] = await s.onUpgrade.promise(up, socket, uinfo);
     if (s.onRequest !== null) results['server.onRequest'] = await s.onRequest.promise(req, exchange(req));
     if (s.onResponseHead !== null) s.onResponseHead.call(res, req);
     return { results, ctx, req, res, socket, opts, tcp };
@@ -289,7 +292,8 @@ describe('a plugin tapping every hook', () => {
     expect(byHook['server.connection']).toEqual([tcp, serverInfo]);
     expect(byHook['server.alpnProtocols']).toEqual([['http/1.1'], serverInfo]);
     expect((byHook['server.protocol']![1] as ProtocolInfo).head.length).toBe(24);
-    expect(byHook['server.onUpgrade']![2]).toEqual(new Uint8Array([1, 2]));
+    expect((byHook['server.onUpgrade']![2] as UpgradeInfo).head).toEqual(new Uint8Array([1, 2]));
+    expect((byHook['server.onUpgrade']![2] as UpgradeInfo).server).toBe(serverInfo);
     expect((byHook['server.onRequest']![1] as ServerExchange).peerAddr().address).toBe('127.0.0.1');
     expect(byHook['server.onResponseHead']).toEqual([res, req]);
 

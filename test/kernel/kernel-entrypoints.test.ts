@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { closeAfter, closeKernelAfter, forceCloseAfter } from '../cleanup.js';
+import { closeAfter, closeKernelAfter, forceCloseAfter } from '../helpers/cleanup.js';
 import {
   Client,
   createKernel,
@@ -16,9 +16,9 @@ import {
   type Request,
   type Server,
 } from '../../kernel/index.js';
-import { startServer, within } from './client/helpers.js';
+import { startServer, within } from '../helpers/client.js';
 
-// ---- cleanup (test/cleanup.ts: clients, then servers, then kernels) ---------------------------
+// ---- cleanup (test/helpers/cleanup.ts: clients, then servers, then kernels) ---------------------------
 
 function track<T extends Kernel | Client | Server>(x: T): T {
   if (x instanceof Client) closeAfter(x);

@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ArgumentError, PluginError } from '../../kernel/errors.js';
-import { createKernel, Kernel } from '../../kernel/kernel.js';
-import { definePlugin, isPlugin, type AnyPlugin, type Plugin } from '../../kernel/plugin.js';
+import { createKernel, isPlugin, Kernel, type AnyPlugin, type Plugin } from '../../kernel/kernel.js';
+import { definePlugin } from '../../kernel/plugin.js';
 import { presets } from '../../plugins/index.js';
 
 const kernels: Kernel[] = [];

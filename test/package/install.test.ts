@@ -43,6 +43,11 @@ const TS = `
 import * as HTTP from 'switchyard';
 import { createKernel } from 'switchyard/kernel';
 import { presets } from 'switchyard/plugins';
+import { HeadParser, type ProtocolHost } from 'switchyard/protocol';
+
+// The protocol plugins' entry resolves too, values and types.
+export const parser: HeadParser = new HeadParser('request');
+export type Host = ProtocolHost;
 
 export async function main(): Promise<number> {
   const router = new HTTP.Router();

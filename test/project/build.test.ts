@@ -1,6 +1,6 @@
 /**
  * The package as a user installs it: the sources type-check under `strict`, and the tsup
- * build produces the three entries of package.json "exports" with their declarations.
+ * build produces every entry of package.json "exports" with their declarations.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';

@@ -7,10 +7,10 @@
  * outputs the docs promise are checked too.
  *
  * The blocks import the package by its name (`switchyard`, `switchyard/kernel`,
- * `switchyard/plugins`), as a user would. In a checkout that name does not resolve to the
+ * `switchyard/protocol`, `switchyard/plugins`), as a user would. In a checkout that name does not resolve to the
  * sources (the package's exports point at `dist/`, which `npm run build` makes), so this test
- * rewrites those three specifiers to the repository's `index.ts`, `kernel/index.ts` and
- * `plugins/index.ts` before running a block. Nothing else in a block is changed.
+ * rewrites those specifiers to the repository's `index.ts`, `kernel/index.ts`,
+ * `kernel/protocol.ts` and `plugins/index.ts` before running a block. Nothing else in a block is changed.
  *
  * The blocks are also type-checked together, with the repository's compiler options (a
  * block that runs but would not compile in a user's TypeScript project fails here).
@@ -24,7 +24,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runNode } from '../run-node.js';
+import { runNode } from '../helpers/run-node.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const scratch = path.join(root, '.scratch', 'doc-blocks');
@@ -63,6 +63,7 @@ function resolvePackage(code: string): string {
   const to = (p: string) => path.relative(scratch, path.join(root, p)).split(path.sep).join('/');
   return code
     .replace(/(['"])switchyard\/kernel\1/g, `'${to('kernel/index.js')}'`)
+    .replace(/(['"])switchyard\/protocol\1/g, `'${to('kernel/protocol.js')}'`)
     .replace(/(['"])switchyard\/plugins\1/g, `'${to('plugins/index.js')}'`)
     .replace(/(['"])switchyard\1/g, `'${to('index.js')}'`);
 }

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { AbstractBody, ArgumentError, Client, Request, Response, type CallOptions, type Stream } from '../../../kernel/index.js';
-import { deferred, newClient, okResponse, rawServer, readRequests, rejection, reqText, startServer, startStreamServer, text, within, type RawRequest } from './helpers.js';
+import { deferred, newClient, okResponse, rawServer, readRequests, rejection, reqText, startServer, startStreamServer, text, within, type RawRequest } from '../../helpers/client.js';
 
 /** A server that echoes `METHOD target|x-test header|body` and records what it saw. */
 async function echoServer() {

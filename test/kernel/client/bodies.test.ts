@@ -15,7 +15,7 @@ import { Readable, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { ArgumentError, BytesBody, Client, Headers, Response, StatusError, Transport, type Request } from '../../../kernel/index.js';
-import { newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, trackChild, type RawRequest } from './helpers.js';
+import { newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startServer, text, trackChild, type RawRequest } from '../../helpers/client.js';
 
 interface Seen {
   method: string;

@@ -8,7 +8,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { AbstractBody, CanceledError, Request, RequestContext, Response, type ClientEvent } from '../../../kernel/index.js';
-import { deferred, newClient, rawServer, readRequests, rejection, since, stalledPort, startServer, text, within } from './helpers.js';
+import { deferred, newClient, rawServer, readRequests, rejection, since, stalledPort, startServer, text, within } from '../../helpers/client.js';
 
 /** A raw server that reads requests, tells `arrived`, and never answers. */
 async function silent() {

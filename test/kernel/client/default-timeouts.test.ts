@@ -6,7 +6,7 @@
 import type net from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Headers, Request, TimeoutError, upgradeRequest } from '../../../kernel/index.js';
-import { newClient, rawServer, readRequests, waitFor } from './helpers.js';
+import { newClient, rawServer, readRequests, waitFor } from '../../helpers/client.js';
 
 /** A few turns of the event loop, so that what a timer started gets to happen. */
 async function turns(n = 20): Promise<void> {

@@ -11,12 +11,11 @@ import {
   ParseError,
   ProtocolError,
   Response,
-  selfSignedCertificate,
   TLSHandshakeError,
   Transport,
-  type SelfSignedCertificate,
 } from '../../../kernel/index.js';
-import { closedPort, newClient, okResponse, rawServer, readRequests, rejection, startServer, startTlsServer, text, within } from './helpers.js';
+import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
+import { closedPort, newClient, okResponse, rawServer, readRequests, rejection, startServer, startTlsServer, text, within } from '../../helpers/client.js';
 
 /** A raw server that answers every request with `reply` (then optionally ends the socket). */
 async function replies(reply: string | Buffer, end = false) {

@@ -7,9 +7,9 @@ import type net from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, HTTPError, ProtocolError, ResponseTooLargeError } from '../../../kernel/index.js';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../../../kernel/client/client.js';
-import { bytes, newClient, rawServer, readRequests, rejection, text, within } from './helpers.js';
-import { h2Client, nodeServer } from '../../plugins/h2/helpers.js';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../../../kernel/client/call.js';
+import { bytes, newClient, rawServer, readRequests, rejection, text, within } from '../../helpers/client.js';
+import { h2Client, nodeServer } from '../../helpers/h2.js';
 
 const MiB = 1024 * 1024;
 

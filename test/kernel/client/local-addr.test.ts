@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, Headers, Request, Response, Transport, upgradeRequest, type Stream } from '../../../kernel/index.js';
-import { cert, h2Kernel, startStreamServer as startH2StreamServer } from '../../plugins/h2/helpers.js';
-import { newClient, okResponse, proxyKernel, rawServer, readRequests, rejection, since, startServer, text } from './helpers.js';
+import { cert, h2Kernel, startStreamServer as startH2StreamServer } from '../../helpers/h2.js';
+import { newClient, okResponse, proxyKernel, rawServer, readRequests, rejection, since, startServer, text } from '../../helpers/client.js';
 
 /** Not on any interface of this machine: binding it fails (EADDRNOTAVAIL). */
 const FOREIGN = '192.0.2.1';

@@ -11,8 +11,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
-import { ArgumentError, CanceledError, ClientStream, FlowBody, RequestContext, StatusError, cancel, type Stream } from '../../../kernel/index.js';
-import { deferred, newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startStreamServer, waitFor, within, type RawRequest } from './helpers.js';
+import { ArgumentError, CanceledError, ClientStream, RequestContext, StatusError, cancel, type Stream } from '../../../kernel/index.js';
+import { FlowBody } from '../../../kernel/protocol.js';
+import { deferred, newClient, okResponse, onCleanup, rawServer, readRequests, rejection, startStreamServer, waitFor, within, type RawRequest } from '../../helpers/client.js';
 
 const MiB = 1024 * 1024;
 

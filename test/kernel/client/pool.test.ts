@@ -6,8 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
-import { AbstractBody, ParseError, Request, Response, Transport, type Client, type RequestHandler } from '../../../kernel/index.js';
-import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within, type RawRequest } from './helpers.js';
+import { AbstractBody, createKernel, definePlugin, ParseError, Request, Response, Transport, type Client, type RequestHandler } from '../../../kernel/index.js';
+import type { ClientSession } from '../../../kernel/protocol.js';
+import { closeKernelAfter } from '../../helpers/cleanup.js';
+import { deferred, newClient, okResponse, rawServer, readRequests, rejection, startServer, text, waitFor, within, type RawRequest } from '../../helpers/client.js';
 
 /** A handler that holds every answer until `n` requests are in flight, then answers them all. */
 function barrier(n: number): { handler: RequestHandler; arrived: () => number; reset: (m: number) => void } {
@@ -392,5 +394,68 @@ describe('pool sizing', () => {
     expect(() => new Transport({ maxIdlePerHost: -1 })).toThrow(HTTP.ArgumentError);
     expect(() => new Transport({ maxIdleTotal: 1.5 })).toThrow(HTTP.ArgumentError);
     expect(() => new Transport({ maxLineBytes: 0 })).toThrow(HTTP.ArgumentError);
+  });
+});
+
+describe("a protocol plugin's session: pooled by what it says it is", () => {
+  /** A plugin whose sessions answer every request themselves; `multiplexed` as given, handed back after each exchange when `release`. */
+  function fakeSessions(multiplexed: boolean | undefined, release: boolean) {
+    const made: ClientSession[] = [];
+    const plugin = definePlugin({
+      name: 'fake-protocol',
+      register(kernel) {
+        kernel.hooks.client.session.tap('fake-protocol', (socket, info) => {
+          let busy = false;
+          let dead = false;
+          const session: ClientSession = {
+            protocol: 'fake',
+            ...(multiplexed === undefined ? {} : { multiplexed }),
+            get closed() {
+              return dead;
+            },
+            dispatch: async (req) => {
+              busy = true;
+              await Promise.resolve();
+              busy = false;
+              if (release) info.pool!.release(session);
+              return new Response(200, { request: req, body: `session ${made.indexOf(session) + 1}` });
+            },
+            capacity: () => (busy || dead ? 0 : 1),
+            isIdle: () => !busy,
+            close: async () => session.destroy(),
+            destroy: () => {
+              dead = true;
+              socket.destroy();
+            },
+          };
+          made.push(session);
+          return session;
+        });
+      },
+    });
+    return { plugin, made };
+  }
+
+  async function threeCalls(multiplexed: boolean | undefined, release: boolean): Promise<string[]> {
+    const s = await startServer(() => new Response(200, 'not reached'));
+    const { plugin, made } = fakeSessions(multiplexed, release);
+    const c = newClient({ kernel: closeKernelAfter(await createKernel().register(plugin).ready()) });
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) seen.push(text(await c.get(`${s.origin}/`)));
+    expect(made.length).toBe(new Set(seen).size);
+    return seen;
+  }
+
+  it('multiplexed: false and handed back with pool.release: reused', async () => {
+    expect(await threeCalls(false, true)).toEqual(['session 1', 'session 1', 'session 1']);
+  });
+
+  it('multiplexed: false and never handed back: never given to another call', async () => {
+    expect(await threeCalls(false, false)).toEqual(['session 1', 'session 2', 'session 3']);
+  });
+
+  it('multiplexed: true, or absent: shared while it has capacity', async () => {
+    expect(await threeCalls(true, false)).toEqual(['session 1', 'session 1', 'session 1']);
+    expect(await threeCalls(undefined, false)).toEqual(['session 1', 'session 1', 'session 1']);
   });
 });

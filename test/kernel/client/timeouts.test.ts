@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AbstractBody, Request, RequestContext, Response, TimeoutError } from '../../../kernel/index.js';
-import { newClient, okResponse, rawServer, readRequests, rejection, since, stalledPort, startServer, text, within, type RawRequest } from './helpers.js';
+import { newClient, okResponse, rawServer, readRequests, rejection, since, stalledPort, startServer, text, within, type RawRequest } from '../../helpers/client.js';
 
 /** Slack for timer-based failures on a loaded machine. */
 const SLACK = 400;

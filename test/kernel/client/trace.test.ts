@@ -8,6 +8,8 @@ import * as HTTP from '../../../index.js';
 import {
   ClientEvent,
   ConnectError,
+  createKernel,
+  definePlugin,
   DoneEvent,
   RequestEvent,
   Response,
@@ -16,7 +18,7 @@ import {
   type AnyClientEvent,
 } from '../../../kernel/index.js';
 import { RetryEvent, verbosePrinter } from '../../../kernel/client/index.js';
-import { closedPort, newClient, rejection, startServer } from './helpers.js';
+import { closedPort, newClient, rejection, startServer } from '../../helpers/client.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -81,6 +83,25 @@ describe('trace events', () => {
     expect(done.response).toBeNull();
     expect(done.url).toBe(`http://127.0.0.1:${port}/nope`);
     expect(done.elapsedMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('a call that fails after retries: DoneEvent counts every attempt', async () => {
+    const port = await closedPort();
+    const retryTwice = definePlugin({
+      name: 'retry-twice',
+      register(kernel) {
+        kernel.hooks.client.onRetry.tap('retry-twice', (state) => ({ retry: state.attempt < 3 }));
+      },
+    });
+    const kernel = await createKernel().register(retryTwice).ready();
+    const { events, trace } = collect();
+    const err = await rejection(newClient({ kernel }).get(`http://127.0.0.1:${port}/again`, { trace }));
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(events.map((e) => e.type)).toEqual(['RequestEvent', 'RetryEvent', 'RequestEvent', 'RetryEvent', 'RequestEvent', 'RetrySkippedEvent', 'DoneEvent']);
+    const done = events.at(-1) as DoneEvent;
+    expect(done.error).toBe(err);
+    expect(done.attempts).toBe(3);
+    await kernel.close();
   });
 
   it('a StatusError: DoneEvent carries the error and the final response', async () => {

@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, DNSError, Response, Transport, type ClientOptions } from '../../../kernel/index.js';
-import { cert, h2Kernel, startServer } from '../../plugins/h2/helpers.js';
-import { newClient, okResponse, proxyKernel, rawServer, readRequests, rejection, text } from './helpers.js';
+import { cert, h2Kernel, startServer } from '../../helpers/h2.js';
+import { newClient, okResponse, proxyKernel, rawServer, readRequests, rejection, text } from '../../helpers/client.js';
 
 /** The project's HTTPS server with the h2 plugin (ALPN offers h2 and http/1.1); answers with the protocol it served. */
 async function alpnServer(): Promise<string> {

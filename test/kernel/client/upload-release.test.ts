@@ -6,7 +6,7 @@
  */
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { closedPort, newClient, okResponse, rawServer, rejection, stalledPort, text, waitFor, within } from './helpers.js';
+import { closedPort, newClient, okResponse, rawServer, rejection, stalledPort, text, waitFor, within } from '../../helpers/client.js';
 
 /** An async iterable that yields `first`, then waits forever; records `return()` calls. */
 function endless(first: string): AsyncIterable<Uint8Array> & { returned: number; nexts: number } {

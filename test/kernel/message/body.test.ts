@@ -4,6 +4,7 @@ import {
   AbstractBody,
   BytesBody,
   CallbackBody,
+  ChunkBody,
   Headers,
   bodyClose,
   bodyClosed,
@@ -396,5 +397,65 @@ describe('bodyLength', () => {
     ['a BytesBody', new BytesBody('abc'), -1],
   ])('of %s is %i', (_name, body, expected) => {
     expect(bodyLength(body as never)).toBe(expected);
+  });
+});
+
+/** A ChunkBody over fixed chunks, recording how often it was asked for one. */
+class Chunks extends ChunkBody {
+  asked = 0;
+  private isClosed = false;
+  constructor(private readonly list: Uint8Array[]) {
+    super();
+  }
+  protected async nextChunk(): Promise<Uint8Array | null> {
+    this.asked++;
+    return this.isClosed ? null : (this.list.shift() ?? null);
+  }
+  iterate(): AsyncGenerator<Uint8Array> {
+    return this.chunks();
+  }
+  close(): void {
+    this.isClosed = true;
+    this.dropWaiting();
+  }
+  get closed(): boolean {
+    return this.isClosed;
+  }
+}
+
+describe('ChunkBody', () => {
+  const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+  it('hands each chunk out in pieces of the reader\'s size, skipping empty chunks', async () => {
+    const body = new Chunks([bytes('hello'), bytes(''), bytes('abc')]);
+    const dst = new Uint8Array(2);
+    const got: string[] = [];
+    for (let n = await body.read(dst); n > 0; n = await body.read(dst)) got.push(new TextDecoder().decode(dst.subarray(0, n)));
+    expect(got).toEqual(['he', 'll', 'o', 'ab', 'c']);
+    expect(await body.read(dst)).toBe(0);
+  });
+
+  it('a read into an empty buffer takes nothing', async () => {
+    const body = new Chunks([bytes('x')]);
+    expect(await body.read(new Uint8Array(0))).toBe(0);
+    expect(body.asked).toBe(0);
+    expect(new TextDecoder().decode(await readAll(body))).toBe('x');
+  });
+
+  it('chunks() yields what a read left, then the chunks themselves, uncopied', async () => {
+    const second = bytes('world');
+    const body = new Chunks([bytes('hello'), second]);
+    expect(await body.read(new Uint8Array(2))).toBe(2);
+    const out: Uint8Array[] = [];
+    for await (const c of body.iterate()) out.push(c);
+    expect(out.map((c) => new TextDecoder().decode(c))).toEqual(['llo', 'world']);
+    expect(out[1]).toBe(second);
+  });
+
+  it('after close a read returns 0 and what waited is dropped', async () => {
+    const body = new Chunks([bytes('hello')]);
+    expect(await body.read(new Uint8Array(1))).toBe(1);
+    body.close();
+    expect(await body.read(new Uint8Array(8))).toBe(0);
   });
 });

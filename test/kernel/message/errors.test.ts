@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import * as errors from '../../../kernel/errors.js';
+// Every error a user meets, kernel and plugins alike, by name at the top level.
+import * as errors from '../../../index.js';
 import {
   AddressInUseError,
   ArgumentError,
@@ -10,13 +11,12 @@ import {
   HTTPTimeoutError,
   ParseError,
   ProtocolError,
-  RequestRetryError,
-  StatusError,
   TLSHandshakeError,
   TLSTransportError,
   TimeoutError,
-  TooManyRedirectsError,
 } from '../../../kernel/errors.js';
+import { StatusError } from '../../../kernel/index.js';
+import { RequestRetryError, TooManyRedirectsError } from '../../../plugins/index.js';
 import { Request, Response } from '../../../kernel/message/index.js';
 
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });

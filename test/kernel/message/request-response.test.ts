@@ -8,10 +8,9 @@ import {
   RequestContext,
   Response,
   getRequestContext,
-  headersFromArrays,
-  headersFromFields,
   type Body,
 } from '../../../kernel/message/index.js';
+import { headersFromArrays, headersFromFields } from '../../../kernel/protocol.js';
 import { protocolRequest } from '../../../kernel/server/exchange.js';
 
 const pairs = (h: Headers): [string, string][] => [...h];

@@ -7,8 +7,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Response } from '../../../kernel/index.js';
-import { destroyAfter } from '../../cleanup.js';
-import { expectServing, startServer, waitConnections, waitFor } from './helpers.js';
+import { destroyAfter } from '../../helpers/cleanup.js';
+import { expectServing, startServer, waitConnections, waitFor } from '../../helpers/server.js';
 
 const REQ = Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1');
 

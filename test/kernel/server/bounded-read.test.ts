@@ -9,8 +9,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { boundReads, pauseReadable, unboundReads } from '../../../kernel/server/bounded-read.js';
-import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
-import { deferred, within } from './helpers.js';
+import { closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
+import { deferred, within } from '../../helpers/server.js';
 
 /** A loopback listener whose accepted sockets go to `onSocket`; it and they are closed after the test. */
 async function listen(onSocket: (s: net.Socket) => void): Promise<number> {

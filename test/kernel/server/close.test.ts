@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { AbstractBody, ArgumentError, Response, Server, type StreamHandler } from '../../../kernel/index.js';
-import { rawClient, startServer, startStreamServer, within, type RawClient } from './helpers.js';
+import { rawClient, startServer, startStreamServer, within, type RawClient } from '../../helpers/server.js';
 
 const GRACE = 250;
 

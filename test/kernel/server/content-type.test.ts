@@ -4,12 +4,13 @@
  * nothing (as node:http), a handler's own type is kept, and 204/304 and empty bodies carry none.
  */
 import { describe, expect, it } from 'vitest';
-import { Response, selfSignedCertificate, type Request } from '../../../kernel/index.js';
+import { Response, type Request } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 import { createKernel } from '../../../kernel/index.js';
-import { closeKernelAfter } from '../../cleanup.js';
-import { curlEnv, runCurl, startServer } from './helpers.js';
+import { closeKernelAfter } from '../../helpers/cleanup.js';
+import { curlEnv, runCurl, startServer } from '../../helpers/server.js';
 
 const cert = selfSignedCertificate();
 

@@ -13,7 +13,7 @@ import {
   streamHandler,
   type RequestHandler,
 } from '../../../kernel/index.js';
-import { get, rawClient, startServer, startStreamServer, type ParsedResponse } from './helpers.js';
+import { get, rawClient, startServer, startStreamServer, type ParsedResponse } from '../../helpers/server.js';
 
 /** A snapshot of what a handler saw, taken inside it. */
 interface Seen {

@@ -19,13 +19,13 @@ import {
   Stream,
   streamHandler,
   type Kernel,
-  type ProtocolInfo,
   type RequestHandler,
   type ServerExchange,
   type ServerInfo,
   type StreamHandler,
 } from '../../../kernel/index.js';
-import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from './helpers.js';
+import type { ProtocolHost, ProtocolInfo } from '../../../kernel/protocol.js';
+import { get, onCleanup, rawClient, startServer, startStreamServer, waitConnections, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
 
@@ -44,6 +44,8 @@ async function kernelWith(setup: (kernel: Kernel) => void): Promise<Kernel> {
 }
 
 const H2_PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
+/** A protocol tap that reads ahead as the h2c plugin's does: up to the HTTP/2 preface. */
+const AS_H2C = { name: 'test', preface: Buffer.from(H2_PREFACE, 'latin1') };
 
 /** Echoing stream handler: reads the body, answers `stream <target> <body>`. */
 const streamApp: StreamHandler = async (s) => {
@@ -358,7 +360,7 @@ describe('server.protocol', () => {
   it('sees the first bytes on a plain listener; not claiming leaves the connection to HTTP/1', async () => {
     const infos: ProtocolInfo[] = [];
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (_socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (_socket, info) => {
         infos.push(info);
       });
     });
@@ -378,7 +380,7 @@ describe('server.protocol', () => {
 
   it('a tap that claims the connection takes it over: HTTP/1 never runs on it', async () => {
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (socket, info) => {
         if (!Buffer.from(info.head).toString('latin1').startsWith('HELLO')) return;
         socket.write(`WORLD ${Buffer.from(info.head).toString('latin1')}`);
         socket.end();
@@ -401,7 +403,7 @@ describe('server.protocol', () => {
   it('gathers a preface arriving in pieces before asking; an unclaimed preface then gets 400', async () => {
     const heads: string[] = [];
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (_socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (_socket, info) => {
         heads.push(Buffer.from(info.head).toString('latin1'));
       });
     });
@@ -417,7 +419,7 @@ describe('server.protocol', () => {
   it('reads no further than the preface: what follows it is still in the socket for the taker', async () => {
     const seen: { head: string; bytesRead: number; buffered: number }[] = [];
     const kernel = await kernelWith((k) => {
-      k.hooks.server.protocol.tap('test', (socket, info) => {
+      k.hooks.server.protocol.tap(AS_H2C, (socket, info) => {
         const sock = socket as net.Socket;
         seen.push({ head: Buffer.from(info.head).toString('latin1'), bytesRead: sock.bytesRead, buffered: sock.readableLength });
         // Take it and read the rest itself: it arrives as the client sent it.
@@ -440,7 +442,7 @@ describe('server.protocol', () => {
   });
 
   it('a request of exactly 24 bytes (the length of the preface) is answered without waiting for more', async () => {
-    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap('test', () => {}));
+    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap(AS_H2C, () => {}));
     const { port } = await startServer((req) => new Response(200, req.target), { kernel });
     const c = await rawClient(port);
     const req = 'GET /abcdef HTTP/1.0\r\n\r\n';
@@ -450,7 +452,7 @@ describe('server.protocol', () => {
   });
 
   it('HTTP/1 after the first bytes reads on as usual: pipelined requests, then a 4 MiB body', async () => {
-    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap('test', () => {}));
+    const kernel = await kernelWith((k) => void k.hooks.server.protocol.tap(AS_H2C, () => {}));
     const handler = vi.fn<RequestHandler>((req) => new Response(200, `${req.target} ${req.body instanceof Uint8Array ? req.body.length : 0}`));
     const { port } = await startServer(handler, { kernel, maxBodyBytes: 8 * 1024 * 1024 });
     const c = await rawClient(port);
@@ -480,13 +482,15 @@ describe('server.protocol', () => {
 describe('server.onUpgrade', () => {
   const UPGRADE = 'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n';
 
-  it('a claiming tap gets (request, socket, head bytes), answers 101 and speaks raw bytes', async () => {
+  it('a claiming tap gets (request, socket, info with the head bytes and the server), answers 101 and speaks raw bytes', async () => {
     const got: { req: Request; socket: Duplex; head: string }[] = [];
+    const infos: { server: ServerInfo; host: ProtocolHost }[] = [];
     const onRequest = vi.fn();
     const kernel = await kernelWith((k) => {
       k.hooks.server.onRequest.tap('test', onRequest);
-      k.hooks.server.onUpgrade.tap('test', (req, socket, head) => {
+      k.hooks.server.onUpgrade.tap('test', (req, socket, { head, server, host }) => {
         if (req.headers.get('Upgrade') !== 'foo') return;
+        infos.push({ server, host });
         got.push({ req, socket, head: Buffer.from(head).toString('latin1') });
         socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n');
         if (head.length > 0) socket.write(Buffer.concat([Buffer.from('echo:'), head]));
@@ -521,6 +525,10 @@ describe('server.onUpgrade', () => {
     expect(got).toHaveLength(1);
     expect(got[0]!.req.target).toBe('/chat');
     expect(got[0]!.head).toBe('early');
+    // The tap learns its server from the info: the listener's options, and the server's lifecycle.
+    expect(infos[0]!.server.tls).toBe(false);
+    expect(infos[0]!.host.info).toBe(infos[0]!.server);
+    expect(infos[0]!.host.closing).toBe(false);
     expect(handler).not.toHaveBeenCalled();
     expect(onRequest).not.toHaveBeenCalled();
     // The upgraded socket is no longer an HTTP/1 connection, but the server still counts it

@@ -15,7 +15,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { destroyAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
+import { destroyAfter, forceCloseAfter, onCleanup } from '../../helpers/cleanup.js';
 import {
   AddressInUseError,
   ArgumentError,
@@ -29,7 +29,7 @@ import {
   type Request,
   type Stream,
 } from '../../../kernel/index.js';
-import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from './helpers.js';
+import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from '../../helpers/server.js';
 
 // ---- private helpers (cleanup, curl, parsing) ---------------------------------------------
 

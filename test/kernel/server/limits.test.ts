@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, listen, Response, serve, Server, type Request, type Stream } from '../../../kernel/index.js';
-import { expectClosed, expectServing, get, rawClient, startServer, startStreamServer, statusOf, waitConnections } from './helpers.js';
+import { expectClosed, expectServing, get, rawClient, startServer, startStreamServer, statusOf, waitConnections } from '../../helpers/server.js';
 import { unfinishedHead } from './fixtures/unfinished-heads.js';
 
 /** A whole request head of about `size` bytes. */

@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createKernel, Response, type Request, type Stream } from '../../../kernel/index.js';
+// Declares the h2c plugin's server option allowH2c (the servers here still run no plugin).
+import '../../../plugins/h2c/index.js';
 import {
   expectClosed,
   expectServing,
@@ -16,7 +18,7 @@ import {
   statusOf,
   waitConnections,
   within,
-} from './helpers.js';
+} from '../../helpers/server.js';
 
 /** Number of status lines in `bytes` (responses received). */
 function statusLines(bytes: Buffer): number {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Response, type Request, type Stream } from '../../../kernel/index.js';
-import { expectClosed, expectServing, rawClient, startServer, startStreamServer } from './helpers.js';
+import { expectClosed, expectServing, rawClient, startServer, startStreamServer } from '../../helpers/server.js';
 
 interface Seen {
   method: string;

@@ -9,12 +9,13 @@ import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createKernel, Response, selfSignedCertificate, serve, type Kernel, type ServeOptions, type Server } from '../../../kernel/index.js';
+import { createKernel, Response, serve, type Kernel, type ServeOptions, type Server } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { resolveServerOptions } from '../../../kernel/server/options.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { onCleanup, waitConnections, waitFor } from './helpers.js';
-import { forceCloseAfter } from '../../cleanup.js';
+import { onCleanup, waitConnections, waitFor } from '../../helpers/server.js';
+import { forceCloseAfter } from '../../helpers/cleanup.js';
 
 const hello = (): Response => new Response(200, 'hello');
 const cert = selfSignedCertificate();

@@ -21,7 +21,7 @@ import {
   trailers,
   type Stream,
 } from '../../../kernel/index.js';
-import { get, onCleanup, rawClient, startStreamServer, track, waitFor, within } from './helpers.js';
+import { get, onCleanup, rawClient, startStreamServer, track, waitFor, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import {
   waitFor,
   within,
   type RawClient,
-} from './helpers.js';
+} from '../../helpers/server.js';
 
 const ok = (req: Request): Response => new Response(200, `ok ${req.target}`);
 

@@ -15,19 +15,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeNetServerAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
+import { closeNetServerAfter, forceCloseAfter, onCleanup } from '../../helpers/cleanup.js';
 import {
   listen,
   port,
   Response,
-  selfSignedCertificate,
   serve,
   type Request,
-  type SelfSignedCertificate,
   type Server,
   type Stream,
 } from '../../../kernel/index.js';
-import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from './helpers.js';
+import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
+import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from '../../helpers/server.js';
 
 // ---- private helpers -------------------------------------------------------------------------
 

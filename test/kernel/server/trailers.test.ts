@@ -7,8 +7,8 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, CallbackBody, Request as KRequest, Response, type Request, type Stream } from '../../../kernel/index.js';
-import { closeAfter, closeNetServerAfter, destroyAfter } from '../../cleanup.js';
-import { rawClient, startServer, startStreamServer, within } from './helpers.js';
+import { closeAfter, closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
+import { rawClient, startServer, startStreamServer, within } from '../../helpers/server.js';
 
 /** The bytes after the last chunk of a chunked message in `raw` (its trailer section). */
 function trailerSection(raw: string): string {

@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ProtocolError, Response, type Request } from '../../../kernel/index.js';
-import { newClient, okResponse, rawServer, readRequests, rejection, text } from '../client/helpers.js';
-import { expectClosed, expectServing, rawClient, startServer, statusOf } from './helpers.js';
+import { newClient, okResponse, rawServer, readRequests, rejection, text } from '../../helpers/client.js';
+import { expectClosed, expectServing, rawClient, startServer, statusOf } from '../../helpers/server.js';
 
 /** A server that records every request it is handed and echoes its body. */
 async function recordingServer(options = {}): Promise<{ port: number; seen: string[] }> {

@@ -7,8 +7,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { destroyAfter, killAfter } from '../../cleanup.js';
-import { expectServing } from './helpers.js';
+import { destroyAfter, killAfter } from '../../helpers/cleanup.js';
+import { expectServing } from '../../helpers/server.js';
 import { unfinishedHead } from './fixtures/unfinished-heads.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/unfinished-heads.ts', import.meta.url));

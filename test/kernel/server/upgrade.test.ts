@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, type Stream } from '../../../kernel/index.js';
-import { expectServing, rawClient, startStreamServer, waitFor, within } from './helpers.js';
+import { expectServing, rawClient, startStreamServer, waitFor, within } from '../../helpers/server.js';
 
 const UPGRADE = 'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n';
 

@@ -20,7 +20,7 @@ import {
   stringify,
 } from '../../../plugins/index.js';
 import { redirects } from '../../../plugins/redirects/index.js';
-import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+import { onCleanup, startServer } from '../../helpers/server.js';
 
 const NOW = Date.UTC(2024, 0, 1);
 

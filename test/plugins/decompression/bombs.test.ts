@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DecompressionLimitError, ResponseTooLargeError } from '../../../kernel/index.js';
-import { DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_DECOMPRESSION_RATIO, RATIO_GRACE_BYTES } from '../../../plugins/index.js';
-import { rawServer, readRequests } from '../../kernel/client/helpers.js';
-import { makeClient, within } from '../redirects/helpers.js';
+import { ResponseTooLargeError } from '../../../kernel/index.js';
+import { DecompressionLimitError, DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_DECOMPRESSION_RATIO, RATIO_GRACE_BYTES } from '../../../plugins/index.js';
+import { rawServer, readRequests } from '../../helpers/client.js';
+import { makeClient, within } from '../../helpers/redirects.js';
 
 const MiB = 1024 * 1024;
 const zeros = Buffer.alloc(64 * MiB);

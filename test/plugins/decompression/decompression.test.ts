@@ -10,7 +10,6 @@ import {
   AbstractBody,
   ArgumentError,
   BytesBody,
-  DecompressionLimitError,
   HTTPError,
   ParseError,
   Request,
@@ -20,6 +19,7 @@ import {
   type Stream,
 } from '../../../kernel/index.js';
 import {
+  DecompressionLimitError,
   ACCEPT_ENCODING,
   DecodingBody,
   decodedContentEncoding,
@@ -28,7 +28,7 @@ import {
   parseCodings,
   presets,
 } from '../../../plugins/index.js';
-import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, waitConnections, within, type Seen } from '../redirects/helpers.js';
+import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, waitConnections, within, type Seen } from '../../helpers/redirects.js';
 
 /** Text that compresses well but is not trivial: numbered lines with some random hex. */
 function sample(bytes: number): Buffer {

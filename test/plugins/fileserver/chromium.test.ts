@@ -9,7 +9,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Request, type RequestHandler } from '../../../kernel/index.js';
 import { fileServer } from '../../../plugins/fileserver/index.js';
-import { onCleanup, startServer, waitFor } from '../../kernel/server/helpers.js';
+import { onCleanup, startServer, waitFor } from '../../helpers/server.js';
 import { makeSite, type Site } from './fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';

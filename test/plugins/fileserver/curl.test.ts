@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileServer } from '../../../plugins/fileserver/index.js';
-import { curlEnv, runCurl, sha256, startServer } from '../../kernel/server/helpers.js';
+import { curlEnv, runCurl, sha256, startServer } from '../../helpers/server.js';
 import { makeSite, type Site } from './fixture.js';
 
 let site: Site;

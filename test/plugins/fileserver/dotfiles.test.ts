@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgumentError, createKernel, Response, streamHandler } from '../../../kernel/index.js';
 import { fileServer, fileserver, type DotfilesPolicy } from '../../../plugins/fileserver/index.js';
-import { curlEnv, exchange, onCleanup, runCurl, startServer, startStreamServer, type ParsedResponse } from '../../kernel/server/helpers.js';
+import { curlEnv, exchange, onCleanup, runCurl, startServer, startStreamServer, type ParsedResponse } from '../../helpers/server.js';
 
 let root: string;
 const SECRET = `SECRET-${Math.random().toString(36).slice(2)}`;

@@ -7,11 +7,12 @@
 import fs from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKernel, selfSignedCertificate } from '../../../kernel/index.js';
+import { createKernel } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { fileServer } from '../../../plugins/fileserver/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { curlEnv, onCleanup, runCurl, sha256, startServer } from '../../kernel/server/helpers.js';
+import { curlEnv, onCleanup, runCurl, sha256, startServer } from '../../helpers/server.js';
 import { makeSite, type Site } from './fixture.js';
 
 let site: Site;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKernel, PluginError, Response, type Kernel, type RequestHandler, type StreamHandler } from '../../../kernel/index.js';
 import { fileserver, type FileServerPluginOptions } from '../../../plugins/fileserver/index.js';
-import { exchange, onCleanup, startServer, startStreamServer, type ParsedResponse } from '../../kernel/server/helpers.js';
+import { exchange, onCleanup, startServer, startStreamServer, type ParsedResponse } from '../../helpers/server.js';
 import { makeSite, type Site } from './fixture.js';
 
 let site: Site;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgumentError, Request, Response, streamHandler } from '../../../kernel/index.js';
 import { FileBody, fileServer, serveContent, serveFile, type FileServerOptions } from '../../../plugins/fileserver/index.js';
-import { exchange, rawClient, startServer, startStreamServer, waitFor, type ParsedResponse } from '../../kernel/server/helpers.js';
+import { exchange, rawClient, startServer, startStreamServer, waitFor, type ParsedResponse } from '../../helpers/server.js';
 import { makeSite, openFds, type Site } from './fixture.js';
 
 let site: Site;

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKernel, streamHandler, Response, type RequestHandler } from '../../../kernel/index.js';
 import { fileServer, fileserver } from '../../../plugins/fileserver/index.js';
-import { exchange, onCleanup, startServer, startStreamServer, type ParsedResponse } from '../../kernel/server/helpers.js';
+import { exchange, onCleanup, startServer, startStreamServer, type ParsedResponse } from '../../helpers/server.js';
 import { makeSite, type Site } from './fixture.js';
 
 let site: Site;

@@ -7,8 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import http2 from 'node:http2';
 import { ParseError, Response } from '../../../kernel/index.js';
-import { block, frame, FrameReader, get, PREFACE, rst, settings, T } from './frames.js';
-import { nodeRequest, nodeSession, rawSocket, startServer, startStreamServer, waitFor } from './helpers.js';
+import { block, frame, FrameReader, get, PREFACE, rst, settings, T } from '../../helpers/h2-frames.js';
+import { nodeRequest, nodeSession, rawSocket, startServer, startStreamServer, waitFor } from '../../helpers/h2.js';
 
 async function stillServes(port: number): Promise<void> {
   const s = nodeSession(`http://127.0.0.1:${port}`);

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { AbstractBody, ParseError, ProtocolError, type Response } from '../../../kernel/index.js';
 import { readAll } from '../../../kernel/message/body.js';
 import { H2StreamResetError } from '../../../plugins/h2/index.js';
-import { h2Client, nodeServer, waitFor } from './helpers.js';
+import { h2Client, nodeServer, waitFor } from '../../helpers/h2.js';
 
 const { NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 

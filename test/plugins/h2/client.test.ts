@@ -11,7 +11,7 @@ import { createKernel, Response, TimeoutError, CanceledError, Client, ProtocolEr
 import { h2, H2ResponseBody, HTTP2Settings } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
 import { cookies, CookieJar, decompression, redirects } from '../../../plugins/index.js';
-import { cert, h2Client, nodeServer, onCleanup, startServer, startStreamServer, waitFor } from './helpers.js';
+import { cert, h2Client, nodeServer, onCleanup, startServer, startStreamServer, waitFor } from '../../helpers/h2.js';
 
 function text(res: Response): string {
   return Buffer.from(res.body as Uint8Array).toString();

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Response } from '../../../kernel/index.js';
-import { block, frame, FrameReader, get, PREFACE, settings, T } from './frames.js';
-import { rawSocket, startServer, waitFor } from './helpers.js';
+import { block, frame, FrameReader, get, PREFACE, settings, T } from '../../helpers/h2-frames.js';
+import { rawSocket, startServer, waitFor } from '../../helpers/h2.js';
 
 const RHT = 150;
 

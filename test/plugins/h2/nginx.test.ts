@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createKernel } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { decompression } from '../../../plugins/index.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../interop/helpers.js';
-import { cert } from './helpers.js';
+import { cleanEnv, findBinary, freePort, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../helpers/peers.js';
+import { cert } from '../../helpers/h2.js';
 
 let dir = '';
 let peer: Peer | null = null;

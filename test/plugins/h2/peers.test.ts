@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Response } from '../../../kernel/index.js';
 import { HTTP2Settings } from '../../../plugins/h2/index.js';
-import { run, startServer } from './helpers.js';
+import { run, startServer } from '../../helpers/h2.js';
 
 const NGHTTP = '/usr/bin/nghttp';
 const H2LOAD = '/usr/bin/h2load';

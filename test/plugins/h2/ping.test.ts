@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { onCleanup, relay, waitFor } from './helpers.js';
+import { onCleanup, relay, waitFor } from '../../helpers/h2.js';
 
 /** A bare node:http2 h2c server counting the pings it gets. */
 async function pingCountingServer(): Promise<{ port: number; pings: () => number }> {

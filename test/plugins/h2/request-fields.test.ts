@@ -9,8 +9,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { header, Response, type Request } from '../../../kernel/index.js';
-import { block, frame, FrameReader, PREFACE, settings, T } from './frames.js';
-import { nodeRequest, nodeSession, rawSocket, run, startServer, waitFor } from './helpers.js';
+import { block, frame, FrameReader, PREFACE, settings, T } from '../../helpers/h2-frames.js';
+import { nodeRequest, nodeSession, rawSocket, run, startServer, waitFor } from '../../helpers/h2.js';
 
 const CURL = '/usr/bin/curl';
 const NGHTTP = '/usr/bin/nghttp';

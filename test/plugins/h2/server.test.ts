@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createKernel, Response, Stage, definePlugin, ArgumentError, serve, type Stream } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { nodeRequest, nodeSession, run, startServer, startStreamServer, waitFor, onCleanup } from './helpers.js';
+import { nodeRequest, nodeSession, run, startServer, startStreamServer, waitFor, onCleanup } from '../../helpers/h2.js';
 
 const CURL = '/usr/bin/curl';
 
@@ -109,7 +109,7 @@ describe('h2 over TLS by ALPN', () => {
 
   it('without the h2 plugin a TLS server does not offer h2 even when ALPNProtocols lists it', async () => {
     const bare = await createKernel().ready();
-    const s = await serve((req) => new Response(200, `HTTP/${req.protoMajor}`), { kernel: bare, port: 0, tls: { key: (await import('./helpers.js')).cert.key, cert: (await import('./helpers.js')).cert.cert, ALPNProtocols: ['h2', 'http/1.1'] } });
+    const s = await serve((req) => new Response(200, `HTTP/${req.protoMajor}`), { kernel: bare, port: 0, tls: { key: (await import('../../helpers/h2.js')).cert.key, cert: (await import('../../helpers/h2.js')).cert.cert, ALPNProtocols: ['h2', 'http/1.1'] } });
     onCleanup(() => s.forceClose());
     const a = await run(CURL, ['-sS', '-k', '--http2', `https://127.0.0.1:${s.port}/`]);
     expect(a.stdout).toBe('HTTP/1');

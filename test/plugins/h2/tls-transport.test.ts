@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { TLSTransportError, type Stream } from '../../../kernel/index.js';
 import { isRecoverable } from '../../../plugins/index.js';
-import { cert, h2Client, relay, startStreamServer, waitFor } from './helpers.js';
+import { cert, h2Client, relay, startStreamServer, waitFor } from '../../helpers/h2.js';
 
 describe('TLSTransportError', () => {
   it.each(['h1', 'h2'] as const)('a TLS connection reset mid-response over %s', async (httpVersion) => {

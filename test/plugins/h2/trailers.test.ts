@@ -8,7 +8,7 @@
 import http2 from 'node:http2';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, CallbackBody, Request as KRequest, Response, type Request } from '../../../kernel/index.js';
-import { h2Client, nodeRequest, nodeServer, nodeSession, startServer, waitFor } from './helpers.js';
+import { h2Client, nodeRequest, nodeServer, nodeSession, startServer, waitFor } from '../../helpers/h2.js';
 
 /** A body that yields `parts` then ends (unknown length); `onRead(i)` runs before part i. */
 function partsBody(parts: string[], onRead: (i: number) => void = () => undefined): CallbackBody & { closedCount: number } {

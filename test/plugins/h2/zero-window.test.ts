@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import http2 from 'node:http2';
 import { CallbackBody, Response } from '../../../kernel/index.js';
-import { h2Client, nodeRequest, nodeServer, nodeSession, startServer, startStreamServer, waitFor } from './helpers.js';
+import { h2Client, nodeRequest, nodeServer, nodeSession, startServer, startStreamServer, waitFor } from '../../helpers/h2.js';
 
 const STREAMS = 100;
 /** What one connection's parked streams may have been let write, at most (the budget is 256 KiB, plus a slice). */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createKernel, Response } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { exchange, onCleanup, rawClient, startServer, waitFor } from '../../kernel/server/helpers.js';
+import { exchange, onCleanup, rawClient, startServer, waitFor } from '../../helpers/server.js';
 
 const UPGRADE = 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n';
 

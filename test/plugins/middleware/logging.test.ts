@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ArgumentError, CallbackBody, ProtocolError, Request, Response, type RequestHandler, type Stream, type StreamHandler } from '../../../kernel/index.js';
 import { createLogger, Handlers, loggingMiddleware, setDefaultLogger, type AccessRecord, type Logger, type LogLevel } from '../../../plugins/middleware/index.js';
 import { DUAL, getParam, Router } from '../../../plugins/router/index.js';
-import { exchange, get, rawClient, startServer, startStreamServer, waitFor } from '../../kernel/server/helpers.js';
+import { exchange, get, rawClient, startServer, startStreamServer, waitFor } from '../../helpers/server.js';
 
 interface Entry {
   level: LogLevel;

@@ -19,7 +19,7 @@ import {
 } from '../../../kernel/index.js';
 import { handlerTimeout } from '../../../plugins/middleware/index.js';
 import { getParam, Router } from '../../../plugins/router/index.js';
-import { deferred, exchange, get, startServer, startStreamServer } from '../../kernel/server/helpers.js';
+import { deferred, exchange, get, startServer, startStreamServer } from '../../helpers/server.js';
 
 /** Resolves when `ctx` is canceled (through its AbortSignal). */
 function canceledSignal(ctx: RequestContext): Promise<unknown> {

@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Response } from '../../../kernel/index.js';
-import { killAfter } from '../../cleanup.js';
-import { startServer } from '../../kernel/server/helpers.js';
+import { killAfter } from '../../helpers/cleanup.js';
+import { startServer } from '../../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('./child/failing-stream.ts', import.meta.url));

@@ -21,7 +21,7 @@ import {
   parseMultipartForm,
   parseMultipartMixed,
 } from '../../../plugins/index.js';
-import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+import { onCleanup, startServer } from '../../helpers/server.js';
 
 const execFileP = promisify(execFile);
 let dir = '';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Response } from '../../../kernel/index.js';
 import { Form, contentType, parseMultipartForm } from '../../../plugins/index.js';
-import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+import { onCleanup, startServer } from '../../helpers/server.js';
 
 const MiB = 1024 * 1024;
 const SIZE = 50 * MiB;

@@ -14,7 +14,7 @@ import {
   TimeoutError,
 } from '../../../kernel/index.js';
 import { CONNECT_MAX_HEADER_BYTES, ProxyError, ProxyStatusError, SOCKS5_REPLIES, Socks5Error } from '../../../plugins/proxy/index.js';
-import { afterBytes, afterHead, freePort, rawProxy } from './peers.js';
+import { afterBytes, afterHead, freePort, rawProxy } from '../../helpers/proxies.js';
 import { makeClient, rejection } from './setup.js';
 
 const TARGET = 'https://origin.test:8443/';

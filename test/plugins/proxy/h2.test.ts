@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { Response, createKernel } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
-import { startServer } from '../../kernel/server/helpers.js';
-import { startMicrosocks, startSquid } from './peers.js';
+import { startServer } from '../../helpers/server.js';
+import { startMicrosocks, startSquid } from '../../helpers/proxies.js';
 import { bootKernel, certificate, makeClient, onCleanupKernel } from './setup.js';
 
 /** An HTTP/2 (and HTTP/1.1) TLS origin answering with the protocol version it saw. */

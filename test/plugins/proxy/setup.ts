@@ -7,14 +7,13 @@ import {
   Client,
   Response,
   createKernel,
-  selfSignedCertificate,
   type AnyPlugin,
   type ClientOptions,
   type Kernel,
-  type SelfSignedCertificate,
 } from '../../../kernel/index.js';
+import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { proxy, type ProxyPluginOptions } from '../../../plugins/proxy/index.js';
-import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+import { onCleanup, startServer } from '../../helpers/server.js';
 
 /** A booted kernel with the proxy plugin (options `pluginOptions`) and `more`; closed after the test. */
 export async function bootKernel(more: AnyPlugin[] = [], pluginOptions: ProxyPluginOptions = {}): Promise<Kernel> {

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConnectError } from '../../../kernel/index.js';
 import { ProxyConfig, Socks5Error, proxyURL } from '../../../plugins/proxy/index.js';
-import { freePort, startMicrosocks } from './peers.js';
+import { freePort, startMicrosocks } from '../../helpers/proxies.js';
 import { certificate, makeClient, rejection, startOrigin } from './setup.js';
 
 const AUTH = { user: 'bob', pass: 'p@ss word' };

@@ -11,7 +11,7 @@ import tls from 'node:tls';
 import { ConnectError, Transport, TLSHandshakeError } from '../../../kernel/index.js';
 import { redirects } from '../../../plugins/redirects/index.js';
 import { ProxyConfig, ProxyStatusError, connectThroughProxy, proxyURL } from '../../../plugins/proxy/index.js';
-import { freePort, startSquid } from './peers.js';
+import { freePort, startSquid } from '../../helpers/proxies.js';
 import { bootKernel, certificate, makeClient, rejection, startOrigin } from './setup.js';
 
 const HOSTS = { 'origin.test': '127.0.0.1' };

@@ -6,12 +6,12 @@
  */
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { Request, Transport } from '../../../kernel/index.js';
+import { DNSError, Request, Transport } from '../../../kernel/index.js';
 import { websockets, WebSockets } from '../../../plugins/websockets/index.js';
 import { ProxyConfig } from '../../../plugins/proxy/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
-import { afterBytes, afterHead, onCleanup, rawProxy, startMicrosocks, startSquid } from './peers.js';
+import { afterBytes, afterHead, onCleanup, rawProxy, startMicrosocks, startSquid } from '../../helpers/proxies.js';
 import { bootKernel, certificate, makeClient, rejection, startOrigin } from './setup.js';
 
 const basic = (u: string, p: string): string => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
@@ -120,6 +120,20 @@ describe('forward mode (plain http through an http proxy)', () => {
     const res = await client.get('http://example.test:8080/t');
     await (res.body as { close?(): void } | null)?.close?.();
     expect(r.heads[0]).toMatch(/^GET http:\/\/example\.test:8080\/t HTTP\/1\.1\r\n/);
+  });
+
+  it("the plugin's own default proxy keys the pool too: a direct client on the same Transport never gets its connection", async () => {
+    const r = await recordingProxy('HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nvia proxy');
+    const t = new Transport();
+    const through = await makeClient({ transport: t }, await bootKernel([], { proxy: `http://127.0.0.1:${r.port}` }));
+    const direct = await makeClient({ transport: t, connectTimeout: 3000 }, await bootKernel());
+    expect((await through.get('http://origin.test/a')).text()).toBe('via proxy');
+    // origin.test resolves nowhere (.test is reserved): only the proxy's connection could answer.
+    expect(await rejection(direct.get('http://origin.test/b'))).toBeInstanceOf(DNSError);
+    expect((await through.get('http://origin.test/c')).text()).toBe('via proxy');
+    expect(r.heads.map((h) => h.split('\r\n')[0])).toEqual(['GET http://origin.test/a HTTP/1.1', 'GET http://origin.test/c HTTP/1.1']);
+    expect(r.proxy.connections).toBe(1);
+    t.close();
   });
 });
 

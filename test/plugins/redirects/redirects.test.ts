@@ -12,15 +12,14 @@ import {
   Request,
   RequestContext,
   Response,
-  TooManyRedirectsError,
-  selfSignedCertificate,
   type ClientEvent,
   type RedirectEvent,
   type Server,
   type Stream,
 } from '../../../kernel/index.js';
-import { DEFAULT_REDIRECT_LIMIT, presets, redirects } from '../../../plugins/index.js';
-import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, type Seen } from './helpers.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
+import { DEFAULT_REDIRECT_LIMIT, presets, redirects, TooManyRedirectsError } from '../../../plugins/index.js';
+import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, type Seen } from '../../helpers/redirects.js';
 
 type Route = (req: Request, url: URL) => Response | Promise<Response>;
 

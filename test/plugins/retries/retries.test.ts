@@ -15,7 +15,6 @@ import {
   ConnectError,
   DNSError,
   ParseError,
-  RequestRetryError,
   Response,
   StatusError,
   TimeoutError,
@@ -25,8 +24,8 @@ import {
   type RetryEvent,
   type RetrySkippedEvent,
 } from '../../../kernel/index.js';
-import { RetryBucket, isRecoverable, parseRetryAfter, presets, retries, type RetryOptions } from '../../../plugins/index.js';
-import { onCleanup, startServer } from '../../kernel/server/helpers.js';
+import { RequestRetryError, RetryBucket, isRecoverable, parseRetryAfter, presets, retries, type RetryOptions } from '../../../plugins/index.js';
+import { onCleanup, startServer } from '../../helpers/server.js';
 
 async function makeClient(options: Omit<ClientOptions, 'kernel'> = {}, pluginOptions: RetryOptions = {}): Promise<Client> {
   const kernel = createKernel().register(retries, pluginOptions);

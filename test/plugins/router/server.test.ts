@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createKernel, Response, type Kernel, type Request, type RequestHandler, type Stream, type StreamHandler } from '../../../kernel/index.js';
 import { getParam, getParams, getRoute, router as routerPlugin, Router, type RouterPluginOptions } from '../../../plugins/router/index.js';
-import { curlEnv, exchange, get, onCleanup, rawClient, runCurl, startServer, startStreamServer } from '../../kernel/server/helpers.js';
+import { curlEnv, exchange, get, onCleanup, rawClient, runCurl, startServer, startStreamServer } from '../../helpers/server.js';
 
 /** Runs curl; the child is killed after the test if still running. */
 async function curl(args: string[]) {

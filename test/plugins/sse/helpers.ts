@@ -4,9 +4,9 @@
  */
 import http from 'node:http';
 import { SSEParser, type SSEEvent } from '../../../plugins/sse/index.js';
-import { onCleanup } from '../../kernel/server/helpers.js';
+import { onCleanup } from '../../helpers/server.js';
 
-export { onCleanup, startServer, startStreamServer, stopServer, waitFor, within, waitConnections } from '../../kernel/server/helpers.js';
+export { onCleanup, startServer, startStreamServer, stopServer, waitFor, within, waitConnections } from '../../helpers/server.js';
 
 /** A promise and its resolve function: `await gate.promise` in a producer, `gate.open()` in the test. */
 export interface Gate {

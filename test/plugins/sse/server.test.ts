@@ -9,8 +9,8 @@ import http2 from 'node:http2';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, CanceledError, Response, serve, streamHandler, type Request } from '../../../kernel/index.js';
 import { SSEEvent, SSEEventTooLargeError, SSEStream, sseStream, type SSEResponse } from '../../../plugins/sse/index.js';
-import { destroyAfter, forceCloseAfter } from '../../cleanup.js';
-import { h2Kernel } from '../h2/helpers.js';
+import { destroyAfter, forceCloseAfter } from '../../helpers/cleanup.js';
+import { h2Kernel } from '../../helpers/h2.js';
 import { gate, onCleanup, readSSE, startServer, startStreamServer, waitFor, within } from './helpers.js';
 
 describe('sseStream on the server', () => {

@@ -5,7 +5,7 @@
 import { createDeflateRaw } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { WebSockets } from '../../../plugins/websockets/index.js';
-import { closeCodeFor, echo, frame, frameHeader, rawWs, startWs, waitFor } from './helpers.js';
+import { closeCodeFor, echo, frame, frameHeader, rawWs, startWs, waitFor } from '../../helpers/websockets.js';
 
 async function stillServing(url: string): Promise<void> {
   expect(await WebSockets.open(url, async (ws) => (await ws.send('still here'), await ws.receive()))).toBe('still here');

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { createKernel, definePlugin, ProtocolError, Response } from '../../../kernel/index.js';
 import { cookies, CookieJar, WebSockets, websockets } from '../../../plugins/index.js';
-import { onCleanup } from './helpers.js';
+import { onCleanup } from '../../helpers/websockets.js';
 
 async function cookieServer(): Promise<{ url: string; seen: (string | undefined)[] }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { WebSocket as WsClient } from 'ws';
 import { WebSockets } from '../../../plugins/websockets/index.js';
-import { closeCodeFor, echo, frame, onCleanup, rawWs, startWs, waitFor, within } from './helpers.js';
+import { closeCodeFor, echo, frame, onCleanup, rawWs, startWs, waitFor, within } from '../../helpers/websockets.js';
 
 /** Yields to the event loop so the next write leaves as its own TCP segment. */
 const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 1));

@@ -12,8 +12,8 @@ import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError } from '../../../kernel/index.js';
 import { WebSockets, WebSocketError, type WebSocketServerOptions } from '../../../plugins/websockets/index.js';
-import { startStreamServer } from '../../kernel/server/helpers.js';
-import { echo, frame, onCleanup, rawClient, startWs, within } from './helpers.js';
+import { startStreamServer } from '../../helpers/server.js';
+import { echo, frame, onCleanup, rawClient, startWs, within } from '../../helpers/websockets.js';
 
 /** A server on each path, counting the sessions its handler ran. */
 async function servers(options: WebSocketServerOptions = {}): Promise<{ name: string; port: number; sessions: () => number }[]> {

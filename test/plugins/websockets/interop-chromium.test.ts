@@ -11,7 +11,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKernel, listen, type Stream } from '../../../kernel/index.js';
 import { WebSockets, websockets } from '../../../plugins/websockets/index.js';
-import { trackServer, waitFor } from './helpers.js';
+import { trackServer, waitFor } from '../../helpers/websockets.js';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WebSockets } from '../../../plugins/websockets/index.js';
-import { echo, onCleanup, startWs, within } from './helpers.js';
+import { echo, onCleanup, startWs, within } from '../../helpers/websockets.js';
 
 const PYTHON = '/usr/bin/python3';
 const PEERS = join(import.meta.dirname, 'peers');

@@ -10,7 +10,7 @@ import { ArgumentError, Client, createKernel, listen, Response, type Stream, typ
 import { h2, h2c } from '../../../plugins/index.js';
 import { Router, getParam, router as routerPlugin } from '../../../plugins/router/index.js';
 import { WebSockets, websockets } from '../../../plugins/websockets/index.js';
-import { onCleanup, trackServer, within } from './helpers.js';
+import { onCleanup, trackServer, within } from '../../helpers/websockets.js';
 
 /** A route that upgrades and answers one message with the room it was routed to. */
 async function room(stream: Stream): Promise<void> {

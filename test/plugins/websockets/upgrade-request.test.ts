@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Headers, listen, ParseError, Request, TimeoutError, upgradeRequest, type Stream } from '../../../kernel/index.js';
-import { onCleanup, trackServer, waitFor } from './helpers.js';
+import { onCleanup, trackServer, waitFor } from '../../helpers/websockets.js';
 
 function echoRequest(port: number, upgrade = 'echo'): Request {
   const headers = new Headers([

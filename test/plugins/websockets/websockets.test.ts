@@ -6,13 +6,14 @@
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, createKernel, definePlugin, listen, selfSignedCertificate, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
+import { ArgumentError, Client, createKernel, definePlugin, listen, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
+import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
 import { GOING_AWAY_MS } from '../../../kernel/server/server.js';
-import { closeNetServerAfter, destroyAfter } from '../../cleanup.js';
+import { closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
 import { FrameConnection } from '../../../plugins/websockets/frame-connection.js';
 import { MessageZlib } from '../../../plugins/websockets/message-zlib.js';
-import { echo, onCleanup, rawWs, startWs, trackServer, waitFor, within } from './helpers.js';
+import { echo, onCleanup, rawWs, startWs, trackServer, waitFor, within } from '../../helpers/websockets.js';
 
 function bytes(n: number, seed = 7): Uint8Array {
   const b = new Uint8Array(n);

@@ -10,7 +10,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onCleanup } from '../../kernel/server/helpers.js';
+import { onCleanup } from './server.js';
 
 export { onCleanup };
 

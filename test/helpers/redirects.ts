@@ -3,11 +3,11 @@
  * `Client` on it, both closed after the test (servers come from the server tests' helpers,
  * which force-close them after each test).
  */
-import { Client, createKernel, type ClientOptions, type Kernel } from '../../../kernel/index.js';
-import { decompression, redirects } from '../../../plugins/index.js';
-import { onCleanup } from '../../kernel/server/helpers.js';
+import { Client, createKernel, type ClientOptions, type Kernel } from '../../kernel/index.js';
+import { decompression, redirects } from '../../plugins/index.js';
+import { onCleanup } from './server.js';
 
-export { onCleanup, startServer, startStreamServer, waitConnections, waitFor, within } from '../../kernel/server/helpers.js';
+export { onCleanup, startServer, startStreamServer, waitConnections, waitFor, within } from './server.js';
 
 /** A kernel with `plugins` (default: redirects and decompression), booted, closed after the test. */
 export async function bootKernel(plugins: Parameters<Kernel['register']>[0] = [redirects, decompression]): Promise<Kernel> {

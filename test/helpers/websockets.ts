@@ -4,11 +4,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterEach } from 'vitest';
-import type { Server } from '../../../kernel/index.js';
-import { WebSockets, type WebSocketHandler, type WebSocketListenOptions } from '../../../plugins/websockets/index.js';
-import { rawClient, waitFor, within, type RawClient } from '../../kernel/server/helpers.js';
+import type { Server } from '../../kernel/index.js';
+import { WebSockets, type WebSocketHandler, type WebSocketListenOptions } from '../../plugins/websockets/index.js';
+import { rawClient, waitFor, within, type RawClient } from './server.js';
 
-export { rawClient, waitFor, within, onCleanup, type RawClient } from '../../kernel/server/helpers.js';
+export { rawClient, waitFor, within, onCleanup, type RawClient } from './server.js';
 
 const servers = new Set<Server>();
 

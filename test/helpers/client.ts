@@ -5,15 +5,15 @@
  * and bounded waits on events.
  *
  * What they start (clients, servers, sockets, child processes) is closed after each test by
- * test/cleanup.ts.
+ * test/helpers/cleanup.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
-import { closeAfter, closeKernelAfter, closeNetServerAfter, destroyAfter, forceCloseAfter, killAfter, untrack } from '../../cleanup.js';
-import { proxy } from '../../../plugins/proxy/index.js';
-import { within } from '../server/helpers.js';
+import { closeAfter, closeKernelAfter, closeNetServerAfter, destroyAfter, forceCloseAfter, killAfter, untrack } from './cleanup.js';
+import { proxy } from '../../plugins/proxy/index.js';
+import { within } from './server.js';
 import {
   Client,
   createKernel,
@@ -27,11 +27,11 @@ import {
   type ServeOptions,
   type Server,
   type StreamHandler,
-} from '../../../kernel/index.js';
+} from '../../kernel/index.js';
 
-// ---- cleanup (test/cleanup.ts) ------------------------------------------------------------
+// ---- cleanup (test/helpers/cleanup.ts) ------------------------------------------------------------
 
-export { onCleanup } from '../../cleanup.js';
+export { onCleanup } from './cleanup.js';
 
 /** A `Client` closed after the test; on a kernel without plugins unless `options.kernel` (these tests are the kernel's own). */
 export function newClient(options: ClientOptions = {}): Client {
@@ -57,7 +57,7 @@ export function trackSocket<T extends net.Socket>(s: T): T {
 // ---- waits -----------------------------------------------------------------------------------
 
 // The bounded waits are the server helpers' (one copy for both sides).
-export { waitFor, within } from '../server/helpers.js';
+export { waitFor, within } from './server.js';
 
 /** Milliseconds since `t0` (a `performance.now()` value). */
 export function since(t0: number): number {

@@ -6,12 +6,11 @@
 import { execFile } from 'node:child_process';
 import { connect as netConnect, createServer as netServer, type Socket } from 'node:net';
 import http2 from 'node:http2';
-import { closeAfter, destroyAfter, forceCloseAfter, onCleanup } from '../../cleanup.js';
+import { closeAfter, destroyAfter, forceCloseAfter, onCleanup } from './cleanup.js';
 import {
   Client,
   createKernel,
   listen,
-  selfSignedCertificate,
   serve,
   type ClientOptions,
   type Kernel,
@@ -19,11 +18,12 @@ import {
   type Server,
   type ServeOptions,
   type StreamHandler,
-} from '../../../kernel/index.js';
-import { h2 } from '../../../plugins/h2/index.js';
-import { h2c } from '../../../plugins/h2c/index.js';
+} from '../../kernel/index.js';
+import { selfSignedCertificate } from '../../tls/self-signed.js';
+import { h2 } from '../../plugins/h2/index.js';
+import { h2c } from '../../plugins/h2c/index.js';
 
-export { onCleanup } from '../../cleanup.js';
+export { onCleanup } from './cleanup.js';
 
 let booted: Kernel | null = null;
 

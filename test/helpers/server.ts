@@ -2,13 +2,13 @@
  * Shared helpers of the server tests: servers on port 0 that are force-closed after each test,
  * a raw TCP client that writes bytes and parses the responses it gets back, and bounded waits.
  *
- * What they start is closed after each test by test/cleanup.ts (clients destroyed, tracked
+ * What they start is closed after each test by test/helpers/cleanup.ts (clients destroyed, tracked
  * timers cleared, servers force-closed).
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { destroyAfter, forceCloseAfter, killAfter, untrack } from '../../cleanup.js';
+import { destroyAfter, forceCloseAfter, killAfter, untrack } from './cleanup.js';
 import {
   AbstractBody,
   ByteReader,
@@ -21,11 +21,11 @@ import {
   type Server,
   type ServeOptions,
   type StreamHandler,
-} from '../../../kernel/index.js';
+} from '../../kernel/index.js';
 
-// ---- cleanup (test/cleanup.ts) ------------------------------------------------------------
+// ---- cleanup (test/helpers/cleanup.ts) ------------------------------------------------------------
 
-export { onCleanup, track } from '../../cleanup.js';
+export { onCleanup, track } from './cleanup.js';
 
 // ---- servers ---------------------------------------------------------------------------------
 
@@ -306,7 +306,7 @@ export function curlEnv(drop: RegExp = /^curl_home$/i): NodeJS.ProcessEnv {
 
 /**
  * Runs curl (async) with `args` in `env`; `input` is written to its stdin. Resolves when it
- * exits; a curl still running when the test ends is killed (test/cleanup.ts).
+ * exits; a curl still running when the test ends is killed (test/helpers/cleanup.ts).
  */
 export function runCurl(args: string[], env: NodeJS.ProcessEnv, input?: Buffer): Promise<CurlResult> {
   const child = spawn(CURL, ['-q', '--noproxy', '*', '-sS', '--max-time', '20', ...args], {

@@ -14,7 +14,7 @@
 import { Buffer } from 'node:buffer';
 import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
-import { ArgumentError } from '../errors.js';
+import { ArgumentError } from '../kernel/index.js';
 
 /** Options of {@link selfSignedCertificate}. */
 export interface SelfSignedOptions {

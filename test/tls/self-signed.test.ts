@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArgumentError } from '../../../kernel/errors.js';
-import { selfSignedCertificate, type SelfSignedOptions } from '../../../kernel/tls/self-signed.js';
+import { ArgumentError } from '../../kernel/errors.js';
+import { selfSignedCertificate, type SelfSignedOptions } from '../../tls/self-signed.js';
 
 const run = promisify(execFile);
 const HOUR = 60 * 60 * 1000;
