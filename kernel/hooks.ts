@@ -26,7 +26,9 @@ import { ArgumentError, PluginError } from './errors.js';
 import type { RequestContext } from './message/context.js';
 import type { Request } from './message/request.js';
 import type { Response } from './message/response.js';
-import type { ProtocolHost } from './server/pipeline.js';
+import type { ProtocolHost, ServerInfo, UpgradeInfo } from './server/protocol-host.js';
+
+export type { ServerInfo, UpgradeInfo } from './server/protocol-host.js';
 
 // ---------------------------------------------------------------------------------------
 // Hook class aliases. tapable passes only as many arguments as the hook declared names for
@@ -180,14 +182,6 @@ export interface ClientSession {
 // ---------------------------------------------------------------------------------------
 // Argument types of the server hooks.
 
-/** The server (listener) a connection or request belongs to, as hooks see it. */
-export interface ServerInfo {
-  /** True for a TLS listener. */
-  readonly tls: boolean;
-  /** The `serve`/`listen` options as given (checked); plugins read their own keys, those they declare with `definePlugin({ serverOptions })`. */
-  readonly options: Readonly<Record<string, unknown>>;
-}
-
 /** What `server.protocol` taps know about a new connection. */
 export interface ProtocolInfo {
   /** TLS: the ALPN result (`false` when none was agreed); plain TCP: `null`. */
@@ -209,20 +203,6 @@ export interface ProtocolInfo {
    * so hand-built `ProtocolInfo` values, in tests, need not make one).
    */
   readonly host?: ProtocolHost;
-}
-
-/** What `server.onUpgrade` taps know about an upgrade request's connection and server. */
-export interface UpgradeInfo {
-  /** The bytes read past the request head. A tap that claims the socket owns them. */
-  readonly head: Uint8Array;
-  /** The listener. */
-  readonly server: ServerInfo;
-  /**
-   * The server's lifecycle for a socket the tap takes: `host.onGoingAway(socket, step)` says how
-   * to end it politely when the server closes; a protocol served on it runs its exchanges with
-   * `host.runExchange` (`Upgrade: h2c`).
-   */
-  readonly host: ProtocolHost;
 }
 
 /**

@@ -31,9 +31,12 @@ export {
   requestBodyKind,
   responseBodyKind,
   statusHasNoBody,
+  responseHasNoBody,
   type FramingPlan,
   framingPlan,
   requestFraming,
+  responseFraming,
+  buildResponseHead,
 } from './http1/framing.js';
 export { exchangeHead, MAX_INTERIM_RESPONSES, type ExchangedHead, type HeadExchangeOptions } from './http1/head-exchange.js';
 export {
@@ -55,8 +58,9 @@ export { peekRequestContext } from './message/request.js';
 export { protocolResponse } from './message/response.js';
 
 // The server side: the pipeline a protocol plugin's connections run their exchanges through.
-export { protocolRequest, type ProtocolHost, type ProtocolConnection, type ExchangeWire, type ServerLimits } from './server/pipeline.js';
-export { HOLD_BYTES, type ExchangeConnection, type ResponseWire } from './server/stream.js';
+export { protocolRequest } from './server/exchange.js';
+export type { ProtocolHost, ProtocolConnection, ExchangeWire, ResponseWire, ServerLimits } from './server/protocol-host.js';
+export { HOLD_BYTES } from './server/h1-wire.js';
 export { MAX_PREFACE_BYTES, type ProtocolInfo, type ProtocolTapOptions } from './hooks.js';
 
 // The client side: sessions, their bodies, and how a connection is dialled.

@@ -5,7 +5,7 @@
 import { ArgumentError } from '../errors.js';
 import type { Headers } from '../message/headers.js';
 import { parseContentLength, readTransferCodings, type HeadParser, type TransferCodings } from './head-parser.js';
-import type { OutgoingFraming } from './serialize.js';
+import { serializeFields, serializeStatusLine, type OutgoingFraming } from './serialize.js';
 
 /**
  * How a body is delimited on the wire:
@@ -150,4 +150,48 @@ function checkTransferEncoding(headers: Headers): void {
 
 function fail(message: string): never {
   throw new ArgumentError(message);
+}
+
+/** True when a response with this status, to a request with this method, has no body (a HEAD answer; 1xx, 204, 304), whatever its protocol. */
+export function responseHasNoBody(status: number, method: string): boolean {
+  return statusHasNoBody(status) || method === 'HEAD';
+}
+
+/**
+ * How the body of a response the server sends is delimited (RFC 9112 §6.1-6.3): `none` for an
+ * answer to HEAD and for a status that never has a body (1xx, 204, 304); `length`
+ * (Content-Length) when the body's `length` is known (-1: unknown); else `chunked`, or `close`
+ * (bytes until the connection closes) for an HTTP/1.0 client (`minor` 0), which cannot read
+ * chunked.
+ */
+export function responseFraming(status: number, method: string, length: number, minor: number): BodyKind {
+  if (responseHasNoBody(status, method)) return 'none';
+  if (length >= 0) return 'length';
+  return minor === 0 ? 'close' : 'chunked';
+}
+
+/**
+ * The head of a response framed as `kind` ({@link responseFraming}): the status line, the
+ * fields of `headers`, the framing field, then `fields` (whole `Name: value\r\n` lines the
+ * connection adds, such as Date and Connection) and the empty line. A latin1 string.
+ *
+ * The framing fields are this function's: Content-Length and Transfer-Encoding in `headers`
+ * are left out and `Content-Length: length` or `Transfer-Encoding: chunked` is added for
+ * `length` and `chunked`. Without a body (`none`) the head says what a GET would have: for a
+ * HEAD answer or a 304 the framing fields `headers` carries stay as they are; failing those, a
+ * HEAD answer says `Content-Length: length` when `length` is known; 1xx and 204 carry none.
+ * Throws `ArgumentError` for an invalid status, reason, field name or value.
+ */
+export function buildResponseHead(status: number, reason: string, headers: Headers, kind: BodyKind, length: number, fields: string): string {
+  let head = serializeStatusLine(status, reason);
+  if (kind === 'none') {
+    const keep = status >= 200 && status !== 204 && (headers.has('Content-Length') || headers.has('Transfer-Encoding'));
+    head += serializeFields(headers, -1, !keep);
+    if (!keep && length >= 0 && status >= 200 && status !== 204 && status !== 304) head += `Content-Length: ${length}\r\n`;
+  } else {
+    head += serializeFields(headers, -1, true);
+    if (kind === 'length') head += `Content-Length: ${length}\r\n`;
+    else if (kind === 'chunked') head += 'Transfer-Encoding: chunked\r\n';
+  }
+  return head + fields + '\r\n';
 }

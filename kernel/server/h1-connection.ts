@@ -1,6 +1,7 @@
 /**
- * One HTTP/1.1 server connection: parses request heads as bytes arrive, frames bodies, runs
- * the handler, writes responses in request order, and enforces limits and timeouts.
+ * One HTTP/1.1 server connection: parses request heads as bytes arrive, decodes bodies, hands
+ * each exchange to the server's pipeline on the connection's {@link H1Wire}, writes responses
+ * in request order, and enforces keep-alive, limits and timeouts.
  *
  * Phases:
  * - HEAD: bytes go to the head parser; a complete head starts an exchange;
@@ -17,35 +18,27 @@ import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ParseError, ProtocolError } from '../errors.js';
-import type { ServerExchange, ServerHooks, ServerInfo, Tapped, UpgradeInfo } from '../hooks.js';
-import { AbstractBody, nobody } from '../message/body.js';
-import { eqIgnoreCase, Headers } from '../message/headers.js';
-import { Request, requestFromWire } from '../message/request.js';
-import { Response } from '../message/response.js';
+import type { ServerHooks, ServerInfo, Tapped, UpgradeInfo } from '../hooks.js';
+import { nobody } from '../message/body.js';
+import { Headers } from '../message/headers.js';
+import { type Request, requestFromWire } from '../message/request.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
-import { statusHasNoBody } from '../http1/framing.js';
-import { CONN_CLOSE, CONN_UPGRADE, connectionFlags, HeadParser } from '../http1/head-parser.js';
-import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
-import { notAResponse } from './handler-result.js';
+import { buildResponseHead } from '../http1/framing.js';
+import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
+import { encodeMessage } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PeerAddr } from './peer.js';
-import { Stream, type StreamConnection } from './stream.js';
-import type { ProtocolHost } from './pipeline.js';
-import { copyResponse } from './copy-response.js';
+import { statusFor } from './error-status.js';
+import type { ExchangePipeline, StreamHandler } from './exchange.js';
+import { H1Wire, type H1WireConnection } from './h1-wire.js';
 import { bytesSent } from '../socket-progress.js';
-
-/** A request handler: maps a request (body buffered) to a response, sync or async. */
-export type RequestHandler = (request: Request) => Response | Promise<Response>;
-/** A stream handler: reads and writes one {@link Stream}. */
-export type StreamHandler = (stream: Stream) => void | Promise<void>;
 
 /** @internal What a connection needs from its server. */
 export interface ConnectionHost {
   readonly opts: ResolvedServerOptions;
   readonly info: ServerInfo;
   readonly hooks: Tapped<ServerHooks> | null;
-  readonly handler: RequestHandler | null;
   readonly streamHandler: StreamHandler | null;
   /** True once `close()` was called: finish the exchange in flight, then close. */
   readonly closing: boolean;
@@ -53,8 +46,8 @@ export interface ConnectionHost {
   /** The connection handed its socket over (`Upgrade`): the server keeps counting the socket until it closes. */
   adoptUpgraded(socket: Duplex): void;
   reportError(err: unknown, request: Request | null): void;
-  /** The server as protocol plugins see it (handed on with an upgraded socket: `Upgrade: h2c`). */
-  readonly protocolHost: ProtocolHost;
+  /** The server's exchange pipeline (also the host protocol plugins see, handed on with an upgraded socket: `Upgrade: h2c`). */
+  readonly pipeline: ExchangePipeline;
 }
 
 const P_HEAD = 0;
@@ -62,9 +55,6 @@ const P_BODY = 1;
 const P_BUSY = 2;
 const P_CLOSED = 3;
 const P_UPGRADED = 4;
-
-/** Bytes read from a streamed response body per write. */
-const STREAM_CHUNK = 65536;
 
 const B_NONE = 0;
 const B_LENGTH = 1;
@@ -95,14 +85,8 @@ const LINGER_MS = 2000;
 
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 
-// Flags from one pass over a response's header names (see scanHeaders).
-const H_DATE = 1;
-const H_CONN_CLOSE = 2;
-const H_CONNECTION = 4;
-const H_FRAMING = 8;
-
 /** @internal */
-export class H1Connection implements StreamConnection {
+export class H1Connection implements H1WireConnection {
   readonly socket: Socket;
   private readonly host: ConnectionHost;
   private readonly parser: HeadParser;
@@ -135,6 +119,8 @@ export class H1Connection implements StreamConnection {
   /** Bytes the peer had taken when the write timer was armed. */
   private sentAtArm = 0;
   private peer: PeerAddr | null = null;
+  /** The wire every exchange of this connection runs on, one at a time. */
+  private readonly wire: H1Wire;
 
   // The exchange in flight.
   private req: Request | null = null;
@@ -147,24 +133,27 @@ export class H1Connection implements StreamConnection {
   // Request handlers: the body being buffered.
   private collected: Buffer[] | null = null;
   private collectedBytes = 0;
+  /** The request body was read to its end (or there was none). */
+  private bodyEnded = false;
   // Stream handlers: the body queue and its reader.
-  private stream: Stream | null = null;
   private queue: Uint8Array[] = [];
   private queued = 0;
-  private bodyEnded = false;
-  private bodyError: Error | null = null;
+  private bodyErr: Error | null = null;
   private waiter: { resolve(v: Uint8Array | null): void; reject(e: Error): void } | null = null;
   private discarding = false;
   /** A stream handler finished without reading the whole body: drain it (bounded), then reuse the connection. */
   private drainAfter = false;
   private discarded = 0;
-  /** Headers set through `ServerExchange.setHeader` by `onRequest` taps in request-handler mode. */
-  private extra: Headers | null = null;
+  /** The connection answers by itself (413, 408, …): the exchange ends with that answer. */
+  private answering = false;
+  /** The response asked the connection to close after it. */
+  private closeAfter = false;
 
   constructor(host: ConnectionHost, socket: Socket) {
     this.host = host;
     this.socket = socket;
     this.parser = new HeadParser('request', { maxLineBytes: host.opts.maxLineBytes, maxHeaderBytes: host.opts.maxHeaderBytes });
+    this.wire = new H1Wire(this);
     socket.on('data', this.onData);
     socket.on('error', onSocketError);
     socket.on('close', this.onClose);
@@ -177,9 +166,14 @@ export class H1Connection implements StreamConnection {
     return this.host.info;
   }
 
-  /** True while the socket can still be written. */
+  /** True while the socket can still be written (and was not handed over). */
   get writable(): boolean {
-    return this.phase !== P_CLOSED && !this.socket.destroyed && this.socket.writable;
+    return this.phase < P_CLOSED && !this.socket.destroyed && this.socket.writable;
+  }
+
+  /** Why the request body could not be read, or null. */
+  get bodyError(): unknown {
+    return this.bodyErr;
   }
 
   /** The client's address (one object per connection). */
@@ -214,9 +208,7 @@ export class H1Connection implements StreamConnection {
    * closes after it; anything else (a handler still running, a request still arriving) is dropped.
    */
   endForClose(): void {
-    const out = this.outBody;
-    if (out !== null) out.close();
-    else this.destroy();
+    if (!this.host.pipeline.closeStreamedBody(this.wire)) this.destroy();
   }
 
   // ---- reading ---------------------------------------------------------------------------
@@ -338,10 +330,12 @@ export class H1Connection implements StreamConnection {
     this.continueSent = false;
     const req = requestFromWire(p.method, p.target, p.headers, null, kind === B_LENGTH ? length : kind === B_NONE ? 0 : -1, p.versionMinor);
     this.req = req;
+    this.bodyEnded = kind === B_NONE;
+    this.wire.begin(p.method, p.versionMinor, this.host.streamHandler !== null);
 
     if (!p.expectContinue && p.headers.has('Expect')) {
       // RFC 9110 §10.1.1: an expectation the server cannot meet gets 417.
-      this.errorResponse(417, 'unsupported Expect', true);
+      this.answer(417, 'unsupported Expect');
       return;
     }
     const hooks = this.host.hooks;
@@ -358,8 +352,7 @@ export class H1Connection implements StreamConnection {
     if (this.host.streamHandler !== null) {
       this.queue.length = 0;
       this.queued = 0;
-      this.bodyEnded = kind === B_NONE;
-      this.bodyError = null;
+      this.bodyErr = null;
       this.discarding = false;
       req.body = null;
       if (kind === B_CHUNKED) this.decoder = this.newDecoder();
@@ -375,7 +368,7 @@ export class H1Connection implements StreamConnection {
     }
     const max = opts.maxBodyBytes;
     if (kind === B_LENGTH && max > 0 && this.bodyRemaining > max) {
-      this.errorResponse(413, `request body of ${this.bodyRemaining} bytes exceeds maxBodyBytes (${max})`, true);
+      this.answer(413, `request body of ${this.bodyRemaining} bytes exceeds maxBodyBytes (${max})`);
       return;
     }
     if (this.expectContinue) this.sendContinue();
@@ -444,7 +437,7 @@ export class H1Connection implements StreamConnection {
     const max = this.host.opts.maxBodyBytes;
     if (max > 0 && this.collectedBytes > max) {
       this.collected = null;
-      this.errorResponse(413, `request body exceeds maxBodyBytes (${max})`, true);
+      this.answer(413, `request body exceeds maxBodyBytes (${max})`);
       return;
     }
     this.collected!.push(data);
@@ -454,8 +447,8 @@ export class H1Connection implements StreamConnection {
     if (this.timerKind === T_BODY) this.disarm();
     const req = this.req!;
     this.decoder = null;
+    this.bodyEnded = true;
     if (this.host.streamHandler !== null) {
-      this.bodyEnded = true;
       this.phase = P_BUSY;
       const w = this.waiter;
       if (w !== null) {
@@ -473,13 +466,12 @@ export class H1Connection implements StreamConnection {
     const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts, this.collectedBytes);
     req.body = body;
     req.contentLength = body.length;
-    this.phase = P_BUSY;
     this.dispatch(req);
   }
 
   private bodyFailed(err: Error): void {
     if (this.host.streamHandler !== null) {
-      this.bodyError = err;
+      this.bodyErr = err;
       const w = this.waiter;
       if (w !== null) {
         this.waiter = null;
@@ -489,13 +481,13 @@ export class H1Connection implements StreamConnection {
       this.keepAlive = false;
       return;
     }
-    this.errorResponse(statusFor(err), err.message, true);
+    this.answer(statusFor(err), err.message);
   }
 
   /** Next chunk of the request body for a stream handler, or null at its end. */
   readBody(): Promise<Uint8Array | null> {
     if (this.queued > 0) return Promise.resolve(this.takeQueued());
-    if (this.bodyError !== null) return Promise.reject(this.bodyError);
+    if (this.bodyErr !== null) return Promise.reject(this.bodyErr);
     if (this.bodyEnded) return Promise.resolve(null);
     if (this.phase === P_CLOSED) return Promise.reject(new ParseError('client closed the connection before the request body ended'));
     if (this.waiter !== null) return Promise.reject(new ProtocolError('a read of this stream is already waiting'));
@@ -549,7 +541,7 @@ export class H1Connection implements StreamConnection {
     socket.pause();
     socket.removeListener('data', this.onData);
     const head = this.takeStash() ?? EMPTY;
-    hook.promise(req, socket, { head, server: this.host.info, host: this.host.protocolHost }).then(
+    hook.promise(req, socket, { head, server: this.host.info, host: this.host.pipeline }).then(
       (claimed) => {
         if (claimed === true) {
           this.phase = P_UPGRADED;
@@ -567,241 +559,32 @@ export class H1Connection implements StreamConnection {
         this.host.reportError(err, req);
         socket.on('data', this.onData);
         socket.resume();
-        this.errorResponse(500, 'upgrade failed', true);
+        this.answer(500, 'upgrade failed');
       },
     );
   }
 
+  /** Runs a request handler's exchange; the wire's last write tells when its response is out ({@link H1Connection.responseDone}). */
   private dispatch(req: Request): void {
-    const hooks = this.host.hooks;
-    if (hooks !== null && hooks.onRequest !== null) {
-      const ex = new RequestExchange(req, this);
-      // callAsync, not promise(): when every tap is synchronous (the router answering, or
-      // passing on an unrouted path) the callback runs on this tick, with no Promise made,
-      // exactly like the untapped path; only a tap that really waits makes this async.
-      let sync = true;
-      let done = false;
-      hooks.onRequest.callAsync(req, ex, (err, res) => {
-        done = true;
-        if (err != null) this.handlerFailed(req, err);
-        else if (res != null) {
-          if (sync) this.respond(req, res);
-          else this.respondLater(req, res);
-        } else this.callHandler(req);
-      });
-      sync = false;
-      if (!done) this.phase = P_BUSY;
-      return;
-    }
-    this.callHandler(req);
-  }
-
-  private callHandler(req: Request): void {
-    let res: Response | Promise<Response>;
-    try {
-      res = this.host.handler!(req);
-    } catch (err) {
-      this.handlerFailed(req, err);
-      return;
-    }
-    if (res instanceof Response) {
-      this.respond(req, res);
-      return;
-    }
     this.phase = P_BUSY;
-    Promise.resolve(res).then(
-      (r) => this.respondLater(req, r),
-      (err: unknown) => this.handlerFailed(req, err),
-    );
-  }
-
-  private respondLater(req: Request, res: unknown): void {
-    if (this.phase === P_CLOSED) return;
-    this.respond(req, res);
-  }
-
-  private handlerFailed(req: Request, err: unknown): void {
-    this.host.reportError(err, req);
-    if (this.phase === P_CLOSED) return;
-    this.errorResponse(500, '', false);
-  }
-
-  /** Writes a request handler's response. */
-  private respond(req: Request, res0: unknown): void {
-    if (!(res0 instanceof Response)) {
-      this.handlerFailed(req, notAResponse(res0));
-      return;
-    }
-    let res: Response = res0;
-    const hooks = this.host.hooks;
-    let headers = res.headers;
-    if (this.extra !== null) {
-      headers = headers.clone();
-      for (const [k, v] of this.extra) headers.set(k, v);
-      this.extra = null;
-    }
-    if (hooks !== null && hooks.onResponseHead !== null) {
-      // Taps see (and may change) a copy: a handler may return one Response for many requests.
-      res = copyResponse(res, headers === res.headers ? res.headers.clone() : headers);
-      try {
-        hooks.onResponseHead.call(res, req);
-      } catch (err) {
-        this.handlerFailed(req, err);
-        return;
-      }
-      headers = res.headers;
-    }
-    if (res.hasTrailers) {
-      // Refused whatever the framing (a Content-Length response drops trailers): a handler that
-      // sets a field that may not trail is wrong for every body, and is told before any byte.
-      try {
-        checkTrailers(res.trailers);
-      } catch (err) {
-        if (res.body instanceof AbstractBody) res.body.close();
-        this.handlerFailed(req, err);
-        return;
-      }
-    }
-    const body = res.body;
-    if (body instanceof AbstractBody) {
-      this.phase = P_BUSY;
-      this.respondStreamed(req, res, headers, body).then(
-        (close) => this.finishExchange(close),
-        (err: unknown) => {
-          this.host.reportError(err, req);
-          this.closeSocket();
-        },
-      );
-      return;
-    }
-    const status = res.status;
-    const flags = scanHeaders(headers);
-    let close = !this.keepAlive || res.close || (flags & H_CONN_CLOSE) !== 0 || this.host.closing;
-    let head: string;
-    let payload: string | Uint8Array | null = null;
     try {
-      head = serializeStatusLine(status, res.reason);
-      const noBody = statusHasNoBody(status) || req.method === 'HEAD';
-      const len = body === null ? 0 : typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
-      if (noBody) {
-        // A HEAD answer says what a GET would have; keep framing fields the handler set
-        // itself (a HEAD for a streamed resource, a 304); 1xx and 204 carry none.
-        const keep = (flags & H_FRAMING) !== 0 && status !== 204 && status >= 200;
-        head += serializeFields(headers, -1, !keep);
-        if (!keep && status >= 200 && status !== 204 && status !== 304) head += `Content-Length: ${len}\r\n`;
-      } else {
-        head += serializeFields(headers, -1, true) + `Content-Length: ${len}\r\n`;
-        payload = body;
-      }
+      // The Promise (when the exchange goes on) is not needed: it never rejects, and the wire
+      // reports the end of the response.
+      void this.host.pipeline.run(req, this.wire);
     } catch (err) {
-      this.handlerFailed(req, err);
-      return;
-    }
-    if ((flags & H_DATE) === 0) head += dateField();
-    head += connectionField(close, flags, req.protoMinor);
-    head += '\r\n';
-    if (status === 101) close = true;
-    this.send(payload === null || payload.length < 65536 ? encodeMessage(head, payload) : head);
-    if (payload !== null && payload.length >= 65536) this.send(typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload);
-    this.finishExchange(close);
-  }
-
-  /** A response whose body is streamed: Content-Length when known, else chunked (HTTP/1.0: until close). */
-  private async respondStreamed(req: Request, res: Response, headers: Headers, body: AbstractBody): Promise<boolean> {
-    try {
-      const status = res.status;
-      const flags = scanHeaders(headers);
-      let close = !this.keepAlive || res.close || (flags & H_CONN_CLOSE) !== 0 || this.host.closing;
-      const noBody = statusHasNoBody(status) || req.method === 'HEAD';
-      const known = res.contentLength >= 0 ? res.contentLength : body.length;
-      let head = serializeStatusLine(status, res.reason) + serializeFields(headers, -1, true);
-      let mode: 'none' | 'fixed' | 'chunked' | 'raw';
-      if (noBody) {
-        mode = 'none';
-        if (known >= 0 && status !== 204 && status >= 200) head += `Content-Length: ${known}\r\n`;
-      } else if (known >= 0) {
-        mode = 'fixed';
-        head += `Content-Length: ${known}\r\n`;
-      } else if (req.protoMinor === 0) {
-        mode = 'raw';
-        close = true;
-      } else {
-        mode = 'chunked';
-        head += 'Transfer-Encoding: chunked\r\n';
-      }
-      if ((flags & H_DATE) === 0) head += dateField();
-      head += connectionField(close, flags, req.protoMinor) + '\r\n';
-      if (mode === 'none') {
-        await this.send(head);
-        return close;
-      }
-      // A body of known length (a file) goes out with its head in one write; any other body
-      // (SSE, a producer) gets its head at once, since its first bytes may be long in coming.
-      let pendingHead: string | null = mode === 'fixed' ? head : null;
-      if (pendingHead === null) await this.send(head);
-      this.outBody = body;
-      // Bytes are read into `frame` behind room for the chunk-size line and framed in place.
-      // The frame is reused whenever the socket took the bytes at once (writableLength back to
-      // 0); while it still holds them, the next read gets a fresh one.
-      const room = mode === 'chunked' ? CHUNK_ROOM : 0;
-      let frame = Buffer.allocUnsafe(room + STREAM_CHUNK + 2);
-      let sent = 0;
-      for (;;) {
-        const n = await body.read(frame.subarray(room, room + STREAM_CHUNK));
-        // The client went away (its request context is canceled): nothing to report, as with
-        // node:http and Go; the body was closed, so its producer stops.
-        if (this.phase === P_CLOSED) return true;
-        if (n === 0) break;
-        sent += n;
-        if (mode === 'fixed' && sent > known) throw new ProtocolError(`response body is longer than its length ${known}`);
-        let piece: Buffer;
-        if (mode === 'chunked') piece = frameChunkInPlace(frame, n);
-        else piece = frame.subarray(0, n);
-        let wait: Promise<void> | undefined;
-        if (pendingHead !== null) {
-          wait = this.send(encodeMessage(pendingHead, piece));
-          pendingHead = null;
-        } else wait = this.send(piece);
-        if (this.batching || this.socket.writableLength !== 0) frame = Buffer.allocUnsafe(room + STREAM_CHUNK + 2);
-        if (wait !== undefined) await wait;
-      }
-      if (pendingHead !== null) await this.send(pendingHead);
-      if (mode === 'fixed' && sent !== known) throw new ProtocolError(`response body has ${sent} bytes but its length is ${known}`);
-      if (mode === 'chunked') await this.send(serializeLastChunk(res.hasTrailers ? res.trailers : null));
-      return close;
-    } finally {
-      this.outBody = null;
-      body.close();
+      this.host.reportError(err, req);
+      this.responseFailed();
     }
   }
-
-  /** The streamed response body being written, closed when the client goes (stops its producer). */
-  private outBody: AbstractBody | null = null;
 
   private runStream(req: Request): void {
-    const stream = new Stream(req, this);
-    this.stream = stream;
-    const hooks = this.host.hooks;
     // A microtask later: the rest of this read is queued as body (or stashed) first.
     void Promise.resolve()
-      .then(async () => {
-        if (hooks !== null && hooks.onRequest !== null) {
-          const res = await hooks.onRequest.promise(req, stream);
-          if (res != null) {
-            await writeResponseToStream(stream, res);
-            return;
-          }
-        }
-        await this.host.streamHandler!(stream);
-        if (!stream.isWriteClosed) await stream.closeWrite();
-      })
-      .then(
-        () => this.streamDone(stream, null),
-        (err: unknown) => this.streamDone(stream, err),
-      );
+      .then(() => this.host.pipeline.run(req, this.wire))
+      .then(() => this.streamDone(req));
   }
 
-  /** {@link StreamConnection.takeSocket}: see `Stream.upgrade`. */
+  /** {@link H1WireConnection.takeSocket}: see `Stream.upgrade`. */
   takeSocket(): { socket: Duplex } & UpgradeInfo {
     if (this.phase === P_CLOSED || this.socket.destroyed) throw new ProtocolError('cannot upgrade: the client closed the connection');
     if (this.bodyKind !== B_NONE && !this.bodyEnded) throw new ArgumentError('cannot upgrade a request that has an unread body');
@@ -811,35 +594,19 @@ export class H1Connection implements StreamConnection {
     const head = this.takeStash() ?? EMPTY;
     this.phase = P_UPGRADED;
     this.detach();
-    return { socket, head, server: this.host.info, host: this.host.protocolHost };
+    return { socket, head, server: this.host.info, host: this.host.pipeline };
   }
 
-  private streamDone(stream: Stream, err: unknown): void {
-    this.stream = null;
-    if (this.phase === P_UPGRADED) {
-      // The socket belongs to whoever upgraded it; a late error is theirs to report.
-      if (err !== null) this.host.reportError(err, stream.request);
-      return;
-    }
+  /** A stream handler's exchange is over (its response was answered, or abandoned). */
+  private streamDone(req: Request): void {
+    if (this.phase === P_UPGRADED || this.req !== req) return;
     if (this.waiter !== null) {
       this.waiter.reject(new ProtocolError('the stream handler returned'));
       this.waiter = null;
     }
-    if (err !== null) {
-      this.host.reportError(err, stream.request);
-      if (this.phase === P_CLOSED) return;
-      if (stream.isCommitted) {
-        // Part of the response is out: the only honest signal left is closing.
-        this.socket.destroy();
-        return;
-      }
-      // A malformed request body the handler tripped over is the client's fault: 400 (or 413/431).
-      const bodyErr = this.bodyError !== null && err === this.bodyError;
-      this.errorResponse(bodyErr ? statusFor(err) : 500, bodyErr ? (err as Error).message : '', bodyErr || (!this.bodyEnded && !stream.bodyDone));
-      return;
-    }
-    const close = stream.mustClose || !this.keepAlive;
-    if (close || this.bodyEnded || this.phase === P_CLOSED) {
+    if (this.phase === P_CLOSED) return;
+    const close = this.closeAfter || !this.keepAlive || !this.wire.finished;
+    if (close || this.bodyEnded) {
       this.finishExchange(close);
       return;
     }
@@ -861,52 +628,44 @@ export class H1Connection implements StreamConnection {
     }
   }
 
-  /** Answers with a short server-generated response; `close` ends the connection after it. */
-  private errorResponse(status: number, message: string, close: boolean): void {
+  /**
+   * The connection answers by itself (an unmet expectation, a body too large, too slow or
+   * malformed, a failed upgrade) through the pipeline, as every answer goes, and closes after it.
+   */
+  private answer(status: number, message: string): void {
     if (this.phase === P_CLOSED) return;
-    close = close || !this.keepAlive || this.host.closing || (this.bodyKind !== B_NONE && this.phase === P_BODY);
-    const body = message === '' ? '' : `${message}\n`;
-    const headers = new Headers(4);
-    headers.push('Content-Type', 'text/plain; charset=utf-8');
-    if (this.extra !== null) {
-      for (const [k, v] of this.extra) headers.set(k, v);
-      this.extra = null;
-    }
+    this.keepAlive = false;
     const req = this.req;
-    const hooks = this.host.hooks;
-    let st = status;
-    if (req !== null && hooks !== null && hooks.onResponseHead !== null) {
-      const res = new Response(status, body, { headers, copyHeaders: false, request: req });
-      try {
-        hooks.onResponseHead.call(res, req);
-        st = res.status;
-      } catch (err) {
-        this.host.reportError(err, req);
-      }
+    if (req === null) {
+      this.answerBare(status, message);
+      return;
     }
-    let head: string;
-    try {
-      head = serializeStatusLine(st, '') + serializeFields(headers, -1, true);
-    } catch {
-      head = serializeStatusLine(status, '');
-    }
-    head += `Content-Length: ${Buffer.byteLength(body)}\r\n` + dateField();
-    head += close ? 'Connection: close\r\n\r\n' : '\r\n';
-    this.send(encodeMessage(head, body));
-    this.finishExchange(close);
+    this.answering = true;
+    this.host.pipeline.answer(req, this.wire, status, message);
+    // The wire had already finished the exchange's response (or the answer did not go out).
+    if (this.answering && this.phase < P_CLOSED) this.closeSocket();
+  }
+
+  /** An answer before any request is known (a head that cannot be parsed, or never came): no hooks see it. */
+  private answerBare(status: number, message: string): void {
+    const body = message === '' ? '' : `${message}\n`;
+    const headers = new Headers(1);
+    headers.push('Content-Type', 'text/plain; charset=utf-8');
+    this.send(encodeMessage(buildResponseHead(status, '', headers, 'length', Buffer.byteLength(body), dateField() + 'Connection: close\r\n'), body));
+    this.finishExchange(true);
   }
 
   private headError(err: unknown): void {
     this.keepAlive = false;
     if (this.timerKind !== T_NONE) this.disarm();
-    const status = statusFor(err);
-    this.errorResponse(status, err instanceof Error ? err.message : 'bad request', true);
+    this.answer(statusFor(err), err instanceof Error ? err.message : 'bad request');
   }
 
   /** The exchange is over: reset for the next request, or close. */
   private finishExchange(close: boolean): void {
     this.req = null;
-    this.extra = null;
+    this.answering = false;
+    this.closeAfter = false;
     this.discarding = false;
     this.drainAfter = false;
     this.bodyKind = B_NONE;
@@ -923,19 +682,31 @@ export class H1Connection implements StreamConnection {
     const opts = this.host.opts;
     // The idle wait starts once the response has left; until then writeTimeout guards it.
     if (opts.idleTimeout > 0 && !this.socket.writableNeedDrain) this.arm(opts.idleTimeout, T_IDLE);
-    const s = this.takeStash();
-    if (s !== null) {
+    if (this.stash !== null) {
       if (this.paused) {
         this.paused = false;
         this.socket.resume();
       }
-      // Called from a promise callback, never from inside process(): safe to re-enter.
-      if (!this.batching) this.onData(s);
-      else this.process(s, 0);
+      if (this.batching) this.process(this.takeStash()!, 0);
+      // Outside a read (a response that finished later): the next request starts once the call
+      // that ended this one has returned, so the wire is never reused beneath its caller.
+      else queueMicrotask(this.parseStash);
     }
   }
 
+  /** Parses what arrived while the last exchange ran (see finishExchange). */
+  private readonly parseStash = (): void => {
+    if (this.phase !== P_HEAD || this.writeBlocked) return;
+    const s = this.takeStash();
+    if (s !== null) this.onData(s);
+  };
+
   // ---- writing -----------------------------------------------------------------------------
+
+  /** {@link H1WireConnection.flushed}: nothing waits in this read's batch nor in the socket. */
+  get flushed(): boolean {
+    return !this.batching && this.socket.writableLength === 0;
+  }
 
   /** Queues bytes; a Promise when the socket asks to wait ('drain'). */
   send(data: Uint8Array | string): Promise<void> | undefined {
@@ -1025,28 +796,34 @@ export class H1Connection implements StreamConnection {
     if (this.phase === P_CLOSED) this.endSocket();
   }
 
-  /** `Date` and Connection fields `headers` lacks; decides whether the connection closes after this exchange. */
-  connectionFields(close: boolean, headers: Headers): { fields: string; close: boolean } {
-    const flags = scanHeaders(headers);
-    let c = close || !this.keepAlive || this.host.closing || (flags & H_CONN_CLOSE) !== 0;
-    if (!this.bodyEnded && !c) {
-      // The head goes out before the body was read: if the client was told to wait (Expect)
-      // it will never send the body, and a large or unsized rest may be too much to drain.
-      if ((this.expectContinue && !this.continueSent) || this.bodyKind === B_CHUNKED || this.bodyRemaining > DRAIN_LIMIT) c = true;
+  /** {@link H1WireConnection.closesAfter}: whether the connection closes after this exchange's response. */
+  closesAfter(close: boolean): boolean {
+    if (close || !this.keepAlive || this.host.closing) return true;
+    // The head goes out before the body was read: if the client was told to wait (Expect)
+    // it will never send the body, and a large or unsized rest may be too much to drain.
+    return !this.bodyEnded && ((this.expectContinue && !this.continueSent) || this.bodyKind === B_CHUNKED || this.bodyRemaining > DRAIN_LIMIT);
+  }
+
+  /**
+   * {@link H1WireConnection.responseDone}: a request handler's exchange (or the connection's own
+   * answer) is over with its response; a stream handler's is over when the handler returns.
+   */
+  responseDone(close: boolean): void {
+    if (this.host.streamHandler !== null && !this.answering) {
+      this.closeAfter = close;
+      return;
     }
-    const minor = this.req?.protoMinor ?? 1;
-    return { fields: ((flags & H_DATE) === 0 ? dateField() : '') + connectionField(c, flags, minor), close: c };
+    this.finishExchange(close);
   }
 
-  /** Runs the `onResponseHead` taps for a stream's response. */
-  responseHead(response: Response, request: Request): void {
-    const h = this.host.hooks;
-    if (h !== null && h.onResponseHead !== null) h.onResponseHead.call(response, request);
-  }
-
-  /** `ServerExchange.setHeader` in request-handler mode: applied to whatever response is written. */
-  addExtraHeader(name: string, value: string): void {
-    (this.extra ??= new Headers()).set(name, value);
+  /** {@link H1WireConnection.responseFailed}: the response cannot be completed, so the connection ends (a stream handler's: at once). */
+  responseFailed(): void {
+    if (this.host.streamHandler === null) {
+      this.closeSocket();
+      return;
+    }
+    this.phase = P_CLOSED;
+    this.socket.destroy();
   }
 
   // ---- closing -----------------------------------------------------------------------------
@@ -1092,11 +869,7 @@ export class H1Connection implements StreamConnection {
     if (req !== null && !wasClosed) req.ctx.cancel('client closed the connection');
     // A producer behind a streamed body (SSE, a file) stops now, not at its next write; after
     // the cancel, so a body that follows the context reports why.
-    const out = this.outBody;
-    if (out !== null) {
-      this.outBody = null;
-      out.close();
-    }
+    this.host.pipeline.closeStreamedBody(this.wire);
     this.host.removeConnection(this);
   };
 
@@ -1171,20 +944,18 @@ export class H1Connection implements StreamConnection {
       return;
     }
     if (kind === T_HEADER || kind === T_BODY) {
-      const committed = this.stream !== null && this.stream.isCommitted;
+      const committed = this.req !== null && this.wire.committed;
       if (committed || (this.phase !== P_HEAD && this.phase !== P_BODY)) {
         this.socket.destroy();
         return;
       }
       this.keepAlive = false;
-      this.bodyError = new ProtocolError('request body timed out');
-      if (this.stream !== null) {
-        // The stream handler sees the failure on its read and the server answers 408.
-        const w = this.waiter;
-        this.waiter = null;
-        w?.reject(this.bodyError);
-      }
-      this.errorResponse(408, 'request timed out', true);
+      this.bodyErr = new ProtocolError('request body timed out');
+      // A stream handler sees the failure on its read; the connection answers 408.
+      const w = this.waiter;
+      this.waiter = null;
+      w?.reject(this.bodyErr);
+      this.answer(408, 'request timed out');
     }
   };
 }
@@ -1195,98 +966,3 @@ function onSocketError(): void {
   // Errors end in 'close', where the connection cleans up; nothing to add here.
 }
 
-/** @internal Status for a head or body error: 431/414 for limits, 501 for a transfer coding not implemented, 400 otherwise. */
-export function statusFor(err: unknown): number {
-  if (err instanceof ProtocolError) {
-    if (err.notImplemented) return 501;
-    if (err.limit === 'maxHeaderBytes') return 431;
-    if (err.limit === 'maxLineBytes') return err.line === 'request line' ? 414 : 431;
-    if (err.limit === 'maxBodyBytes') return 413;
-    return 400;
-  }
-  return 400;
-}
-
-/** One pass over the response's header names for the few the server must know about. */
-function scanHeaders(h: Headers): number {
-  const names = h._names;
-  let flags = 0;
-  for (let i = 0; i < names.length; i++) {
-    const n = names[i]!;
-    switch (n.length) {
-      case 4:
-        if (eqIgnoreCase(n, 'date')) flags |= H_DATE;
-        break;
-      case 10:
-        if (eqIgnoreCase(n, 'connection')) {
-          flags |= H_CONNECTION;
-          // The close token, not the substring: `Connection: x-closed` keeps the connection.
-          if ((connectionFlags(h._values[i]!) & CONN_CLOSE) !== 0) flags |= H_CONN_CLOSE;
-        }
-        break;
-      case 14:
-        if (eqIgnoreCase(n, 'content-length')) flags |= H_FRAMING;
-        break;
-      case 17:
-        if (eqIgnoreCase(n, 'transfer-encoding')) flags |= H_FRAMING;
-        break;
-    }
-  }
-  return flags;
-}
-
-function connectionField(close: boolean, flags: number, minor: number): string {
-  if ((flags & H_CONNECTION) !== 0) return '';
-  if (close) return 'Connection: close\r\n';
-  return minor === 0 ? 'Connection: keep-alive\r\n' : '';
-}
-
-/** The exchange `server.onRequest` taps see in request-handler mode. */
-class RequestExchange implements ServerExchange {
-  readonly request: Request;
-  readonly protocol = 'http/1.1';
-  private readonly conn: H1Connection;
-  constructor(request: Request, conn: H1Connection) {
-    this.request = request;
-    this.conn = conn;
-  }
-  get server(): ServerInfo {
-    return this.conn.info;
-  }
-  peerAddr(): PeerAddr {
-    return this.conn.peerAddr();
-  }
-  setHeader(name: string, value: string): void {
-    this.conn.addExtraHeader(name, value);
-  }
-}
-
-/** Writes a whole Response through a stream (a hook's answer in stream-handler mode; `streamHandler`). */
-export async function writeResponseToStream(stream: Stream, res: Response): Promise<void> {
-  stream.setStatus(res.status, res.reason);
-  if (res.close) stream.setHeader('Connection', 'close');
-  for (const [k, v] of res.headers) {
-    if (eqIgnoreCase(k, 'content-length') || eqIgnoreCase(k, 'transfer-encoding')) continue;
-    stream.appendHeader(k, v);
-  }
-  // Before any byte: trailers that may not be sent are refused while a 500 can still go out.
-  if (res.hasTrailers) stream.addTrailer(res.trailers);
-  const body = res.body;
-  if (body instanceof AbstractBody) {
-    const known = res.contentLength >= 0 ? res.contentLength : body.length;
-    if (known >= 0) stream.setHeader('Content-Length', String(known));
-    else if (res.headers.has('Content-Length')) stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
-    try {
-      for await (const chunk of body) await stream.write(chunk);
-    } finally {
-      body.close();
-    }
-  } else if (body !== null && body.length > 0) {
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-    stream.setHeader('Content-Length', String(bytes.length));
-    await stream.write(bytes);
-  } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
-    stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
-  }
-  await stream.closeWrite();
-}

@@ -5,10 +5,10 @@
 import { ArgumentError } from '../errors.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { writeResponseToStream, type RequestHandler, type StreamHandler } from './h1-connection.js';
+import type { RequestHandler, StreamHandler } from './exchange.js';
 import type { ServerOptions } from './options.js';
 import { Server, type ServerInit } from './server.js';
-import type { Stream } from './stream.js';
+import { writeResponseToStream, type Stream } from './stream.js';
 
 export { Server, type ServerInit } from './server.js';
 export { Stream } from './stream.js';
@@ -16,7 +16,7 @@ export { PeerAddr } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';
 export type { ServerOptions } from './options.js';
-export type { RequestHandler, StreamHandler } from './h1-connection.js';
+export type { RequestHandler, StreamHandler } from './exchange.js';
 
 /** Options of {@link serve} and {@link listen}: the server options plus `kernel` and `onError`. */
 export type ServeOptions = ServerOptions & Pick<ServerInit, 'kernel' | 'onError'>;

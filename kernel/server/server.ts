@@ -25,9 +25,10 @@ import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
-import { H1Connection, type ConnectionHost, type RequestHandler, type StreamHandler } from './h1-connection.js';
+import { H1Connection, type ConnectionHost } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
-import { PipelineHost, type PipelineServer, type ProtocolConnection, type ProtocolHost } from './pipeline.js';
+import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
+import type { ProtocolConnection } from './protocol-host.js';
 import { Prefaces } from './prefaces.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
@@ -72,8 +73,8 @@ export class Server implements ConnectionHost, PipelineServer {
   private readonly connections = new Set<H1Connection>();
   /** Connections protocol plugins took over (HTTP/2). */
   private readonly protocolConns = new Set<ProtocolConnection>();
-  /** @internal The server as protocol plugins see it (`ProtocolInfo.host`). */
-  readonly protocolHost: PipelineHost;
+  /** @internal The exchange pipeline every connection runs its exchanges through; also the server as protocol plugins see it (`ProtocolInfo.host`). */
+  readonly pipeline: ExchangePipeline;
   /**
    * Sockets accepted but not yet handed to a protocol (protocol detection, TLS handshake), each
    * with the timer that drops it if that takes too long (null when the timeout is off).
@@ -109,7 +110,7 @@ export class Server implements ConnectionHost, PipelineServer {
     this.info = Object.freeze({ tls: isTls, options: this.opts.raw });
     this.boundPort = this.opts.port;
     this.boundHost = this.opts.host;
-    this.protocolHost = new PipelineHost(this);
+    this.pipeline = new ExchangePipeline(this);
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -255,7 +256,7 @@ export class Server implements ConnectionHost, PipelineServer {
     for (const c of this.connections) c.endForClose();
     // HTTP/2: streamed bodies end cleanly; the sessions, sent GOAWAY at close(), then close once
     // their streams are done, or go with the rest below.
-    this.protocolHost.endStreamedBodies();
+    this.pipeline.endStreamedBodies();
     for (const socket of this.upgraded) this.endUpgraded(socket);
     if (this.state === 'closing') this.closeTimer = setTimeout(this.dropAll, GOING_AWAY_MS);
   };
@@ -378,7 +379,7 @@ export class Server implements ConnectionHost, PipelineServer {
         this.detect(socket, hooks.protocol, this.prefaces);
         return;
       }
-      if (hooks.protocol.call(socket, { alpnProtocol: null, head: EMPTY, server: this.info, host: this.protocolHost }) === true) return;
+      if (hooks.protocol.call(socket, { alpnProtocol: null, head: EMPTY, server: this.info, host: this.pipeline }) === true) return;
     }
     this.startHttp1(socket, null);
   };
@@ -402,7 +403,7 @@ export class Server implements ConnectionHost, PipelineServer {
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.protocol !== null) {
-      const claimed = hooks.protocol.call(socket, { alpnProtocol: socket.alpnProtocol ?? false, head: EMPTY, server: this.info, host: this.protocolHost });
+      const claimed = hooks.protocol.call(socket, { alpnProtocol: socket.alpnProtocol ?? false, head: EMPTY, server: this.info, host: this.pipeline });
       if (claimed === true) return;
     }
     this.startHttp1(socket, null);
@@ -440,7 +441,7 @@ export class Server implements ConnectionHost, PipelineServer {
       }
       // Whoever reads next (a claiming tap, node:http2 below its own listener, or HTTP/1) reads unbounded.
       if (bounded) unboundReads(socket);
-      const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.protocolHost });
+      const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.pipeline });
       if (claimed === true) return;
       this.startHttp1(socket, head);
       socket.resume();

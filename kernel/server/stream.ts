@@ -4,111 +4,42 @@
  * Response states (the reference's "Server response (stream)" rows):
  * - head not started: `setStatus`/`setHeader` allowed;
  * - head started (`startWrite` or the first write): they throw `ArgumentError`;
- * - a fixed-length (Content-Length) HTTP/1 response holds head and body until `closeWrite`,
- *   or until the body passes 4 KiB, so a handler that throws or writes the wrong number of
- *   bytes still gets a clean 500 instead of a malformed body; once streaming, a failure
- *   closes the connection;
- * - chunked responses send the head at once and carry trailers; a response with
+ * - the head goes to the wire at `startWrite` or the first write; the wire frames the body. A
+ *   body longer or shorter than its Content-Length throws `ProtocolError`. Over HTTP/1.1 the
+ *   wire holds a fixed-length response until `closeWrite` or until the body passes
+ *   `HOLD_BYTES` (4 KiB), so a handler that throws or writes the wrong number of bytes still gets
+ *   a clean 500 instead of a malformed body; once bytes went out, a failure closes the
+ *   connection (HTTP/2: resets the stream);
+ * - a response of unknown length (chunked over HTTP/1.1) carries trailers; a response with
  *   Content-Length drops them.
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { ArgumentError, ProtocolError } from '../errors.js';
-import { Headers, type HeaderPair, type HeadersInit } from '../message/headers.js';
+import { eqIgnoreCase, Headers, type HeaderPair, type HeadersInit } from '../message/headers.js';
+import { AbstractBody } from '../message/body.js';
 import type { Request } from '../message/request.js';
 import { Response } from '../message/response.js';
 import type { PeerAddress, ServerExchange, ServerInfo, UpgradeInfo } from '../hooks.js';
-import { checkTrailerName, encodeChunk, serializeFields, serializeLastChunk, serializeStatusLine } from '../http1/serialize.js';
+import { checkTrailerName } from '../http1/serialize.js';
 import { parseContentLength } from '../http1/head-parser.js';
-import { statusHasNoBody } from '../http1/framing.js';
+import { responseHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
+import type { ExchangeWire } from './protocol-host.js';
 
-/** A fixed-length body is held (not sent) until it grows past this many bytes. */
-export const HOLD_BYTES = 4096;
-
-/**
- * What a {@link Stream} needs from the connection it runs on, whatever the protocol: the
- * request body, the peer, the hooks. HTTP/1 adds byte-level writing ({@link StreamConnection});
- * a protocol that frames messages itself (HTTP/2) writes through a {@link ResponseWire}.
- */
-export interface ExchangeConnection {
+/** What a {@link Stream} needs from the server it runs on, whatever the protocol. */
+export interface StreamHost {
   /** The listener, as hooks see it. */
   readonly info: ServerInfo;
-  /** The client's address. */
-  peerAddr(): PeerAddr;
-  /** Next chunk of the request body, or null at its end. */
-  readBody(): Promise<Uint8Array | null>;
-  /** Stops delivering the request body (the rest is discarded) and closes after this exchange. */
-  discardBody(): void;
-  /** Sends `100 Continue` if the request asked for it and it was not sent yet. */
-  sendContinue(): void;
   /** Runs the `onResponseHead` taps, if any. */
   responseHead(response: Response, request: Request): void;
-  /** True while the response can still be written. */
-  readonly writable: boolean;
-  /**
-   * Hands the connection's socket to the caller (HTTP/1 only; absent on protocols that
-   * multiplex, such as HTTP/2): paused, without the connection's listeners, with the bytes
-   * already read past the request head, and its server.
-   */
-  takeSocket?(): { socket: Duplex } & UpgradeInfo;
-}
-
-/** @internal What a {@link Stream} needs from an HTTP/1 connection: the neutral part plus byte-level writing. */
-export interface StreamConnection extends ExchangeConnection {
-  /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
-  send(data: Uint8Array | string): Promise<void> | undefined;
-  /** `Date` and Connection fields `headers` lacks for this exchange, and whether the connection closes after it. */
-  connectionFields(close: boolean, headers: Headers): { fields: string; close: boolean };
-}
-
-/**
- * The response side of one exchange on a protocol that frames messages itself (HTTP/2): the
- * {@link Stream} decides status, headers, length and trailers, the wire puts them on the
- * connection. Each method returns a Promise when the peer asks to wait (flow control).
- */
-export interface ResponseWire {
-  /** The protocol's ALPN name, such as `h2` (what `stream.protocol` and `exchange.protocol` say). */
-  readonly protocol: string;
-  /**
-   * Sends the response head. `contentLength` is the body's length, -1 when unknown; `end`:
-   * nothing follows (no body, no trailers). The wire drops the framing and connection-specific
-   * fields `headers` may hold (Content-Length, Transfer-Encoding, Connection, …) and adds its
-   * own; it must not change `headers` (a Response may be answered to many requests).
-   * `trailers`: false when the caller knows none will follow the body (default true: the
-   * wire must be ready to send them at `end`).
-   */
-  head(status: number, headers: Headers, contentLength: number, end: boolean, trailers?: boolean): void;
-  /**
-   * Sends body bytes (a string is UTF-8); `end` ends the body with them (no trailers follow).
-   * The Promise resolves once the peer's flow control lets more follow. Without `end` the
-   * caller may reuse `bytes` once it resolves (the wire copies what it keeps), unless it gives
-   * them away (`owned`); with `end` the wire may keep them (a response's own body).
-   */
-  data(bytes: Uint8Array | string, end: boolean, owned?: boolean): Promise<void> | undefined;
-  /**
-   * Resolves once the wire would take a chunk without waiting (a Promise when the peer's flow
-   * control holds it back): a producer of body bytes waits here before it reads or makes them.
-   */
-  ready(): Promise<void> | undefined;
-  /** Ends the body, sending `trailers` when there are any. */
-  end(trailers: Headers | null): Promise<void> | undefined;
-  /** Abandons a response whose head went out (HTTP/2: RST_STREAM): the peer sees it incomplete. */
-  abort(error: unknown): void;
 }
 
 const enum Mode {
   Undecided,
-  /** Content-Length, head and body held in memory. */
-  Held,
-  /** Content-Length, head sent, streaming. */
-  Fixed,
-  Chunked,
-  /** HTTP/1.0 peer, unknown length: bytes until close. */
-  Raw,
   /** No body allowed (HEAD, 1xx, 204, 304): writes are dropped. */
   None,
-  /** A {@link ResponseWire} frames the message (HTTP/2): head sent, body streamed through it. */
+  /** The head went to the wire, the body is streamed through it. */
   Wire,
 }
 
@@ -122,11 +53,10 @@ function headLength(h: Headers): number {
 export class Stream implements ServerExchange {
   /** The request head; its body stays on the stream. The reference's `stream.message`. */
   readonly request: Request;
-  /** `http/1.1`, or the wire's protocol (`h2`). */
+  /** The wire's protocol: `http/1.1`, `h2`. */
   readonly protocol: string;
-  private readonly conn: ExchangeConnection;
-  /** Set on protocols that frame messages themselves (HTTP/2); null on HTTP/1. */
-  private readonly wire: ResponseWire | null;
+  private readonly wire: ExchangeWire;
+  private readonly host: StreamHost;
   private status = 200;
   private reason = '';
   private readonly headers = new Headers();
@@ -135,29 +65,17 @@ export class Stream implements ServerExchange {
   private mode = Mode.Undecided;
   private declared = -1;
   private sent = 0;
-  private held: Uint8Array[] | null = null;
-  private heldBytes = 0;
   private writeClosed = false;
   private readClosed = false;
   private readEnded = false;
-  private closeAfter = false;
   private committed = false;
-  private readonly isHead: boolean;
 
-  /** @internal Made by the server for each request: HTTP/1 passes its connection, other protocols a wire too. */
-  constructor(request: Request, conn: StreamConnection);
-  constructor(request: Request, conn: ExchangeConnection, wire: ResponseWire);
-  constructor(request: Request, conn: ExchangeConnection, wire: ResponseWire | null = null) {
+  /** @internal Made by the server's pipeline for each request, on the exchange's wire. */
+  constructor(request: Request, wire: ExchangeWire, host: StreamHost) {
     this.request = request;
-    this.conn = conn;
     this.wire = wire;
-    this.protocol = wire === null ? 'http/1.1' : wire.protocol;
-    this.isHead = request.method === 'HEAD';
-  }
-
-  /** The HTTP/1 connection (only ever called when `wire` is null). */
-  private get h1(): StreamConnection {
-    return this.conn as StreamConnection;
+    this.host = host;
+    this.protocol = wire.protocol;
   }
 
   /** The request message (the reference's `stream.message`). */
@@ -167,7 +85,7 @@ export class Stream implements ServerExchange {
 
   /** The listener. */
   get server(): ServerInfo {
-    return this.conn.info;
+    return this.host.info;
   }
 
   /** The request head; the body stays on the stream (read it with {@link Stream.read}). */
@@ -177,7 +95,7 @@ export class Stream implements ServerExchange {
 
   /** The client's address: `String(addr)` is `ip:port`, `addr.ip` the bytes, `addr.port` the port. */
   peerAddr(): PeerAddr & PeerAddress {
-    return this.conn.peerAddr();
+    return this.wire.peerAddr();
   }
 
   // ---- reading -------------------------------------------------------------------------
@@ -185,8 +103,8 @@ export class Stream implements ServerExchange {
   /** The next chunk of the request body, or null at its end. */
   async read(): Promise<Uint8Array | null> {
     if (this.readClosed || this.readEnded) return null;
-    if (!this.headStarted) this.conn.sendContinue();
-    const chunk = await this.conn.readBody();
+    if (!this.headStarted) this.wire.sendContinue();
+    const chunk = await this.wire.readBody();
     if (chunk === null) this.readEnded = true;
     return chunk;
   }
@@ -248,10 +166,7 @@ export class Stream implements ServerExchange {
   closeRead(): Response {
     if (!this.readClosed) {
       this.readClosed = true;
-      if (!this.readEnded) {
-        this.closeAfter = true;
-        this.conn.discardBody();
-      }
+      if (!this.readEnded) this.wire.discardBody();
     }
     return this.response();
   }
@@ -328,9 +243,9 @@ export class Stream implements ServerExchange {
   upgrade(): { socket: Duplex } & UpgradeInfo {
     if (this.upgraded) throw new ArgumentError('the stream was already upgraded');
     if (this.headStarted || this.writeClosed) throw new ArgumentError('cannot upgrade: the response has already started');
-    const take = this.conn.takeSocket;
+    const take = this.wire.takeSocket;
     if (take === undefined) throw new ArgumentError(`cannot upgrade a ${this.protocol} stream: only HTTP/1.1 connections can change protocol`);
-    const taken = take.call(this.conn);
+    const taken = take.call(this.wire);
     this.upgraded = true;
     this.headStarted = true;
     this.committed = true;
@@ -389,56 +304,19 @@ export class Stream implements ServerExchange {
   private decide(ending = false): void {
     this.headStarted = true;
     const r = this.response();
-    this.conn.responseHead(r, this.request);
+    this.host.responseHead(r, this.request);
     // A tap may have changed the status (headers are shared with `r`).
     this.status = r.status;
     this.reason = r.reason;
     const h = this.headers;
-    if (this.wire !== null) {
-      this.decideWire(this.wire, h, ending);
-      return;
-    }
-    if (statusHasNoBody(this.status) || this.isHead) {
-      this.mode = Mode.None;
-      if (this.status === 204 || this.status < 200) {
-        h.delete('Content-Length');
-        h.delete('Transfer-Encoding');
-      }
-      return;
-    }
-    const cl = h.indexOf('Content-Length');
-    if (cl >= 0) {
-      const n = parseContentLength(h.getAll('Content-Length').join(', '));
-      if (n < 0) throw new ArgumentError(`invalid Content-Length header "${h.valueAt(cl)}"`);
-      h.delete('Transfer-Encoding');
-      this.declared = n;
-      this.mode = Mode.Held;
-      this.held = [];
-      return;
-    }
+    const wire = this.wire;
     h.delete('Transfer-Encoding');
-    if (this.request.protoMinor === 0) {
-      this.mode = Mode.Raw;
-      this.closeAfter = true;
-    } else {
-      this.mode = Mode.Chunked;
-      h.push('Transfer-Encoding', 'chunked');
-    }
-    this.sendHead(null);
-  }
-
-  /**
-   * The head on a wire (HTTP/2): sent now (at `startWrite` or the first
-   * write), as HTTP/1 does; the wire frames the body, so only the declared length is checked here.
-   */
-  private decideWire(wire: ResponseWire, h: Headers, ending: boolean): void {
-    h.delete('Transfer-Encoding');
-    if (statusHasNoBody(this.status) || this.isHead) {
+    if (responseHasNoBody(this.status, this.request.method)) {
       this.mode = Mode.None;
       if (this.status === 204 || this.status < 200) h.delete('Content-Length');
       this.writeClosed = ending;
       this.committed = true;
-      wire.head(this.status, h, headLength(h), true);
+      wire.head(this.status, h, headLength(h), true, false, this.reason);
       return;
     }
     const cl = h.indexOf('Content-Length');
@@ -451,23 +329,10 @@ export class Stream implements ServerExchange {
     this.committed = true;
     if (ending && this.declared <= 0 && this.trailerFields === null) {
       this.writeClosed = true;
-      wire.head(this.status, h, 0, true);
+      wire.head(this.status, h, 0, true, false, this.reason);
       return;
     }
-    wire.head(this.status, h, this.declared, false);
-  }
-
-  /** Serializes and sends the head, with `body` (already framed) behind it in one write. */
-  private sendHead(body: Uint8Array | null): Promise<void> | undefined {
-    const { fields, close } = this.h1.connectionFields(this.closeAfter, this.headers);
-    this.closeAfter = close;
-    const head = serializeStatusLine(this.status, this.reason) + serializeFields(this.headers, -1, false) + fields + '\r\n';
-    this.committed = true;
-    if (body === null || body.length === 0) return this.h1.send(head);
-    const out = Buffer.allocUnsafe(head.length + body.length);
-    out.write(head, 0, 'latin1');
-    out.set(body, head.length);
-    return this.h1.send(out);
+    wire.head(this.status, h, this.declared, false, true, this.reason);
   }
 
   // ---- writing -------------------------------------------------------------------------
@@ -478,53 +343,15 @@ export class Stream implements ServerExchange {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`write takes a Uint8Array or string, got ${typeof data}`);
     if (!this.headStarted) this.decide();
-    if (!this.conn.writable) throw new ProtocolError('cannot write: the client closed the connection');
+    if (!this.wire.writable) throw new ProtocolError('cannot write: the client closed the connection');
     if (bytes.length === 0) return;
-    switch (this.mode) {
-      case Mode.None:
-        return;
-      case Mode.Held: {
-        if (this.heldBytes + bytes.length > this.declared) {
-          throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
-        }
-        if (this.heldBytes + bytes.length <= HOLD_BYTES) {
-          // Copy: the caller may reuse its buffer once write resolves.
-          this.held!.push(Buffer.from(bytes));
-          this.heldBytes += bytes.length;
-          return;
-        }
-        // Past 4 KiB: send head and what was held, then stream.
-        const all = Buffer.concat([...this.held!, bytes]);
-        this.held = null;
-        this.mode = Mode.Fixed;
-        this.sent = all.length;
-        await this.sendHead(all);
-        return;
-      }
-      case Mode.Fixed: {
-        if (this.sent + bytes.length > this.declared) {
-          throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
-        }
-        this.sent += bytes.length;
-        await this.h1.send(bytes);
-        return;
-      }
-      case Mode.Chunked:
-        await this.h1.send(encodeChunk(bytes));
-        return;
-      case Mode.Raw:
-        await this.h1.send(bytes);
-        return;
-      case Mode.Wire: {
-        if (this.declared >= 0 && this.sent + bytes.length > this.declared) {
-          throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
-        }
-        this.sent += bytes.length;
-        // The wire copies what it keeps, slice by slice, as flow control lets it out.
-        await this.wire!.data(bytes, false);
-        return;
-      }
+    if (this.mode === Mode.None) return;
+    if (this.declared >= 0 && this.sent + bytes.length > this.declared) {
+      throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
     }
+    this.sent += bytes.length;
+    // The wire copies what it keeps, as its protocol lets it out.
+    await this.wire.data(bytes, false);
   }
 
   /**
@@ -536,60 +363,35 @@ export class Stream implements ServerExchange {
     if (this.writeClosed) return;
     if (!this.headStarted) {
       // Nothing written: an empty body. Without a declared length, say 0 rather than chunked.
-      if (!this.isHead && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding') && !statusHasNoBody(this.status)) {
+      if (!responseHasNoBody(this.status, this.request.method) && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding')) {
         this.headers.set('Content-Length', '0');
       }
       this.decide(true);
     }
-    switch (this.mode) {
-      case Mode.None:
-        if (this.wire !== null) {
-          this.writeClosed = true;
-          return;
-        }
-        this.writeClosed = true;
-        await this.sendHead(null);
-        return;
-      case Mode.Held: {
-        if (this.heldBytes !== this.declared) {
-          throw new ProtocolError(`response body has ${this.heldBytes} bytes but Content-Length says ${this.declared}`);
-        }
-        this.writeClosed = true;
-        const body = this.held!.length === 1 ? this.held![0]! : Buffer.concat(this.held!, this.heldBytes);
-        this.held = null;
-        await this.sendHead(body);
-        return;
-      }
-      case Mode.Fixed:
-        if (this.sent !== this.declared) {
-          this.writeClosed = true;
-          throw new ProtocolError(`response body has ${this.sent} bytes but Content-Length says ${this.declared}; the connection is closed`);
-        }
-        this.writeClosed = true;
-        return;
-      case Mode.Chunked:
-        this.writeClosed = true;
-        await this.h1.send(serializeLastChunk(this.trailerFields));
-        return;
-      case Mode.Wire:
-        if (this.writeClosed) return;
-        this.writeClosed = true;
-        if (this.declared >= 0 && this.sent !== this.declared) {
-          throw new ProtocolError(`response body has ${this.sent} bytes but Content-Length says ${this.declared}; the stream is reset`);
-        }
-        await this.wire!.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);
-        return;
-      case Mode.Raw:
-        this.writeClosed = true;
-        return;
-      default:
-        this.writeClosed = true;
+    if (this.mode === Mode.None) {
+      // The head went out with the body's end (a wire may still hold it until now).
+      this.writeClosed = true;
+      await this.wire.end(null);
+      return;
     }
+    if (this.writeClosed) {
+      // Ended with the head itself (nothing to send): a wire that holds the head lets it go now.
+      await this.wire.end(null);
+      return;
+    }
+    if (this.declared >= 0 && this.sent !== this.declared) {
+      // Nothing went out yet (the wire still holds it): the exchange can still be answered 500.
+      const held = this.wire.committed === false;
+      if (!held) this.writeClosed = true;
+      throw new ProtocolError(`response body has ${this.sent} bytes but Content-Length says ${this.declared}${held ? '' : this.protocol === 'http/1.1' ? '; the connection is closed' : '; the stream is reset'}`);
+    }
+    this.writeClosed = true;
+    await this.wire.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);
   }
 
-  /** @internal True once any byte of the response went out (a failure then closes the connection). */
+  /** @internal True once any byte of the response went out (a failure then closes the connection or resets the stream). */
   get isCommitted(): boolean {
-    return this.committed;
+    return this.committed && this.wire.committed !== false;
   }
 
   /** @internal True when the response was ended cleanly. */
@@ -597,13 +399,38 @@ export class Stream implements ServerExchange {
     return this.writeClosed;
   }
 
-  /** @internal True when the connection must close after this exchange. */
-  get mustClose(): boolean {
-    return this.closeAfter;
-  }
-
   /** @internal True when the body was read to its end (or discarded). */
   get bodyDone(): boolean {
     return this.readEnded || this.readClosed;
   }
+}
+
+/** Writes a whole Response through a stream (a hook's answer in stream-handler mode; `streamHandler`). */
+export async function writeResponseToStream(stream: Stream, res: Response): Promise<void> {
+  stream.setStatus(res.status, res.reason);
+  if (res.close) stream.setHeader('Connection', 'close');
+  for (const [k, v] of res.headers) {
+    if (eqIgnoreCase(k, 'content-length') || eqIgnoreCase(k, 'transfer-encoding')) continue;
+    stream.appendHeader(k, v);
+  }
+  // Before any byte: trailers that may not be sent are refused while a 500 can still go out.
+  if (res.hasTrailers) stream.addTrailer(res.trailers);
+  const body = res.body;
+  if (body instanceof AbstractBody) {
+    const known = res.contentLength >= 0 ? res.contentLength : body.length;
+    if (known >= 0) stream.setHeader('Content-Length', String(known));
+    else if (res.headers.has('Content-Length')) stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
+    try {
+      for await (const chunk of body) await stream.write(chunk);
+    } finally {
+      body.close();
+    }
+  } else if (body !== null && body.length > 0) {
+    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    stream.setHeader('Content-Length', String(bytes.length));
+    await stream.write(bytes);
+  } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
+    stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
+  }
+  await stream.closeWrite();
 }

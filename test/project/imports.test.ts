@@ -30,12 +30,7 @@ const KERNEL_ENTRIES: ReadonlySet<string> = new Set(['kernel/index.ts', 'kernel/
  * and an allowance whose files no longer import each other in a circle fails the test below,
  * so it is deleted with its cycle.
  */
-const ALLOWED_CYCLES: Readonly<Record<string, readonly string[]>> = {
-  // The server's exchange pipeline and the HTTP/1 connection import each other, and the hook
-  // table names the pipeline's host type; the pipeline is being made one module that neither
-  // the connection nor the hook table imports back.
-  'server exchange pipeline': ['kernel/hooks.ts', 'kernel/server/pipeline.ts', 'kernel/server/h1-connection.ts', 'kernel/server/stream.ts'],
-};
+const ALLOWED_CYCLES: Readonly<Record<string, readonly string[]>> = {};
 
 /** `graph` without the imports an allowance covers (or, with `only`, with just those of `only`). */
 function allowedCut(graph: ImportGraph, only?: readonly string[]): ImportGraph {

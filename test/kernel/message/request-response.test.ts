@@ -11,7 +11,7 @@ import {
   type Body,
 } from '../../../kernel/message/index.js';
 import { headersFromArrays, headersFromFields } from '../../../kernel/protocol.js';
-import { protocolRequest } from '../../../kernel/server/pipeline.js';
+import { protocolRequest } from '../../../kernel/server/exchange.js';
 
 const pairs = (h: Headers): [string, string][] => [...h];
 
