@@ -115,18 +115,7 @@ export {
 } from './kernel/index.js';
 
 // Servers.
-export {
-  Server,
-  Stream,
-  PeerAddr,
-  streamHandler,
-  port,
-  type ServerInit,
-  type ServerOptions,
-  type ServeOptions,
-  type RequestHandler,
-  type StreamHandler,
-} from './kernel/index.js';
+export { Server, Stream, PeerAddr, streamHandler, port, type ServerInit, type ServerOptions, type ServeOptions, type RequestHandler, type StreamHandler } from './kernel/index.js';
 
 // Clients.
 export {

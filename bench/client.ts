@@ -175,9 +175,7 @@ function envNumber(name: string, fallback: number): number {
 }
 
 function defaultOptions(): ClientBenchOptions {
-  const scenarios = (envList('BENCH_CLIENT_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName =>
-    (SCENARIOS as readonly string[]).includes(s),
-  );
+  const scenarios = (envList('BENCH_CLIENT_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName => (SCENARIOS as readonly string[]).includes(s));
   const server = process.env.BENCH_CLIENT_SERVER ?? 'net-raw';
   return {
     duration: envNumber('BENCH_CLIENT_DURATION', envNumber('BENCH_DURATION', 1.5)) || 1.5,
@@ -208,11 +206,7 @@ const { live, track, killAllNow } = childTracker();
  * Precompiles the programs (see {@link prepareLaunches}) keyed by source path, with external
  * source maps for profiles.
  */
-function prepareProgramLaunches(
-  sources: string[],
-  runner: 'esbuild' | 'tsx',
-  dir: string | null,
-): Promise<{ launches: Map<string, Launch>; runner: 'esbuild' | 'tsx'; note?: string }> {
+function prepareProgramLaunches(sources: string[], runner: 'esbuild' | 'tsx', dir: string | null): Promise<{ launches: Map<string, Launch>; runner: 'esbuild' | 'tsx'; note?: string }> {
   const entries = sources.map((src, i) => ({ key: src, source: src, outName: `${i}-${src.split('/').pop()!.replace(/\.ts$/, '')}.mjs` }));
   return prepareLaunches(entries, runner, dir, { sourcemap: 'external', what: 'programs' });
 }
@@ -427,10 +421,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
   if (canPin) {
     log(`pinning: server on core ${opts.serverCpu} (taskset -c ${opts.serverCpu}), clients on core ${opts.clientCpu} (taskset -c ${opts.clientCpu})`);
   } else {
-    log(
-      `WARNING: not pinning (${cores < 2 ? `only ${cores} core` : 'taskset missing or unusable; Debian package util-linux'}): ` +
-        'server and clients share the cores, figures are noisier',
-    );
+    log(`WARNING: not pinning (${cores < 2 ? `only ${cores} core` : 'taskset missing or unusable; Debian package util-linux'}): ` + 'server and clients share the cores, figures are noisier');
   }
 
   const busy = await machineBusy(500);
@@ -468,11 +459,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
     const prepared = await prepareProgramLaunches([runnerSrc, serverSrc], opts.runner, buildDir);
     if (prepared.note) log(`WARNING: ${prepared.note}`);
     const runnerLaunch = prepared.launches.get(runnerSrc) ?? { error: 'no launcher' };
-    log(
-      prepared.runner === 'esbuild'
-        ? 'programs: precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node'
-        : 'programs: run with node --import tsx',
-    );
+    log(prepared.runner === 'esbuild' ? 'programs: precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node' : 'programs: run with node --import tsx');
 
     server = await startServer(prepared.launches.get(serverSrc) ?? { error: 'no launcher' }, serverCpu);
     const srv = server;
@@ -541,8 +528,7 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
           const serverCpu = (100 * server) / wall;
           // CPU (user + system) of every other process meanwhile, % of the whole machine.
           const m1 = machineTicks();
-          const otherLoad =
-            m0 && m1 ? Math.max(0, (100 * ((m1.tasks - m0.tasks) * 10 - server - (procCpuMs(c.child.pid ?? -1) - c0))) / (wall * cores)) : NaN;
+          const otherLoad = m0 && m1 ? Math.max(0, (100 * ((m1.tasks - m0.tasks) * 10 - server - (procCpuMs(c.child.pid ?? -1) - c0))) / (wall * cores)) : NaN;
           if (r.errors > 0 && !notes.has(c)) notes.set(c, `${r.errors} errors: ${r.firstError ?? '?'}`);
           if (r.requests === 0) {
             notes.set(c, `no request completed${r.firstError ? `: ${r.firstError}` : ''}`);
@@ -593,7 +579,12 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
           ...(note ? { note } : {}),
         };
       });
-      const ratio = (r: ClientRow, label: string): number => pairedRatio(r, rows.find((x) => x.client === label), opts.runs);
+      const ratio = (r: ClientRow, label: string): number =>
+        pairedRatio(
+          r,
+          rows.find((x) => x.client === label),
+          opts.runs,
+        );
       for (const r of rows) {
         r.vsUndici = ratio(r, 'undici request');
         r.vsAxios = ratio(r, 'axios');

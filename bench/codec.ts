@@ -149,8 +149,15 @@ function llhttpRunner(binding: LlhttpBinding, kind: 'request' | 'response', piec
     lastUrl += url;
   };
   parser[HTTPParser.kOnHeadersComplete] = function onHeadersComplete(
-    _major: number, _minor: number, headers: string[] | undefined, method: number | undefined, url: string | undefined,
-    _status: number, _reason: string, _upgrade: boolean, _keepAlive: boolean,
+    _major: number,
+    _minor: number,
+    headers: string[] | undefined,
+    method: number | undefined,
+    url: string | undefined,
+    _status: number,
+    _reason: string,
+    _upgrade: boolean,
+    _keepAlive: boolean,
   ): number {
     if (headers === undefined) headers = lastHeaders;
     if (url === undefined) url = lastUrl;

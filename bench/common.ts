@@ -12,7 +12,12 @@ import { median } from './load.js';
 /** Comma list from the environment variable `name`, or null when unset or empty. */
 export function envList(name: string): string[] | null {
   const v = process.env[name]?.trim();
-  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : null;
+  return v
+    ? v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : null;
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -222,7 +227,10 @@ export async function prepareLaunches(
       } catch (e) {
         const errors = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
         const why = errors?.length
-          ? errors.slice(0, 2).map((x) => `${x.location ? `${x.location.file}:${x.location.line}: ` : ''}${x.text}`).join(' | ')
+          ? errors
+              .slice(0, 2)
+              .map((x) => `${x.location ? `${x.location.file}:${x.location.line}: ` : ''}${x.text}`)
+              .join(' | ')
           : (e as Error).message;
         launches.set(entry.key, { error: `does not build: ${why}` });
       }

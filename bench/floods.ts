@@ -82,16 +82,17 @@ async function child(role: string, name: string): Promise<void> {
   }
   const options = { host: '127.0.0.1', port: 0, onError: () => undefined, ...CASES[name]!.options };
   const chunk = Buffer.alloc(1024, 0x61);
-  const server = CASES[name]!.stream === true
-    ? await api.listen(async (st) => {
-      if (st.request.target === '/ok') return void (await st.write('ok'));
-      for (let i = 0; i < 1024; i++) await st.write(chunk); // 1 MiB per stream
-    }, options)
-    : await api.serve(async (req) => {
-      // In flight a little while, so a stream reset at once finds its handler running.
-      if (req.target === '/slow') await delay(5);
-      return new api.Response(200, 'ok');
-    }, options);
+  const server =
+    CASES[name]!.stream === true
+      ? await api.listen(async (st) => {
+          if (st.request.target === '/ok') return void (await st.write('ok'));
+          for (let i = 0; i < 1024; i++) await st.write(chunk); // 1 MiB per stream
+        }, options)
+      : await api.serve(async (req) => {
+          // In flight a little while, so a stream reset at once finds its handler running.
+          if (req.target === '/slow') await delay(5);
+          return new api.Response(200, 'ok');
+        }, options);
   process.on('message', (m) => {
     if (m === 'count') send({ connections: server.connectionCount });
   });
@@ -370,11 +371,13 @@ const CASES: Record<string, Case> = {
       const socks: net.Socket[] = [];
       for (let i = 0; i < 10_000; i += 100) {
         const batch = Array.from({ length: Math.min(100, 10_000 - i) }, (_, k) => connect(port, i + k));
-        await Promise.all(batch.map(async (s) => {
-          await once(s, 'connect');
-          s.write('GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n');
-          await once(s, 'data');
-        }));
+        await Promise.all(
+          batch.map(async (s) => {
+            await once(s, 'connect');
+            s.write('GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n');
+            await once(s, 'data');
+          }),
+        );
         socks.push(...batch);
       }
       const open = sampler.sample();
@@ -392,11 +395,16 @@ const CASES: Record<string, Case> = {
     async run({ port, connections }) {
       const s = await h2Raw(port);
       let pairs = 0;
-      const sent = await h2Flood(s, () => {
-        const out: Buffer[] = [];
-        for (let i = 0; i < 1000; i++, pairs++) out.push(h2Get(1 + 2 * pairs, '/slow'), rst(1 + 2 * pairs));
-        return Buffer.concat(out);
-      }, 1000, 20_000);
+      const sent = await h2Flood(
+        s,
+        () => {
+          const out: Buffer[] = [];
+          for (let i = 0; i < 1000; i++, pairs++) out.push(h2Get(1 + 2 * pairs, '/slow'), rst(1 + 2 * pairs));
+          return Buffer.concat(out);
+        },
+        1000,
+        20_000,
+      );
       return oneConnection(s, `${sent.toLocaleString('en')} pairs sent`, connections);
     },
   },
@@ -404,7 +412,12 @@ const CASES: Record<string, Case> = {
     what: 'HTTP/2 CONTINUATION without END_HEADERS, 1 KB each, up to 20,000',
     async run({ port, connections }) {
       const s = await h2Raw(port);
-      const first = block([[':method', 'GET'], [':scheme', 'http'], [':path', '/c'], [':authority', 'localhost']]);
+      const first = block([
+        [':method', 'GET'],
+        [':scheme', 'http'],
+        [':path', '/c'],
+        [':authority', 'localhost'],
+      ]);
       s.write(frame(T.HEADERS, 0x1, 1, first));
       const burst = Buffer.concat(Array.from({ length: 100 }, () => frame(T.CONTINUATION, 0, 1, block([['x-more', 'a'.repeat(1000)]]))));
       const sent = await h2Flood(s, () => burst, 100, 20_000);
@@ -501,7 +514,12 @@ async function runClientCase(name: string): Promise<Row> {
     srv = await hostileServer((s) => {
       s.write('HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n');
       const chunk = Buffer.alloc(64 * 1024);
-      void pump(s, () => ((sentBytes += chunk.length), chunk), () => false, 1024 * MiB);
+      void pump(
+        s,
+        () => ((sentBytes += chunk.length), chunk),
+        () => false,
+        1024 * MiB,
+      );
     });
   }
   const port = (srv.address() as net.AddressInfo).port;

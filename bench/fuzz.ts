@@ -144,7 +144,10 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
-async function runSockets(seed: number, count: number): Promise<{ heads: number; connections: number; statuses: Map<number, number>; crashes: string[]; hangs: string[]; ms: number; heapGrowth: number }> {
+async function runSockets(
+  seed: number,
+  count: number,
+): Promise<{ heads: number; connections: number; statuses: Map<number, number>; crashes: string[]; hangs: string[]; ms: number; heapGrowth: number }> {
   const crashes: string[] = [];
   const hangs: string[] = [];
   const onUncaught = (e: unknown): void => void crashes.push(`uncaught: ${String(e)}`);

@@ -405,7 +405,10 @@ function clientChild(kind: ClientKind, port: number, n: number, cpu: number | nu
 
 async function clientBench(runs: number, n: number, seconds: number, serverCpu: number | null, loadCpu: number | null, log: (s: string) => void): Promise<Row[]> {
   const { child, port } = await startServer('node-h2c', serverCpu);
-  const rows = { node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] }, switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] } };
+  const rows = {
+    node: { label: 'node:http2 session', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] },
+    switchyard: { label: 'switchyard Client', runs: [] as number[], reqPerSec: NaN, errors: 0, cpu: [] as number[], shared: [] as number[] },
+  };
   try {
     for (let round = 0; round < runs; round++) {
       for (const k of round % 2 === 0 ? (['node', 'switchyard'] as const) : (['switchyard', 'node'] as const)) {
@@ -450,8 +453,7 @@ async function clientPairWindow(order: ClientKind[], port: number, seconds: numb
     const failed = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`client ${kind} exited (${code}): ${out.slice(0, 200)}`))));
     // It exits by itself once it has reported; only a wait still pending cares.
     failed.catch(() => undefined);
-    const wait = (word: RegExp): Promise<void> =>
-      Promise.race([new Promise<void>((resolve) => (word.test(out) ? resolve() : waiters.push({ word, resolve }))), failed]);
+    const wait = (word: RegExp): Promise<void> => Promise.race([new Promise<void>((resolve) => (word.test(out) ? resolve() : waiters.push({ word, resolve }))), failed]);
     return { child, wait, out: () => out };
   });
   try {
@@ -488,24 +490,35 @@ export async function runH2Bench(log: (s: string) => void = console.log): Promis
     log(`\nh2load -c 10 -m 100, ${seconds} s per server and round, median of ${runs} rounds (hello world)`);
     if (rows.length > 0) {
       log('same window: switchyard, node:http2 and a second node:http2 process (the control) loaded at once on the shared server core;');
-      log('  ratio of req/s to node:http2 per round, median (rounds); on the node:http2 rows, the control\'s: the method\'s own floor');
+      log("  ratio of req/s to node:http2 per round, median (rounds); on the node:http2 rows, the control's: the method's own floor");
     }
-    if (rows.length > 0) printTable(
-      ['server', 'req/s', 'vs node:http2', 'same window', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
-      rows.map((r) => {
-        const tls = r.label.includes('TLS');
-        const node = base(tls ? 'node:http2 TLS' : 'node:http2 h2c');
-        const fastify = base(tls ? 'fastify http2 TLS' : 'fastify http2 h2c');
-        const cpu = median(r.cpu);
-        // Efficiency as a throughput-like ratio: node's CPU per request over ours (>1: cheaper than node).
-        const cpuRatio = node !== undefined ? median(node.cpu) / cpu : NaN;
-        const rounds = `${fmtRatio(median(r.shared))} (${r.shared.map((x) => x.toFixed(2)).join(' ')})`;
-        const shared = r.shared.length === 0 ? '-' : r === node ? `control ${rounds}` : rounds;
-        return [r.label, fmtInt(r.reqPerSec), fmtRatio(pairedRatio(r, node, runs)), shared, fmtRatio(pairedRatio(r, fastify, runs)), cpu.toFixed(1), fmtRatio(cpuRatio), String(r.errors), r.runs.map(fmtInt).join(' ')];
-      }),
-      log,
-      true,
-    );
+    if (rows.length > 0)
+      printTable(
+        ['server', 'req/s', 'vs node:http2', 'same window', 'vs fastify', 'CPU µs/req', 'CPU vs node:http2', 'errors', 'runs (req/s)'],
+        rows.map((r) => {
+          const tls = r.label.includes('TLS');
+          const node = base(tls ? 'node:http2 TLS' : 'node:http2 h2c');
+          const fastify = base(tls ? 'fastify http2 TLS' : 'fastify http2 h2c');
+          const cpu = median(r.cpu);
+          // Efficiency as a throughput-like ratio: node's CPU per request over ours (>1: cheaper than node).
+          const cpuRatio = node !== undefined ? median(node.cpu) / cpu : NaN;
+          const rounds = `${fmtRatio(median(r.shared))} (${r.shared.map((x) => x.toFixed(2)).join(' ')})`;
+          const shared = r.shared.length === 0 ? '-' : r === node ? `control ${rounds}` : rounds;
+          return [
+            r.label,
+            fmtInt(r.reqPerSec),
+            fmtRatio(pairedRatio(r, node, runs)),
+            shared,
+            fmtRatio(pairedRatio(r, fastify, runs)),
+            cpu.toFixed(1),
+            fmtRatio(cpuRatio),
+            String(r.errors),
+            r.runs.map(fmtInt).join(' '),
+          ];
+        }),
+        log,
+        true,
+      );
     if (only === 'server') return;
     // Client rounds are short (a few seconds each): more of them, for a steadier median.
     const clientRuns = Number(process.env.BENCH_H2_CLIENT_RUNS ?? Math.max(runs, 5)) || 5;

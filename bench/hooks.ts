@@ -62,9 +62,7 @@ export async function measureHooks(options: HooksBenchOptions = {}): Promise<Hoo
   const empty = await createKernel().ready();
   // A kernel with one sync tap on a sync hook and on an async bail hook, and a kernel whose
   // async hook has one promise tap.
-  const tappedKernel = await createKernel()
-    .register(benchPlugin())
-    .ready();
+  const tappedKernel = await createKernel().register(benchPlugin()).ready();
   const promiseKernel = createKernel();
   promiseKernel.hooks.client.onRequest.tapPromise('bench-promise', async () => undefined);
   await promiseKernel.ready();
@@ -77,18 +75,36 @@ export async function measureHooks(options: HooksBenchOptions = {}): Promise<Hoo
   };
 
   // 0. The loop itself, to read the others against.
-  add('baseline: empty loop (loop and counter only)', median(rounds, () => emptyLoop(n)));
+  add(
+    'baseline: empty loop (loop and counter only)',
+    median(rounds, () => emptyLoop(n)),
+  );
   // 1. Zero taps.
-  add('0 taps, kernel null branch (tapped.client.onRequest === null)', median(rounds, () => nullBranch(empty, req, ctx, n)));
-  add('0 taps, hook.callAsync anyway (what the null branch avoids)', median(rounds, () => untappedCallAsync(empty, req, ctx, n)));
+  add(
+    '0 taps, kernel null branch (tapped.client.onRequest === null)',
+    median(rounds, () => nullBranch(empty, req, ctx, n)),
+  );
+  add(
+    '0 taps, hook.callAsync anyway (what the null branch avoids)',
+    median(rounds, () => untappedCallAsync(empty, req, ctx, n)),
+  );
   add('0 taps, hook.promise() anyway (allocates a Promise)', await medianAsync(rounds, () => untappedPromise(empty, req, ctx, nAsync)));
 
   // 2. One sync tap through .call.
-  add('1 sync tap, .call (kernel hook: tap wrapped for error names)', median(rounds, () => syncCall(tappedKernel, res, req, n)));
-  add('1 sync tap, .call (bare tapable hook, for comparison)', median(rounds, () => rawCall(rawSync, res, req, n)));
+  add(
+    '1 sync tap, .call (kernel hook: tap wrapped for error names)',
+    median(rounds, () => syncCall(tappedKernel, res, req, n)),
+  );
+  add(
+    '1 sync tap, .call (bare tapable hook, for comparison)',
+    median(rounds, () => rawCall(rawSync, res, req, n)),
+  );
 
   // 3. One tap through callAsync and .promise().
-  add('1 sync tap on async bail hook, .callAsync', median(rounds, () => asyncCallAsync(tappedKernel, req, ctx, n)));
+  add(
+    '1 sync tap on async bail hook, .callAsync',
+    median(rounds, () => asyncCallAsync(tappedKernel, req, ctx, n)),
+  );
   add('1 sync tap on async bail hook, .promise()', await medianAsync(rounds, () => asyncPromise(tappedKernel, req, ctx, nAsync)));
   add('1 promise tap (tapPromise), .promise()', await medianAsync(rounds, () => asyncPromise(promiseKernel, req, ctx, nAsync)));
 

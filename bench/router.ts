@@ -50,11 +50,21 @@ function table(size: number): Table {
     // Spread over the resources present in this table (the last may be cut short: skip it).
     const i = (k * 7919) % Math.max(1, resources - 1);
     switch (k % 5) {
-      case 0: lookups.push(['GET', `/api/v1/res${i}`]); break;
-      case 1: lookups.push(['GET', `/api/v1/res${i}/abc${k}`]); break;
-      case 2: lookups.push(['GET', `/api/v1/res${i}/u${k}/items/${k * 13}`]); break;
-      case 3: lookups.push(['GET', `/files${i}/css/site${k}.css`]); break;
-      default: lookups.push(['GET', `/nothing/here/${k}`]); break;
+      case 0:
+        lookups.push(['GET', `/api/v1/res${i}`]);
+        break;
+      case 1:
+        lookups.push(['GET', `/api/v1/res${i}/abc${k}`]);
+        break;
+      case 2:
+        lookups.push(['GET', `/api/v1/res${i}/u${k}/items/${k * 13}`]);
+        break;
+      case 3:
+        lookups.push(['GET', `/files${i}/css/site${k}.css`]);
+        break;
+      default:
+        lookups.push(['GET', `/nothing/here/${k}`]);
+        break;
     }
   }
   return { routes, lookups };
@@ -105,15 +115,18 @@ function cases(size: number, n: number): Case[] {
   return [
     ['switchyard Router.match', () => timeLoop(n, t.lookups, (m, p) => ours.match(m, p))],
     ['find-my-way find', () => timeLoop(n, t.lookups, (m, p) => fmw.find(m as 'GET', p))],
-    ['switchyard router(req): match, context, handler', () => {
-      const k = reqs.length;
-      const t0 = process.hrtime.bigint();
-      for (let i = 0; i < n; i++) {
-        const r = ours(reqs[i % k]!) as Response;
-        sink = (sink + r.status) & 0xffff;
-      }
-      return Number(process.hrtime.bigint() - t0) / n;
-    }],
+    [
+      'switchyard router(req): match, context, handler',
+      () => {
+        const k = reqs.length;
+        const t0 = process.hrtime.bigint();
+        for (let i = 0; i < n; i++) {
+          const r = ours(reqs[i % k]!) as Response;
+          sink = (sink + r.status) & 0xffff;
+        }
+        return Number(process.hrtime.bigint() - t0) / n;
+      },
+    ],
   ];
 }
 

@@ -39,19 +39,7 @@ import { mkdir, mkdtemp } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import {
-  median,
-  openIdleConnections,
-  pinned,
-  readRss,
-  runWrk,
-  sequentialRequests,
-  tasksetUsable,
-  wrkArgv,
-  wrkVersion,
-  writePipelineScript,
-  type WrkResult,
-} from './load.js';
+import { median, openIdleConnections, pinned, readRss, runWrk, sequentialRequests, tasksetUsable, wrkArgv, wrkVersion, writePipelineScript, type WrkResult } from './load.js';
 import {
   abortOnSignals,
   childTracker,
@@ -156,9 +144,7 @@ function envNumber(name: string, fallback: number): number {
 }
 
 function defaultOptions(): ServerBenchOptions {
-  const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName =>
-    (SCENARIOS as readonly string[]).includes(s),
-  );
+  const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName => (SCENARIOS as readonly string[]).includes(s));
   return {
     duration: Math.round(envNumber('BENCH_DURATION', 3)),
     warmup: Math.round(envNumber('BENCH_WARMUP', 1)),
@@ -252,10 +238,7 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
   if (canPin) {
     log(`pinning: servers on core ${opts.serverCpu} (taskset -c ${opts.serverCpu}), wrk on core ${opts.loadCpu} (taskset -c ${opts.loadCpu})`);
   } else {
-    log(
-      `WARNING: not pinning (${cores < 2 ? `only ${cores} core` : 'taskset missing or unusable; Debian package util-linux'}): ` +
-        'servers and wrk share the cores, figures are noisier',
-    );
+    log(`WARNING: not pinning (${cores < 2 ? `only ${cores} core` : 'taskset missing or unusable; Debian package util-linux'}): ` + 'servers and wrk share the cores, figures are noisier');
   }
   if (!wrk) log('WARNING: wrk not found (Debian package "wrk"): throughput scenarios skipped');
 
@@ -314,16 +297,9 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       const prepared = await prepareServerLaunches(specs, opts.runner, buildDir);
       launches = prepared.launches;
       if (prepared.note) log(`WARNING: ${prepared.note}`);
-      log(
-        prepared.runner === 'esbuild'
-          ? 'servers: precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node'
-          : 'servers: run with node --import tsx',
-      );
+      log(prepared.runner === 'esbuild' ? 'servers: precompiled with esbuild (bundled sources, npm packages external, target node20), run with plain node' : 'servers: run with node --import tsx');
     }
-    log(
-      `runs: ${opts.runs} x ${opts.duration} s per scenario and server (median), ${opts.warmup} s warm-up, ` +
-        'servers alternate in rotating order; ratios = median of per-round ratios',
-    );
+    log(`runs: ${opts.runs} x ${opts.duration} s per scenario and server (median), ${opts.warmup} s warm-up, ` + 'servers alternate in rotating order; ratios = median of per-round ratios');
 
     const urlOf = (p: ServerProc): string => `http://${HOST}:${p.port}/`;
     const printTableIf = (head: string[], rows: string[][]): void => {
@@ -390,7 +366,12 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       });
       // Ratios pair the runs of one round (measured seconds apart), then take the median, so
       // a machine whose speed drifts between rounds moves both sides of each ratio alike.
-      const ratio = (r: ThroughputRow, label: string): number => pairedRatio(r, rows.find((x) => x.server === label), opts.runs);
+      const ratio = (r: ThroughputRow, label: string): number =>
+        pairedRatio(
+          r,
+          rows.find((x) => x.server === label),
+          opts.runs,
+        );
       for (const r of rows) {
         r.vsNodeHttp = ratio(r, 'node:http');
         r.vsFastify = ratio(r, 'fastify');
@@ -425,13 +406,7 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       if (want('pipeline')) {
         scriptDir = await mkdtemp(join(tmpdir(), 'switchyard-bench-'));
         const script = await writePipelineScript(scriptDir, opts.pipeline);
-        await throughput(
-          'pipeline',
-          `hello world, pipelining depth ${opts.pipeline}, ${opts.connections} connections (req/s)`,
-          procs,
-          script,
-          !want('hello'),
-        );
+        await throughput('pipeline', `hello world, pipelining depth ${opts.pipeline}, ${opts.connections} connections (req/s)`, procs, script, !want('hello'));
       }
       await stopAll(procs);
     }

@@ -102,7 +102,9 @@ export async function runSseBench(options: SseBenchOptions = {}): Promise<SseBen
     const prepared = await prepareLaunches([{ key: 'sse', source: fileURLToPath(import.meta.url), outName: 'sse.mjs' }], runner, buildDir, { sourcemap: false, what: 'sse bench programs' });
     if (prepared.note) log(`WARNING: ${prepared.note}`);
     const launch = prepared.launches.get('sse')!;
-    log(`${clients} clients, ${payload}-byte events, ${runs} rounds of ${warmup} s warm-up + ${duration} s, ${canPin ? `servers on cpu ${serverCpu}, clients on cpu ${loadCpu}` : 'not pinned (taskset unusable)'}, ${prepared.runner === 'esbuild' ? 'precompiled with esbuild' : 'run with tsx'}`);
+    log(
+      `${clients} clients, ${payload}-byte events, ${runs} rounds of ${warmup} s warm-up + ${duration} s, ${canPin ? `servers on cpu ${serverCpu}, clients on cpu ${loadCpu}` : 'not pinned (taskset unusable)'}, ${prepared.runner === 'esbuild' ? 'precompiled with esbuild' : 'run with tsx'}`,
+    );
 
     const figures = new Map<SseServerId, { runs: number[]; fairness: number[]; cpu: number[] }>(SERVERS.map((s) => [s, { runs: [], fairness: [], cpu: [] }]));
     for (let r = 0; r < runs; r++) {
@@ -177,7 +179,11 @@ async function oneRun(id: SseServerId, launch: Launch, o: RunOptions): Promise<{
   const server = child(pinned(o.serverCpu, [process.execPath, ...launch.argv]), { ...common, SSE_ROLE: id }, o.track);
   try {
     const port = Number((await server.line(/^PORT (\d+)$/, 10_000))[1]);
-    const load = child(pinned(o.loadCpu, [process.execPath, ...launch.argv]), { ...common, SSE_ROLE: 'load', SSE_PORT: String(port), SSE_WARMUP: String(o.warmup), SSE_DURATION: String(o.duration) }, o.track);
+    const load = child(
+      pinned(o.loadCpu, [process.execPath, ...launch.argv]),
+      { ...common, SSE_ROLE: 'load', SSE_PORT: String(port), SSE_WARMUP: String(o.warmup), SSE_DURATION: String(o.duration) },
+      o.track,
+    );
     try {
       await load.line(/^WINDOW$/, o.warmup * 1000 + 20_000);
       const cpu0 = cpuSeconds(server.proc.pid);
@@ -282,15 +288,19 @@ async function switchyardServer(clients: number, payload: string): Promise<void>
   };
   const server = await serve(
     (req) =>
-      sseStream(async (s) => {
-        streams.add(s);
-        if (!started && streams.size === clients) {
-          started = true;
-          void broadcast();
-        }
-        await new Promise<void>((r) => s.ctx.onCancel(() => r()));
-        streams.delete(s);
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          streams.add(s);
+          if (!started && streams.size === clients) {
+            started = true;
+            void broadcast();
+          }
+          await new Promise<void>((r) => s.ctx.onCancel(() => r()));
+          streams.delete(s);
+        },
+        200,
+        { request: req },
+      ),
     { host: HOST, port: 0 },
   );
   process.stdout.write(`PORT ${server.port}\n`);

@@ -28,22 +28,7 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import {
-  abortOnSignals,
-  childTracker,
-  envList,
-  firstLines,
-  fmtInt,
-  fmtK,
-  fmtRatio,
-  pairedRatio,
-  prepareLaunches,
-  printTable,
-  runSpread,
-  spawnListening,
-  stopChild,
-  type Launch,
-} from './common.js';
+import { abortOnSignals, childTracker, envList, firstLines, fmtInt, fmtK, fmtRatio, pairedRatio, prepareLaunches, printTable, runSpread, spawnListening, stopChild, type Launch } from './common.js';
 import { median, pinned, readRss, runWrk, tasksetUsable, wrkArgv, wrkVersion } from './load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -273,7 +258,9 @@ export async function runStaticBench(overrides: Partial<StaticBenchOptions> = {}
       const urlOf = (p: Proc): string => `http://${HOST}:${p.port}${path}`;
       console.log();
       console.log(`### ${size.label} file, keep-alive, ${opts.connections} connections`);
-      console.log(`$ ${wrk ? wrkArgv({ url: `http://${HOST}:<port>${path}`, connections: opts.connections, threads: 1, duration: opts.duration, cpu: loadCpu }).join(' ') : `undici Pool, ${opts.connections} connections, ${opts.duration} s`}`);
+      console.log(
+        `$ ${wrk ? wrkArgv({ url: `http://${HOST}:<port>${path}`, connections: opts.connections, threads: 1, duration: opts.duration, cpu: loadCpu }).join(' ') : `undici Pool, ${opts.connections} connections, ${opts.duration} s`}`,
+      );
       const live = procs.filter((p) => !notes.has(p.id));
       for (const p of live) {
         try {
@@ -322,8 +309,16 @@ export async function runStaticBench(overrides: Partial<StaticBenchOptions> = {}
         };
       });
       for (const r of rows) {
-        r.vsFastifyStatic = pairedRatio(r, rows.find((x) => x.server === '@fastify/static'), opts.runs);
-        r.vsServeStatic = pairedRatio(r, rows.find((x) => x.server === 'serve-static'), opts.runs);
+        r.vsFastifyStatic = pairedRatio(
+          r,
+          rows.find((x) => x.server === '@fastify/static'),
+          opts.runs,
+        );
+        r.vsServeStatic = pairedRatio(
+          r,
+          rows.find((x) => x.server === 'serve-static'),
+          opts.runs,
+        );
       }
       results.set(size.id, rows);
       printTable(

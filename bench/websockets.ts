@@ -297,15 +297,7 @@ export async function runWebsocketsBench(log: (s: string) => void = console.log)
         const ratio = median(rates.switchyard.map((v, i) => v / rates.ws[i]!));
         const unit = s.size >= 1024 * 1024 ? (v: number) => `${(v * (s.size / 1048576)).toFixed(0)} MiB/s` : (v: number) => `${fmtInt(v)} msg/s`;
         const us = (v: number): string => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
-        rows.push([
-          s.label,
-          compress ? 'deflate' : 'off',
-          unit(median(rates.ws)),
-          unit(median(rates.switchyard)),
-          fmtRatio(ratio),
-          us(median(cpu.ws)),
-          us(median(cpu.switchyard)),
-        ]);
+        rows.push([s.label, compress ? 'deflate' : 'off', unit(median(rates.ws)), unit(median(rates.switchyard)), fmtRatio(ratio), us(median(cpu.ws)), us(median(cpu.switchyard))]);
       }
       await stopProcesses();
     }

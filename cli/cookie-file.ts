@@ -78,9 +78,7 @@ export function formatCookieFile(jar: CookieJar, now = Date.now()): string {
       if (t <= now) continue;
       const expiry = t === Infinity ? 0 : Math.max(1, Math.floor(t / 1000));
       const domain = c.hostOnly ? c.domain : `.${c.domain}`;
-      lines.push(
-        `${c.httpOnly ? HTTP_ONLY : ''}${domain}\t${c.hostOnly ? 'FALSE' : 'TRUE'}\t${c.path || '/'}\t${c.secure ? 'TRUE' : 'FALSE'}\t${expiry}\t${c.name}\t${c.value}`,
-      );
+      lines.push(`${c.httpOnly ? HTTP_ONLY : ''}${domain}\t${c.hostOnly ? 'FALSE' : 'TRUE'}\t${c.path || '/'}\t${c.secure ? 'TRUE' : 'FALSE'}\t${expiry}\t${c.name}\t${c.value}`);
     }
   }
   return `${lines.join('\n')}\n`;

@@ -69,8 +69,7 @@ async function listDirectory(target: string, rootReal: string, dotfiles: boolean
     items.push(`<li><a href="${encodeURIComponent(name)}${slash}">${escapeHtml(name)}${slash}</a></li>`);
   }
   const html =
-    `<!doctype html>\n<html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>\n` +
-    `<body><h1>${escapeHtml(title)}</h1>\n<ul>\n${items.join('\n')}\n</ul></body></html>\n`;
+    `<!doctype html>\n<html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>\n` + `<body><h1>${escapeHtml(title)}</h1>\n<ul>\n${items.join('\n')}\n</ul></body></html>\n`;
   return new Response(
     200,
     [

@@ -172,29 +172,35 @@ export async function runRequest(command: string, argv: readonly string[], io: I
     if (cookiePath !== undefined) jar = await loadCookieFile(cookiePath);
     if (toFile) file = await openOutput(outPath);
     client = new Client({ kernel, ...(tlsConfig !== undefined ? { tlsConfig } : {}) });
-    const { res, finalUrl } = await send(client, method, url, {
-      headers,
-      body: body.body,
-      statusException: false,
-      redirect: o['no-follow'] !== true,
-      retry: retries > 0,
-      retries,
-      signal: abort.signal,
-      ...(timeout > 0 ? { requestTimeout: timeout } : {}),
-      ...(o.http1 === true ? { httpVersion: 'h1' as const } : o.http2 === true ? { httpVersion: 'h2' as const } : {}),
-      ...(o.proxy !== undefined ? { proxy: o.proxy } : {}),
-      ...(o.compressed === true ? { decompress: true } : {}),
-      ...(jar !== undefined ? { cookiejar: jar } : {}),
-      ...(basicauth !== undefined ? { basicauth } : {}),
-    }, {
-      io,
-      file,
-      verbose,
-      head: o.include === true || headOnly ? 'output' : verbose > 0 ? 'stdout' : 'none',
-      bodyless: headOnly,
-      fail: o.fail === true,
-      progress: toFile && !silent && io.stderr.isTTY === true,
-    });
+    const { res, finalUrl } = await send(
+      client,
+      method,
+      url,
+      {
+        headers,
+        body: body.body,
+        statusException: false,
+        redirect: o['no-follow'] !== true,
+        retry: retries > 0,
+        retries,
+        signal: abort.signal,
+        ...(timeout > 0 ? { requestTimeout: timeout } : {}),
+        ...(o.http1 === true ? { httpVersion: 'h1' as const } : o.http2 === true ? { httpVersion: 'h2' as const } : {}),
+        ...(o.proxy !== undefined ? { proxy: o.proxy } : {}),
+        ...(o.compressed === true ? { decompress: true } : {}),
+        ...(jar !== undefined ? { cookiejar: jar } : {}),
+        ...(basicauth !== undefined ? { basicauth } : {}),
+      },
+      {
+        io,
+        file,
+        verbose,
+        head: o.include === true || headOnly ? 'output' : verbose > 0 ? 'stdout' : 'none',
+        bodyless: headOnly,
+        fail: o.fail === true,
+        progress: toFile && !silent && io.stderr.isTTY === true,
+      },
+    );
     if (res.status < 400) return ExitCode.OK;
     if (speak) await writeOut(io.stderr, `switchyard: ${statusLine(res)} (${method} ${finalUrl})\n`);
     return ExitCode.HTTP_ERROR;

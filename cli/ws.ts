@@ -56,7 +56,7 @@ export function wsHelp(): string {
       '# chat with a server',
       'switchyard ws ws://localhost:8080/chat',
       '# send one message, print the answers, close when stdin ends',
-      "echo '{\"type\":\"ping\"}' | switchyard ws wss://localhost:8443/events --cacert cert.pem",
+      'echo \'{"type":"ping"}\' | switchyard ws wss://localhost:8443/events --cacert cert.pem',
       '# a slow server: wait up to 5 s of silence for its answers',
       'switchyard ws ws://localhost:8080/report --linger 5000 < queries.txt',
     ],
@@ -128,10 +128,7 @@ async function session(ws: WebSocket, url: string, io: Io, note: (text: string) 
   if (!stop && !ws.isClosed && lingerMs > 0) await linger(ws, lingerMs, Promise.race([reader, interrupted]), watcher);
   if (!ws.isClosed) {
     let timer: NodeJS.Timeout | undefined;
-    const answered = await Promise.race([
-      ws.close(1000).then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS))),
-    ]);
+    const answered = await Promise.race([ws.close(1000).then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS)))]);
     clearTimeout(timer);
     if (!answered) {
       ws.terminate();

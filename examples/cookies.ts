@@ -7,17 +7,24 @@
  */
 import * as HTTP from '../index.js';
 
-const server = await HTTP.serve((req) => {
-  const path = new HTTP.URI(req.target).path;
-  if (path === '/login') {
-    // Cookies set on a redirect are stored before the redirect is followed.
-    return new HTTP.Response(302, '', {
-      headers: [['Location', '/home'], ['Set-Cookie', 'session=abc123; Path=/; HttpOnly'], ['Set-Cookie', 'theme=dark; Max-Age=3600']],
-    });
-  }
-  const seen = HTTP.getCookies(req).map((c) => `${c.name}=${c.value}`);
-  return new HTTP.Response(200, `${path} saw cookies: ${seen.length > 0 ? seen.join(', ') : '(none)'}`);
-}, { host: '127.0.0.1', port: 0 });
+const server = await HTTP.serve(
+  (req) => {
+    const path = new HTTP.URI(req.target).path;
+    if (path === '/login') {
+      // Cookies set on a redirect are stored before the redirect is followed.
+      return new HTTP.Response(302, '', {
+        headers: [
+          ['Location', '/home'],
+          ['Set-Cookie', 'session=abc123; Path=/; HttpOnly'],
+          ['Set-Cookie', 'theme=dark; Max-Age=3600'],
+        ],
+      });
+    }
+    const seen = HTTP.getCookies(req).map((c) => `${c.name}=${c.value}`);
+    return new HTTP.Response(200, `${path} saw cookies: ${seen.length > 0 ? seen.join(', ') : '(none)'}`);
+  },
+  { host: '127.0.0.1', port: 0 },
+);
 const base = `http://127.0.0.1:${server.port}`;
 
 // Cookies are off unless a jar is given: to a Client (as here) or per call ({ cookiejar }).

@@ -50,8 +50,7 @@ export const routeMetrics = definePlugin({
     });
 
     const metrics: RouteMetrics = {
-      snapshot: () =>
-        Object.fromEntries([...table].map(([k, r]) => [k, { count: r.count, statuses: { ...r.statuses }, meanMs: Number((r.totalMs / r.count).toFixed(3)) }])),
+      snapshot: () => Object.fromEntries([...table].map(([k, r]) => [k, { count: r.count, statuses: { ...r.statuses }, meanMs: Number((r.totalMs / r.count).toFixed(3)) }])),
     };
     kernel.decorate('routeMetrics', metrics);
     const path = options.path ?? '/metrics';

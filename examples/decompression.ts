@@ -12,12 +12,15 @@ import { decodedContentEncoding } from '../plugins/index.js';
 
 const text = 'switchyard '.repeat(10_000); // 110 000 bytes that compress well
 
-const server = await HTTP.serve((req) => {
-  const accepts = req.headers.get('Accept-Encoding') ?? '';
-  const [coding, body] = accepts.includes('br') ? ['br', brotliCompressSync(text)] : accepts.includes('gzip') ? ['gzip', gzipSync(text)] : ['identity', Buffer.from(text)];
-  console.log(`server: Accept-Encoding "${accepts}" -> ${coding}, ${body.length} bytes on the wire`);
-  return new HTTP.Response(200, body, { headers: { 'Content-Type': 'text/plain', 'Content-Encoding': coding } });
-}, { host: '127.0.0.1', port: 0 });
+const server = await HTTP.serve(
+  (req) => {
+    const accepts = req.headers.get('Accept-Encoding') ?? '';
+    const [coding, body] = accepts.includes('br') ? ['br', brotliCompressSync(text)] : accepts.includes('gzip') ? ['gzip', gzipSync(text)] : ['identity', Buffer.from(text)];
+    console.log(`server: Accept-Encoding "${accepts}" -> ${coding}, ${body.length} bytes on the wire`);
+    return new HTTP.Response(200, body, { headers: { 'Content-Type': 'text/plain', 'Content-Encoding': coding } });
+  },
+  { host: '127.0.0.1', port: 0 },
+);
 const url = `http://127.0.0.1:${server.port}/`;
 
 const res = await HTTP.get(url);

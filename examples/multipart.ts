@@ -11,12 +11,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as HTTP from '../index.js';
 
-const server = await HTTP.serve((req) => {
-  const parts = HTTP.parseMultipartForm(req);
-  if (parts === undefined) return new HTTP.Response(400, 'send multipart/form-data');
-  const summary = parts.map((p) => ({ name: p.name, filename: p.filename, contentType: p.contentType, bytes: p.data.length }));
-  return new HTTP.Response(200, JSON.stringify(summary), { headers: { 'Content-Type': 'application/json' } });
-}, { host: '127.0.0.1', port: 0 });
+const server = await HTTP.serve(
+  (req) => {
+    const parts = HTTP.parseMultipartForm(req);
+    if (parts === undefined) return new HTTP.Response(400, 'send multipart/form-data');
+    const summary = parts.map((p) => ({ name: p.name, filename: p.filename, contentType: p.contentType, bytes: p.data.length }));
+    return new HTTP.Response(200, JSON.stringify(summary), { headers: { 'Content-Type': 'application/json' } });
+  },
+  { host: '127.0.0.1', port: 0 },
+);
 
 // A file on disk, streamed by the Form (sent with its base name as the file name).
 const dir = await mkdtemp(path.join(tmpdir(), 'switchyard-multipart-'));

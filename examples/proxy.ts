@@ -43,7 +43,9 @@ console.log((await client.get(`http://shop.test:${plain.port}/cart`)).text());
 console.log((await client.get(`https://shop.test:${secure.port}/checkout`)).text());
 console.log((await client.get(`http://127.0.0.1:${plain.port}/direct`)).text(), '(loopback: never proxied)');
 console.log(`proxy saw: ${seen.join(' | ')}`);
-console.log(`noProxy: internal.test -> ${String(config.proxyFor('http://internal.test/'))}, a.corp.example -> ${String(config.proxyFor('https://a.corp.example/'))}, shop.test -> ${config.proxyFor('http://shop.test/')?.href}`);
+console.log(
+  `noProxy: internal.test -> ${String(config.proxyFor('http://internal.test/'))}, a.corp.example -> ${String(config.proxyFor('https://a.corp.example/'))}, shop.test -> ${config.proxyFor('http://shop.test/')?.href}`,
+);
 
 client.close();
 await Promise.all([plain.close(), secure.close()]);

@@ -8,15 +8,18 @@
  */
 import * as HTTP from '../index.js';
 
-const server = await HTTP.serve((req) => {
-  const path = new HTTP.URI(req.target).path;
-  const to = (status: number, location: string) => new HTTP.Response(status, '', { headers: { Location: location } });
-  if (path === '/old') return to(301, '/moved/here');
-  if (path === '/moved/here') return to(307, '/final');
-  if (path === '/orders' && req.method === 'POST') return to(303, '/orders/42');
-  if (path === '/loop') return to(302, '/loop');
-  return new HTTP.Response(200, `${req.method} ${path}`);
-}, { host: '127.0.0.1', port: 0 });
+const server = await HTTP.serve(
+  (req) => {
+    const path = new HTTP.URI(req.target).path;
+    const to = (status: number, location: string) => new HTTP.Response(status, '', { headers: { Location: location } });
+    if (path === '/old') return to(301, '/moved/here');
+    if (path === '/moved/here') return to(307, '/final');
+    if (path === '/orders' && req.method === 'POST') return to(303, '/orders/42');
+    if (path === '/loop') return to(302, '/loop');
+    return new HTTP.Response(200, `${req.method} ${path}`);
+  },
+  { host: '127.0.0.1', port: 0 },
+);
 const base = `http://127.0.0.1:${server.port}`;
 
 const hops: string[] = [];

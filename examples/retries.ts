@@ -9,12 +9,15 @@
 import * as HTTP from '../index.js';
 
 let calls = 0;
-const server = await HTTP.serve((req) => {
-  calls++;
-  // Every third call succeeds: attempts 1 and 2 of a call get 503.
-  if (calls % 3 !== 0) return new HTTP.Response(503, 'busy', { headers: { 'Retry-After': '0' } });
-  return new HTTP.Response(200, `${req.method} ok after ${calls} calls`);
-}, { host: '127.0.0.1', port: 0 });
+const server = await HTTP.serve(
+  (req) => {
+    calls++;
+    // Every third call succeeds: attempts 1 and 2 of a call get 503.
+    if (calls % 3 !== 0) return new HTTP.Response(503, 'busy', { headers: { 'Retry-After': '0' } });
+    return new HTTP.Response(200, `${req.method} ok after ${calls} calls`);
+  },
+  { host: '127.0.0.1', port: 0 },
+);
 const url = `http://127.0.0.1:${server.port}/flaky`;
 
 const log: string[] = [];

@@ -10,23 +10,32 @@ import * as HTTP from '../index.js';
 
 const news = ['switches thrown', 'signal cleared', 'train departed'];
 
-const server = await HTTP.serve((req) => {
-  const path = new HTTP.URI(req.target).path;
-  if (path === '/ticks') {
-    return HTTP.sseStream(async (stream) => {
-      for (let i = 1; i <= 3; i++) await stream.write(new HTTP.SSEEvent(JSON.stringify({ tick: i }), { event: 'tick', id: String(i) }));
-    }, { request: req });
-  }
-  // /news: two events per connection, then the stream ends; the client comes back for more.
-  const from = Number(req.headers.get('Last-Event-ID') ?? 0);
-  console.log(`server: /news connection, Last-Event-ID ${req.headers.get('Last-Event-ID') ?? '(none)'}`);
-  if (from >= news.length) return new HTTP.Response(204); // "stop reconnecting"
-  return HTTP.sseStream(async (stream) => {
-    for (const i of [from, from + 1].filter((n) => n < news.length)) {
-      await stream.write(new HTTP.SSEEvent(news[i]!, { id: String(i + 1), retry: 20 }));
+const server = await HTTP.serve(
+  (req) => {
+    const path = new HTTP.URI(req.target).path;
+    if (path === '/ticks') {
+      return HTTP.sseStream(
+        async (stream) => {
+          for (let i = 1; i <= 3; i++) await stream.write(new HTTP.SSEEvent(JSON.stringify({ tick: i }), { event: 'tick', id: String(i) }));
+        },
+        { request: req },
+      );
     }
-  }, { request: req });
-}, { host: '127.0.0.1', port: 0 });
+    // /news: two events per connection, then the stream ends; the client comes back for more.
+    const from = Number(req.headers.get('Last-Event-ID') ?? 0);
+    console.log(`server: /news connection, Last-Event-ID ${req.headers.get('Last-Event-ID') ?? '(none)'}`);
+    if (from >= news.length) return new HTTP.Response(204); // "stop reconnecting"
+    return HTTP.sseStream(
+      async (stream) => {
+        for (const i of [from, from + 1].filter((n) => n < news.length)) {
+          await stream.write(new HTTP.SSEEvent(news[i]!, { id: String(i + 1), retry: 20 }));
+        }
+      },
+      { request: req },
+    );
+  },
+  { host: '127.0.0.1', port: 0 },
+);
 const base = `http://127.0.0.1:${server.port}`;
 
 // One call: resolves when the stream ends; each event arrived through the callback first.

@@ -98,8 +98,7 @@ export class ResponseTooLargeError extends HTTPError {
   constructor(limit: number, received: number, contentLength = -1, message?: string) {
     const what = contentLength > limit ? `declares ${contentLength} bytes (Content-Length)` : `passed ${limit} bytes`;
     super(
-      message ??
-        `response body ${what}, more than maxResponseBytes (${limit}) allows in memory; pass responseStream to write it to a file or other Writable, or raise maxResponseBytes (0 = no bound)`,
+      message ?? `response body ${what}, more than maxResponseBytes (${limit}) allows in memory; pass responseStream to write it to a file or other Writable, or raise maxResponseBytes (0 = no bound)`,
     );
     this.limit = limit;
     this.received = received;
@@ -173,9 +172,9 @@ export class TLSHandshakeError extends HTTPError {
       cert === null
         ? ''
         : cert === 'ERR_TLS_CERT_ALTNAME_INVALID' || cert === 'HOSTNAME_MISMATCH'
-          ? "; the certificate is for another name: connect by a name it lists, or set tlsConfig: { servername } (tls: { servername } for WebSockets.open) to the name it lists"
+          ? '; the certificate is for another name: connect by a name it lists, or set tlsConfig: { servername } (tls: { servername } for WebSockets.open) to the name it lists'
           : cert === 'CERT_HAS_EXPIRED' || cert === 'CERT_NOT_YET_VALID'
-            ? '; the certificate is outside its validity dates (check the server certificate, and this machine\'s clock)'
+            ? "; the certificate is outside its validity dates (check the server certificate, and this machine's clock)"
             : "; the server's certificate is not signed by a CA this client trusts: pass that CA's certificate as tlsConfig: { ca } (tls: { ca } for WebSockets.open), or for a test only turn checking off with tlsConfig: { rejectUnauthorized: false }";
     super(`TLS handshake failed: ${describe(cause)}${fix}`, { cause });
     this.certificateError = cert;

@@ -638,9 +638,7 @@ function wrapPromise(fn: AnyFn, arity: number, hook: string, tap: string): AnyFn
   };
   const settle = (p: unknown): unknown =>
     // Not a thenable: hand it to tapable unchanged so its own "did not return promise" error fires.
-    p !== null && typeof p === 'object' && typeof (p as PromiseLike<unknown>).then === 'function'
-      ? (p as Promise<unknown>).then(undefined, onRejected)
-      : p;
+    p !== null && typeof p === 'object' && typeof (p as PromiseLike<unknown>).then === 'function' ? (p as Promise<unknown>).then(undefined, onRejected) : p;
   switch (arity) {
     case 1:
       return function (a: unknown) {

@@ -9,18 +9,7 @@ export * from './errors.js';
 export { StatusError } from './client/status-error.js';
 export * from './message/index.js';
 export * from './http1/index.js';
-export {
-  createKernel,
-  isPlugin,
-  Kernel,
-  type KernelOptions,
-  type CloseHandler,
-  type Plugin,
-  type AnyPlugin,
-  type PluginList,
-  type OptionsArgs,
-  type RegisterResult,
-} from './kernel.js';
+export { createKernel, isPlugin, Kernel, type KernelOptions, type CloseHandler, type Plugin, type AnyPlugin, type PluginList, type OptionsArgs, type RegisterResult } from './kernel.js';
 export type { HookHost, KernelState } from './hook-host.js';
 export { definePlugin, type PluginDefinition } from './plugin.js';
 export { checkPluginOptions, callOptionOwner, OptionChecks, type OptionCheck, type CallOptionOwner } from './plugin-options.js';

@@ -346,12 +346,7 @@ export class Kernel implements HookHost {
     if (code === 'AVV_ERR_PLUGIN_EXEC_TIMEOUT' || code === 'AVV_ERR_READY_TIMEOUT') {
       const fn = (err as { fn?: { [kPluginMeta]?: { name?: string } } }).fn;
       const name = fn?.[kPluginMeta]?.name ?? this.#booting ?? '(unknown)';
-      return new PluginError(
-        'SWY_ERR_PLUGIN_BOOT',
-        name,
-        `plugin "${name}" did not finish register() within ${this.#timeout} ms (pluginTimeout): a promise it returned never settled`,
-        { cause: err },
-      );
+      return new PluginError('SWY_ERR_PLUGIN_BOOT', name, `plugin "${name}" did not finish register() within ${this.#timeout} ms (pluginTimeout): a promise it returned never settled`, { cause: err });
     }
     const name = this.#booting ?? '(kernel)';
     return new PluginError('SWY_ERR_PLUGIN_BOOT', name, `booting the kernel failed${this.#booting ? ` in plugin "${name}"` : ''}: ${message(err)}`, {

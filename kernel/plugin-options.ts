@@ -145,9 +145,15 @@ export const OptionChecks = Object.freeze({
   /** A function. */
   function: ((v) => (typeof v === 'function' ? null : 'a function')) as OptionCheck,
   /** An integer of at least `min`. */
-  integer: (min: number): OptionCheck => (v) => (typeof v === 'number' && Number.isInteger(v) && v >= min ? null : `an integer >= ${min}`),
+  integer:
+    (min: number): OptionCheck =>
+    (v) =>
+      typeof v === 'number' && Number.isInteger(v) && v >= min ? null : `an integer >= ${min}`,
   /** A finite number of milliseconds, 0 or more. */
   milliseconds: ((v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : 'a number of milliseconds >= 0')) as OptionCheck,
   /** An instance of `type` (named `name` in the message). */
-  instance: (type: abstract new (...args: never[]) => unknown, name: string): OptionCheck => (v) => (v instanceof type ? null : `a ${name}`),
+  instance:
+    (type: abstract new (...args: never[]) => unknown, name: string): OptionCheck =>
+    (v) =>
+      v instanceof type ? null : `a ${name}`,
 });

@@ -78,9 +78,7 @@ const OPTION_KEYS = new Set(['hosts', 'commonName', 'days', 'keyType']);
  */
 export function selfSignedCertificate(options: SelfSignedOptions = {}): SelfSignedCertificate {
   const opts = validate(options);
-  const { publicKey, privateKey } = opts.keyType === 'rsa'
-    ? generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0x10001 })
-    : generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { publicKey, privateKey } = opts.keyType === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0x10001 }) : generateKeyPairSync('ec', { namedCurve: 'P-256' });
 
   const now = Date.now();
   const notBefore = now - CLOCK_SKEW_MS;
@@ -147,8 +145,7 @@ function validate(options: unknown): Validated {
   }
   if (commonName.length === 0 || commonName.length > MAX_COMMON_NAME) {
     throw new ArgumentError(
-      `${WHERE}: commonName must be 1 to ${MAX_COMMON_NAME} characters, got ${commonName.length}` +
-        (o.commonName === undefined ? ' (it defaults to hosts[0]; pass a shorter commonName)' : ''),
+      `${WHERE}: commonName must be 1 to ${MAX_COMMON_NAME} characters, got ${commonName.length}` + (o.commonName === undefined ? ' (it defaults to hosts[0]; pass a shorter commonName)' : ''),
     );
   }
 
@@ -259,9 +256,7 @@ const OID = {
 
 /** AlgorithmIdentifier of the signature: ECDSA has no parameters, RSA has NULL (RFC 5758, RFC 4055). */
 function signatureAlgorithm(keyType: 'ec' | 'rsa'): Buffer {
-  return keyType === 'rsa'
-    ? sequence(oid(OID.sha256WithRSAEncryption), NULL)
-    : sequence(oid(OID.ecdsaWithSHA256));
+  return keyType === 'rsa' ? sequence(oid(OID.sha256WithRSAEncryption), NULL) : sequence(oid(OID.ecdsaWithSHA256));
 }
 
 function tbsCertificate(opts: Validated, publicKey: KeyObject, notBefore: number, notAfter: number): Buffer {
@@ -281,10 +276,11 @@ function tbsCertificate(opts: Validated, publicKey: KeyObject, notBefore: number
 }
 
 function extensions(opts: Validated, keyId: Buffer): Buffer[] {
-  const generalNames = opts.altNames.map((alt) =>
-    alt.kind === 'dns'
-      ? tlv(0x82, Buffer.from(alt.name, 'ascii')) // [2] IMPLICIT IA5String dNSName
-      : tlv(0x87, alt.bytes), // [7] IMPLICIT OCTET STRING iPAddress
+  const generalNames = opts.altNames.map(
+    (alt) =>
+      alt.kind === 'dns'
+        ? tlv(0x82, Buffer.from(alt.name, 'ascii')) // [2] IMPLICIT IA5String dNSName
+        : tlv(0x87, alt.bytes), // [7] IMPLICIT OCTET STRING iPAddress
   );
   // keyUsage bits: digitalSignature(0), keyEncipherment(2), keyCertSign(5).
   const usage = opts.keyType === 'rsa' ? [0, 2, 5] : [0, 5];
@@ -300,9 +296,7 @@ function extensions(opts: Validated, keyId: Buffer): Buffer[] {
 
 /** Extension ::= SEQUENCE { extnID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }. */
 function extension(id: string, critical: boolean, value: Buffer): Buffer {
-  return critical
-    ? sequence(oid(id), BOOLEAN_TRUE, octetString(value))
-    : sequence(oid(id), octetString(value)); // DER omits a DEFAULT value
+  return critical ? sequence(oid(id), BOOLEAN_TRUE, octetString(value)) : sequence(oid(id), octetString(value)); // DER omits a DEFAULT value
 }
 
 /** 16 random bytes, top bit cleared (positive) and the next one set (so exactly 16 bytes, never zero). */
@@ -321,7 +315,9 @@ function subjectKeyId(spki: Buffer): Buffer {
   if (outer.tag !== 0x30 || algorithm.tag !== 0x30 || key.tag !== 0x03) {
     throw new Error('selfSignedCertificate(): unexpected SubjectPublicKeyInfo from node:crypto');
   }
-  return createHash('sha1').update(spki.subarray(key.contentStart + 1, key.end)).digest();
+  return createHash('sha1')
+    .update(spki.subarray(key.contentStart + 1, key.end))
+    .digest();
 }
 
 /** Reads the tag and length at `offset` of DER. */
@@ -426,9 +422,7 @@ function time(ms: number): Buffer {
   const year = d.getUTCFullYear();
   const pad = (n: number): string => String(n).padStart(2, '0');
   const rest = `${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}Z`;
-  return year < 2050
-    ? tlv(0x17, Buffer.from(`${pad(year % 100)}${rest}`, 'ascii'))
-    : tlv(0x18, Buffer.from(`${String(year).padStart(4, '0')}${rest}`, 'ascii'));
+  return year < 2050 ? tlv(0x17, Buffer.from(`${pad(year % 100)}${rest}`, 'ascii')) : tlv(0x18, Buffer.from(`${String(year).padStart(4, '0')}${rest}`, 'ascii'));
 }
 
 /** [n] EXPLICIT: constructed context-specific tag around the whole inner encoding. */

@@ -7,10 +7,7 @@
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { announce, BODY, BODY_LENGTH, exitOnSignal, HOST, PORT } from './common.js';
 
-const ONE = Buffer.concat([
-  Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${BODY_LENGTH}\r\n\r\n`, 'latin1'),
-  typeof BODY === 'string' ? Buffer.from(BODY) : BODY,
-]);
+const ONE = Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${BODY_LENGTH}\r\n\r\n`, 'latin1'), typeof BODY === 'string' ? Buffer.from(BODY) : BODY]);
 const CACHE_MAX = 64;
 const cache: Buffer[] = [Buffer.alloc(0), ONE];
 

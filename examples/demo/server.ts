@@ -47,8 +47,7 @@ await writeFile(path.join(filesDir, 'sample.bin'), sample);
 
 // ---- routes ------------------------------------------------------------------------------
 
-const json = (status: number, value: unknown): HTTP.Response =>
-  new HTTP.Response(status, JSON.stringify(value), { headers: { 'Content-Type': 'application/json' } });
+const json = (status: number, value: unknown): HTTP.Response => new HTTP.Response(status, JSON.stringify(value), { headers: { 'Content-Type': 'application/json' } });
 
 const router = new HTTP.Router();
 
@@ -58,9 +57,7 @@ router.get('/api/items/{id}', (req) => {
 });
 
 // HTTP/2 requests carry protoMajor 2 (h2 over TLS by ALPN, h2c on the plain port).
-router.get('/api/whoami', (req) =>
-  json(200, { protocol: req.protoMajor === 2 ? 'HTTP/2' : `HTTP/${req.protoMajor}.${req.protoMinor}` }),
-);
+router.get('/api/whoami', (req) => json(200, { protocol: req.protoMajor === 2 ? 'HTTP/2' : `HTTP/${req.protoMajor}.${req.protoMinor}` }));
 
 router.get('/events', (req) =>
   HTTP.sseStream(

@@ -194,10 +194,12 @@ function traceOf(o: CallOptions): ((e: ClientEvent) => void) | null {
   const v = o.verbose ?? 0;
   if (v === 0) return t;
   const p = verbosePrinter(v);
-  return t === null ? p : (e) => {
-    p(e);
-    t(e);
-  };
+  return t === null
+    ? p
+    : (e) => {
+        p(e);
+        t(e);
+      };
 }
 
 /** The call's bound on a buffered body (Infinity: none). */

@@ -18,7 +18,17 @@ import type { Response } from '../message/response.js';
 import { Call, DEFAULT_MAX_RESPONSE_BYTES, maxResponseBytes, setAttempt } from './call.js';
 import { kHoldConnection, kStale, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
-import { checkCallOptions, DEFAULT_RESPONSE_HEADER_TIMEOUT, checkCallOptionNames, KERNEL_CALL_OPTIONS, type CallOptions, type VerbHeaders, type QueryInit, type RequestBody, type TimeoutOptions } from './options.js';
+import {
+  checkCallOptions,
+  DEFAULT_RESPONSE_HEADER_TIMEOUT,
+  checkCallOptionNames,
+  KERNEL_CALL_OPTIONS,
+  type CallOptions,
+  type VerbHeaders,
+  type QueryInit,
+  type RequestBody,
+  type TimeoutOptions,
+} from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
 import { abandonSink } from './response-sink.js';
 import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
@@ -61,7 +71,16 @@ const PER_CALL_ONLY = new Set(['headers', 'body', 'json', 'query', 'context', 's
 /** The names `new Client()` reads itself (plugins' options are checked through their plugins). */
 const CLIENT_OPTIONS: ReadonlySet<string> = new Set([
   ...[...KERNEL_CALL_OPTIONS].filter((k) => !PER_CALL_ONLY.has(k)),
-  'kernel', 'transport', 'defaultHeaders', 'defaultQuery', 'defaultBasicauth', 'maxIdlePerHost', 'maxIdleTotal', 'tlsConfig', 'localAddr', 'preferHttp2',
+  'kernel',
+  'transport',
+  'defaultHeaders',
+  'defaultQuery',
+  'defaultBasicauth',
+  'maxIdlePerHost',
+  'maxIdleTotal',
+  'tlsConfig',
+  'localAddr',
+  'preferHttp2',
 ]);
 const CLIENT_HEADERS_HINT = 'headers for every call go in { defaultHeaders: { … } }';
 
@@ -120,7 +139,22 @@ export class Client {
    */
   constructor(options: ClientOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Client options must be an object');
-    const { kernel: given, transport, defaultHeaders, defaultQuery, defaultBasicauth, maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2, ...rest } = options;
+    const {
+      kernel: given,
+      transport,
+      defaultHeaders,
+      defaultQuery,
+      defaultBasicauth,
+      maxIdlePerHost,
+      maxIdleTotal,
+      tlsConfig,
+      localAddr,
+      proxy,
+      maxLineBytes,
+      maxHeaderBytes,
+      preferHttp2,
+      ...rest
+    } = options;
     if (given !== undefined && (typeof given !== 'object' || given === null || !('hooks' in given))) throw new ArgumentError('kernel must be a Kernel from createKernel()');
     if (transport !== undefined && !(transport instanceof Transport)) throw new ArgumentError('transport must be a Transport');
     const kernel = given ?? defaultKernel?.() ?? null;
@@ -632,9 +666,7 @@ function verbArgs(name: string, n: number, a: unknown, b: unknown, c: unknown): 
     if (a === undefined || a === null) return NO_OPTIONS;
     if (typeof a !== 'object') {
       const shown = typeof a === 'string' ? JSON.stringify(a.length > 40 ? `${a.slice(0, 40)}…` : a) : typeof a;
-      throw new ArgumentError(
-        `${name}(url, ${shown}): the second argument is the options object; send a body as ${name}(url, { body }) or ${name}(url, headers, body)`,
-      );
+      throw new ArgumentError(`${name}(url, ${shown}): the second argument is the options object; send a body as ${name}(url, { body }) or ${name}(url, headers, body)`);
     }
     return a as CallOptions;
   }

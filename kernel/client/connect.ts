@@ -98,13 +98,18 @@ function bounded<T>(
     const requestFirst = ctxDeadline > 0 && (deadlineAt === 0 || ctxDeadline < deadlineAt);
     const at = requestFirst ? ctxDeadline : deadlineAt;
     if (at > 0) {
-      timer = setTimeout(() => {
-        if (settled) return;
-        finish();
-        abort();
-        const elapsed = Math.round(performance.now() - started);
-        reject(requestFirst ? new TimeoutError('request', 0, elapsed, `request deadline passed during ${op === 'connect' ? 'connect' : 'the TLS handshake'}`) : new TimeoutError(op, timeoutMs, elapsed));
-      }, Math.max(0, at - performance.now()));
+      timer = setTimeout(
+        () => {
+          if (settled) return;
+          finish();
+          abort();
+          const elapsed = Math.round(performance.now() - started);
+          reject(
+            requestFirst ? new TimeoutError('request', 0, elapsed, `request deadline passed during ${op === 'connect' ? 'connect' : 'the TLS handshake'}`) : new TimeoutError(op, timeoutMs, elapsed),
+          );
+        },
+        Math.max(0, at - performance.now()),
+      );
       timer.unref();
     }
     removeCancel = ctx.onCancel((err) => {

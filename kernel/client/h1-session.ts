@@ -708,8 +708,7 @@ class Exchange implements FlowSource {
     this.timer = null;
     this.timerOp = '';
     const elapsed = Math.round(performance.now() - this.started);
-    const what =
-      op === 'head' ? (this.t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout') : op === 'idle' ? 'readIdleTimeout' : 'writeIdleTimeout';
+    const what = op === 'head' ? (this.t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout') : op === 'idle' ? 'readIdleTimeout' : 'writeIdleTimeout';
     this.fail(new TimeoutError('request', ms, elapsed, `${what} of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   };
 }

@@ -9,16 +9,6 @@ export type { CallOptions, RequestBody, QueryInit, ResponseSink, TimeoutOptions,
 export { checkCallOptionNames, EXCHANGE_TIMEOUT_OPTIONS, pickExchangeTimeouts } from './options.js';
 export { IterableBody, isIdempotent, isReplayable } from './request-body.js';
 export { ResponseBody } from './h1-session.js';
-export {
-  ClientEvent,
-  RequestEvent,
-  ResponseHeadEvent,
-  RetryEvent,
-  RetrySkippedEvent,
-  RedirectEvent,
-  DoneEvent,
-  verbosePrinter,
-  type AnyClientEvent,
-} from './trace.js';
+export { ClientEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, RedirectEvent, DoneEvent, verbosePrinter, type AnyClientEvent } from './trace.js';
 export { ClientStream, PushBody } from './open.js';
 export { upgradeRequest, type UpgradeOptions, type UpgradeResult } from './upgrade.js';

@@ -15,12 +15,7 @@ import type { Response } from '../message/response.js';
 import type { ClientEvent } from './trace.js';
 
 /** A request body as the client accepts it. */
-export type RequestBody =
-  | Body
-  | Iterable<Uint8Array>
-  | AsyncIterable<Uint8Array | string>
-  | URLSearchParams
-  | Record<string, string | number | boolean | readonly (string | number | boolean)[]>;
+export type RequestBody = Body | Iterable<Uint8Array> | AsyncIterable<Uint8Array | string> | URLSearchParams | Record<string, string | number | boolean | readonly (string | number | boolean)[]>;
 
 /** Query parameters: an object, pairs (repeated keys kept), or URLSearchParams. */
 export type QueryInit = Record<string, string | number | boolean | readonly (string | number | boolean)[]> | readonly (readonly [string, string | number | boolean])[] | URLSearchParams;
@@ -52,7 +47,13 @@ export interface ExchangeTimeoutOptions {
 }
 
 /** The names of {@link ExchangeTimeoutOptions}. */
-export const EXCHANGE_TIMEOUT_OPTIONS = Object.freeze(['connectTimeout', 'requestTimeout', 'responseHeaderTimeout', 'readIdleTimeout', 'writeIdleTimeout'] as const satisfies readonly (keyof ExchangeTimeoutOptions)[]);
+export const EXCHANGE_TIMEOUT_OPTIONS = Object.freeze([
+  'connectTimeout',
+  'requestTimeout',
+  'responseHeaderTimeout',
+  'readIdleTimeout',
+  'writeIdleTimeout',
+] as const satisfies readonly (keyof ExchangeTimeoutOptions)[]);
 
 /** Timeouts a client applies when a call does not pass its own (ms; 0 = off). */
 export interface TimeoutOptions extends ExchangeTimeoutOptions {
@@ -113,10 +114,7 @@ export interface ResponseSink {
  * the options (`get(url, { headers: { … } })`); a plain object of headers goes in `headers:`,
  * or in the positional form once a body follows (`post(url, { 'X-A': '1' }, body)`).
  */
-export type VerbHeaders =
-  | Headers
-  | Iterable<HeaderPair | readonly [string, string | number]>
-  | Map<string, string | number | readonly string[]>;
+export type VerbHeaders = Headers | Iterable<HeaderPair | readonly [string, string | number]> | Map<string, string | number | readonly string[]>;
 
 /**
  * The call shapes of the request helpers (`get`, `post`, … and the `Client` methods of those
@@ -198,8 +196,22 @@ export interface CallOptions extends TimeoutOptions {
  */
 export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
   ...TIMEOUT_OPTIONS,
-  'headers', 'body', 'json', 'query', 'responseStream', 'client', 'context', 'signal', 'statusException', 'basicauth',
-  'httpVersion', 'http2PriorKnowledge', 'verbose', 'trace', 'maxLineBytes', 'maxHeaderBytes',
+  'headers',
+  'body',
+  'json',
+  'query',
+  'responseStream',
+  'client',
+  'context',
+  'signal',
+  'statusException',
+  'basicauth',
+  'httpVersion',
+  'http2PriorKnowledge',
+  'verbose',
+  'trace',
+  'maxLineBytes',
+  'maxHeaderBytes',
   'maxResponseBytes',
 ]);
 setKernelCallOptions(KERNEL_CALL_OPTIONS);

@@ -21,10 +21,7 @@ export class IterableBody extends ChunkBody {
     super();
     this.source = source;
     adoptStreamErrors(source);
-    this.iterator =
-      Symbol.asyncIterator in source
-        ? (source as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]()
-        : (source as Iterable<Uint8Array>)[Symbol.iterator]();
+    this.iterator = Symbol.asyncIterator in source ? (source as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]() : (source as Iterable<Uint8Array>)[Symbol.iterator]();
   }
 
   /** The source's next value as bytes; null at its end. */
@@ -109,7 +106,9 @@ export function toMessageBody(body: RequestBody | undefined, headers: Headers): 
       return encodeQuery(pairsOf(body as Record<string, unknown>));
     }
   }
-  throw new ArgumentError(`request body must be a string, Uint8Array, AbstractBody, Readable or async iterable, URLSearchParams or plain object, got ${typeof body === 'object' ? (body as object).constructor?.name : typeof body}`);
+  throw new ArgumentError(
+    `request body must be a string, Uint8Array, AbstractBody, Readable or async iterable, URLSearchParams or plain object, got ${typeof body === 'object' ? (body as object).constructor?.name : typeof body}`,
+  );
 }
 
 /**

@@ -110,13 +110,7 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ArgumentError(`upgradeRequest(): request.url must be http: or https:, got ${url.protocol}`);
   const op = options.timeoutOperation ?? 'request';
-  const {
-    connectTimeout,
-    requestTimeout,
-    readIdleTimeout: readIdle,
-    responseHeaderTimeout: headerTimeout,
-    writeIdleTimeout: writeIdle,
-  } = resolveExchangeTimeouts(options);
+  const { connectTimeout, requestTimeout, readIdleTimeout: readIdle, responseHeaderTimeout: headerTimeout, writeIdleTimeout: writeIdle } = resolveExchangeTimeouts(options);
   const localAddress = checkLocalAddr(options.localAddress);
 
   const k = options.kernel ?? null;
@@ -231,7 +225,9 @@ async function exchange(request: Request, socket: Duplex, ctx: RequestContext, s
   if (dl > 0) {
     const fromRequest = s.requestTimeout > 0 && Math.abs(dl - (s.started + s.requestTimeout)) < 1;
     deadlineTimer = setTimeout(
-      fromRequest ? timeout(s.requestTimeout, 'requestTimeout') : () => stop.abort(new TimeoutError('request', 0, Math.round(performance.now() - s.started), 'request deadline passed during the upgrade handshake')),
+      fromRequest
+        ? timeout(s.requestTimeout, 'requestTimeout')
+        : () => stop.abort(new TimeoutError('request', 0, Math.round(performance.now() - s.started), 'request deadline passed during the upgrade handshake')),
       Math.max(0, dl - performance.now()),
     );
   }

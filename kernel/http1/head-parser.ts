@@ -823,9 +823,7 @@ export class HeadParser {
       const what = this.kind === 'trailers' ? 'head plus trailers exceed' : 'head exceeds';
       return new ProtocolError(`${what} maxHeaderBytes (${this.maxHeaderBytes} bytes)`, { limit: 'maxHeaderBytes' });
     }
-    const line = this.state === S_HEADERS
-      ? (this.kind === 'trailers' ? 'trailer line' : 'header line')
-      : this.kind === 'request' ? 'request line' : 'status line';
+    const line = this.state === S_HEADERS ? (this.kind === 'trailers' ? 'trailer line' : 'header line') : this.kind === 'request' ? 'request line' : 'status line';
     return new ProtocolError(`${line} exceeds maxLineBytes (${this.maxLineBytes} bytes)`, { limit: 'maxLineBytes', line });
   }
 
@@ -878,10 +876,7 @@ export class HeadParser {
     }
     if (p + 1 >= lim) return -1;
     if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the request line');
-    if (
-      p - vStart !== 8 || buf[vStart] !== 0x48 || buf[vStart + 1] !== 0x54 || buf[vStart + 2] !== 0x54 ||
-      buf[vStart + 3] !== 0x50 || buf[vStart + 4] !== 0x2f || buf[vStart + 6] !== 0x2e
-    ) {
+    if (p - vStart !== 8 || buf[vStart] !== 0x48 || buf[vStart + 1] !== 0x54 || buf[vStart + 2] !== 0x54 || buf[vStart + 3] !== 0x50 || buf[vStart + 4] !== 0x2f || buf[vStart + 6] !== 0x2e) {
       throw new ParseError(`invalid HTTP version "${excerpt(buf, vStart, p)}" in the request line`);
     }
     const major = buf[vStart + 5]!;
@@ -916,8 +911,14 @@ export class HeadParser {
     if (buf[p + 1] !== LF) throw new ParseError('bare CR (not followed by LF) in the status line');
     const len = p - start;
     if (
-      len < 12 || buf[start] !== 0x48 || buf[start + 1] !== 0x54 || buf[start + 2] !== 0x54 ||
-      buf[start + 3] !== 0x50 || buf[start + 4] !== 0x2f || buf[start + 6] !== 0x2e || buf[start + 8] !== SP
+      len < 12 ||
+      buf[start] !== 0x48 ||
+      buf[start + 1] !== 0x54 ||
+      buf[start + 2] !== 0x54 ||
+      buf[start + 3] !== 0x50 ||
+      buf[start + 4] !== 0x2f ||
+      buf[start + 6] !== 0x2e ||
+      buf[start + 8] !== SP
     ) {
       throw new ParseError(`invalid status line "${excerpt(buf, start, p)}"`);
     }
@@ -1185,7 +1186,9 @@ export class HeadParser {
         throw new ProtocolError(`${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}" does not end with a single chunked coding`);
       }
       if (this.otherCoding !== '') {
-        throw new ProtocolError(`transfer coding ${this.otherCoding} (${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}") is not implemented: only chunked is`, { notImplemented: true });
+        throw new ProtocolError(`transfer coding ${this.otherCoding} (${this.kind} Transfer-Encoding "${this.headers.getAll('Transfer-Encoding').join(', ')}") is not implemented: only chunked is`, {
+          notImplemented: true,
+        });
       }
     }
     if (this.kind === 'request') this.checkTargetAndHost();

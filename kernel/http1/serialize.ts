@@ -183,7 +183,7 @@ export function serializeRequestHead(method: string, target: string, headers: He
   }
   if (hostIndex < 0) {
     let value = host ?? '';
-    if (value === '') value = method === 'CONNECT' ? target : absoluteTargetAuthority(target) ?? '';
+    if (value === '') value = method === 'CONNECT' ? target : (absoluteTargetAuthority(target) ?? '');
     else checkHost(value);
     s += `Host: ${value}\r\n`;
   }
@@ -273,9 +273,7 @@ interface RawWriteBuffer extends Buffer {
 
 // The encoding-specific writers behind `Buffer#write`; calling them directly skips its argument
 // handling, which showed up as half the cost of encoding a small response.
-const RAW_WRITE =
-  typeof (Buffer.prototype as Partial<RawWriteBuffer>).latin1Write === 'function' &&
-  typeof (Buffer.prototype as Partial<RawWriteBuffer>).utf8Write === 'function';
+const RAW_WRITE = typeof (Buffer.prototype as Partial<RawWriteBuffer>).latin1Write === 'function' && typeof (Buffer.prototype as Partial<RawWriteBuffer>).utf8Write === 'function';
 
 function writeLatin1(buf: Buffer, s: string, offset: number): void {
   if (RAW_WRITE) (buf as RawWriteBuffer).latin1Write(s, offset);

@@ -10,17 +10,7 @@ import type { Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { framingPlan, planFraming, requestFraming, type FramingPlan } from './framing.js';
-import {
-  CHUNK_ROOM,
-  encodeChunk,
-  encodeMessage,
-  frameChunkInPlace,
-  framingField,
-  serializeFields,
-  serializeLastChunk,
-  serializeRequestHead,
-  serializeStatusLine,
-} from './serialize.js';
+import { CHUNK_ROOM, encodeChunk, encodeMessage, frameChunkInPlace, framingField, serializeFields, serializeLastChunk, serializeRequestHead, serializeStatusLine } from './serialize.js';
 
 /**
  * Where serialized bytes go: a Node `Writable` (`net.Socket`, `tls.TLSSocket`, ...) or anything

@@ -139,14 +139,15 @@ export class RequestContext {
     const err = new CanceledError(this.cancelMessage);
     const ls = this.listeners;
     this.listeners = null;
-    if (ls) for (const fn of ls) {
-      try {
-        if (typeof fn === 'function') fn(err);
-        else fn.onContextCanceled(err);
-      } catch {
-        // cancel never throws; a listener's failure is its own.
+    if (ls)
+      for (const fn of ls) {
+        try {
+          if (typeof fn === 'function') fn(err);
+          else fn.onContextCanceled(err);
+        } catch {
+          // cancel never throws; a listener's failure is its own.
+        }
       }
-    }
     if (this.controller) this.controller.abort(err);
   }
 
@@ -225,10 +226,13 @@ export class RequestContext {
     }
     // Timers run on a coarser, possibly lagging clock and overflow past 2^31-1 ms (Node then
     // fires after 1 ms), so wait at most that long and check the deadline again on wake-up.
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.armTimer();
-    }, Math.min(Math.ceil(ms), MAX_TIMER_MS));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.armTimer();
+      },
+      Math.min(Math.ceil(ms), MAX_TIMER_MS),
+    );
     this.timer.unref();
   }
 }

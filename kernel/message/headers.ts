@@ -12,10 +12,7 @@ export type HeaderPair = readonly [string, string];
 
 /** Everything {@link Headers} and {@link mkHeaders} accept. */
 export type HeadersInit =
-  | Headers
-  | Iterable<HeaderPair | readonly [string, string | number]>
-  | Map<string, string | number | readonly string[]>
-  | Record<string, string | number | readonly string[] | undefined>;
+  Headers | Iterable<HeaderPair | readonly [string, string | number]> | Map<string, string | number | readonly string[]> | Record<string, string | number | readonly string[] | undefined>;
 
 /** Anything that carries headers: a {@link Headers} or a message with a `headers` field. */
 export interface HasHeaders {

@@ -8,7 +8,7 @@ import { Headers } from './headers.js';
 export abstract class Message {
   // Made on first use: most messages never touch their trailers. Each subclass's constructor
   // sets it (null or given ones), so this constructor stays empty on the per-request path.
-  protected declare _trailers: Headers | null;
+  declare protected _trailers: Headers | null;
 
   /** Trailers (sent after a chunked body; read from one). */
   get trailers(): Headers {

@@ -32,9 +32,7 @@ export interface RequestOptions {
   copyHeaders?: boolean;
 }
 
-const OPTION_KEYS = new Set<string>([
-  'headers', 'body', 'trailers', 'host', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'context', 'copyHeaders',
-]);
+const OPTION_KEYS = new Set<string>(['headers', 'body', 'trailers', 'host', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'context', 'copyHeaders']);
 
 /**
  * @internal Whether a plain object in a constructor's headers-or-options position

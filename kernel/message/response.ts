@@ -39,9 +39,7 @@ export interface ResponseJSONInit extends Omit<ResponseOptions, 'body'> {
   status?: number;
 }
 
-const OPTION_KEYS = new Set<string>([
-  'headers', 'body', 'reason', 'trailers', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'request', 'copyHeaders',
-]);
+const OPTION_KEYS = new Set<string>(['headers', 'body', 'reason', 'trailers', 'contentLength', 'protoMajor', 'protoMinor', 'close', 'request', 'copyHeaders']);
 
 function isBodyValue(x: unknown): boolean {
   return x === undefined || x === null || typeof x === 'string' || x instanceof Uint8Array || x instanceof AbstractBody;

@@ -366,16 +366,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     await wire.end(trailers);
   }
 
-  private async respondStreamed(
-    req: Request,
-    wire: ExchangeWire,
-    res: Response,
-    headers: Headers,
-    body: AbstractBody,
-    noBody: boolean,
-    known: number,
-    trailers: Headers | null,
-  ): Promise<void> {
+  private async respondStreamed(req: Request, wire: ExchangeWire, res: Response, headers: Headers, body: AbstractBody, noBody: boolean, known: number, trailers: Headers | null): Promise<void> {
     try {
       const status = res.status;
       if (noBody) {

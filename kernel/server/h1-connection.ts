@@ -965,4 +965,3 @@ const EMPTY: Uint8Array = Buffer.alloc(0);
 function onSocketError(): void {
   // Errors end in 'close', where the connection cleans up; nothing to add here.
 }
-

@@ -285,7 +285,6 @@ function utf8(bytes: Uint8Array | string): Uint8Array {
   return typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
 }
 
-
 /** One pass over the response's header names for the few the connection must know about. */
 function scanHeaders(h: Headers): number {
   const names = h._names;

@@ -93,10 +93,28 @@ export interface ResolvedServerOptions {
 
 /** The server options the kernel reads itself; every other name belongs to a plugin that declares it, or is unknown. */
 const KNOWN: ReadonlySet<string> = new Set([
-  'network', 'address', 'host', 'port', 'listener', 'tls', 'listenAny', 'reuseAddr', 'backlog', 'maxBodyBytes', 'maxLineBytes', 'maxHeaderBytes',
-  'readHeaderTimeout', 'readTimeout', 'writeTimeout', 'idleTimeout', 'tlsHandshakeTimeout', 'closeGracePeriod',
+  'network',
+  'address',
+  'host',
+  'port',
+  'listener',
+  'tls',
+  'listenAny',
+  'reuseAddr',
+  'backlog',
+  'maxBodyBytes',
+  'maxLineBytes',
+  'maxHeaderBytes',
+  'readHeaderTimeout',
+  'readTimeout',
+  'writeTimeout',
+  'idleTimeout',
+  'tlsHandshakeTimeout',
+  'closeGracePeriod',
   // Server constructor and entry points
-  'handler', 'stream', 'kernel',
+  'handler',
+  'stream',
+  'kernel',
 ]);
 setKernelServerOptions(KNOWN);
 

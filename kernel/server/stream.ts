@@ -383,7 +383,9 @@ export class Stream implements ServerExchange {
       // Nothing went out yet (the wire still holds it): the exchange can still be answered 500.
       const held = this.wire.committed === false;
       if (!held) this.writeClosed = true;
-      throw new ProtocolError(`response body has ${this.sent} bytes but Content-Length says ${this.declared}${held ? '' : this.protocol === 'http/1.1' ? '; the connection is closed' : '; the stream is reset'}`);
+      throw new ProtocolError(
+        `response body has ${this.sent} bytes but Content-Length says ${this.declared}${held ? '' : this.protocol === 'http/1.1' ? '; the connection is closed' : '; the stream is reset'}`,
+      );
     }
     this.writeClosed = true;
     await this.wire.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);

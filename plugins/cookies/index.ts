@@ -28,18 +28,7 @@
  *   `Stage.COOKIES` stores the `Set-Cookie` headers of every response, redirect hops included.
  */
 import { parse as parseDomain } from 'tldts';
-import {
-  ArgumentError,
-  checkPluginOptions,
-  type OptionCheck,
-  Request,
-  Response,
-  Stage,
-  definePlugin,
-  getCallOptions,
-  isToken,
-  type RequestContext,
-} from '../../kernel/index.js';
+import { ArgumentError, checkPluginOptions, type OptionCheck, Request, Response, Stage, definePlugin, getCallOptions, isToken, type RequestContext } from '../../kernel/index.js';
 
 const NAME = 'cookies';
 

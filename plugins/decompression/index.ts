@@ -388,4 +388,3 @@ function checkLimit(v: unknown, name: string): void {
     throw new ArgumentError(`${name} must be a whole number of bytes >= 0 (0 = no bound), got ${String(v)}`);
   }
 }
-

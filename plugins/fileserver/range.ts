@@ -5,10 +5,7 @@
  */
 
 /** What to do with a request's `Range`. */
-export type RangeResult =
-  | { readonly kind: 'ignore' }
-  | { readonly kind: 'unsatisfiable' }
-  | { readonly kind: 'range'; readonly start: number; readonly end: number };
+export type RangeResult = { readonly kind: 'ignore' } | { readonly kind: 'unsatisfiable' } | { readonly kind: 'range'; readonly start: number; readonly end: number };
 
 const IGNORE: RangeResult = Object.freeze({ kind: 'ignore' });
 const UNSATISFIABLE: RangeResult = Object.freeze({ kind: 'unsatisfiable' });

@@ -7,17 +7,7 @@
 import { Buffer } from 'node:buffer';
 import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import {
-  checkOptionKeys,
-  AbstractBody,
-  ArgumentError,
-  BytesBody,
-  Headers,
-  Request,
-  Response,
-  checkFieldValue,
-  type HeadersInit,
-} from '../../kernel/index.js';
+import { checkOptionKeys, AbstractBody, ArgumentError, BytesBody, Headers, Request, Response, checkFieldValue, type HeadersInit } from '../../kernel/index.js';
 import { evaluatePreconditions, ifRangeAllows, type Validators } from './conditional.js';
 import { contentTypeByName } from './content-type.js';
 import { normalizeEtag } from './etag.js';

@@ -133,14 +133,18 @@ export function respondWithFile(req: Request, path: string, f: Opened, o: Resolv
   }
   const headers = new Headers();
   if (o.cacheControl !== null) headers.set('Cache-Control', o.cacheControl);
-  return respondWithContent(req, fdSource(f.fd, f.stat.size, () => closeFd(f.fd)), {
-    name: path,
-    modtime: f.stat.mtimeMs,
-    contentType: null,
-    etag,
-    headers,
-    allowRanges: true,
-  });
+  return respondWithContent(
+    req,
+    fdSource(f.fd, f.stat.size, () => closeFd(f.fd)),
+    {
+      name: path,
+      modtime: f.stat.mtimeMs,
+      contentType: null,
+      etag,
+      headers,
+      allowRanges: true,
+    },
+  );
 }
 
 /**

@@ -44,11 +44,7 @@ function htmlTag(tag: string): Pattern {
 
 const HTML_TAGS = ['<!DOCTYPE HTML', '<HTML', '<HEAD', '<SCRIPT', '<IFRAME', '<H1', '<DIV', '<FONT', '<TABLE', '<A', '<STYLE', '<TITLE', '<B', '<BODY', '<BR', '<P', '<!--'];
 
-const SCRIPTABLE: readonly Pattern[] = [
-  ...HTML_TAGS.map(htmlTag),
-  exact('<?xml', 'text/xml; charset=utf-8', true),
-  exact('%PDF-', 'application/pdf'),
-];
+const SCRIPTABLE: readonly Pattern[] = [...HTML_TAGS.map(htmlTag), exact('<?xml', 'text/xml; charset=utf-8', true), exact('%PDF-', 'application/pdf')];
 
 const NON_SCRIPTABLE: readonly Pattern[] = [
   exact('%!PS-Adobe-', 'application/postscript'),

@@ -45,7 +45,10 @@ export class H2StreamResetError extends ProtocolError {
   readonly afterHead: boolean;
   constructor(errorCode: number, afterHead: boolean) {
     const name = h2ErrorName(errorCode);
-    const what = errorCode === REFUSED_STREAM && !afterHead ? 'refused the HTTP/2 stream; it did not process the request' : `reset the HTTP/2 stream ${afterHead ? 'before the response body ended' : 'before the response head'}`;
+    const what =
+      errorCode === REFUSED_STREAM && !afterHead
+        ? 'refused the HTTP/2 stream; it did not process the request'
+        : `reset the HTTP/2 stream ${afterHead ? 'before the response body ended' : 'before the response head'}`;
     super(`the server ${what} (${name}, code ${errorCode})`);
     this.errorCode = errorCode;
     this.errorName = name;

@@ -307,7 +307,10 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
       return requestTargetError(method, authority ?? '');
     }
     if (path !== undefined && path.charCodeAt(0) !== 0x2f && !(path === '*' && method === 'OPTIONS')) {
-      return requestTargetError(method, path) ?? `:path ${JSON.stringify(path.length > 60 ? `${path.slice(0, 60)}...` : path)} is not a path starting with "/" (RFC 9113 §8.3.1: HTTP/2 carries the authority in :authority)`;
+      return (
+        requestTargetError(method, path) ??
+        `:path ${JSON.stringify(path.length > 60 ? `${path.slice(0, 60)}...` : path)} is not a path starting with "/" (RFC 9113 §8.3.1: HTTP/2 carries the authority in :authority)`
+      );
     }
     if (authority !== undefined && authority !== this.validAuthority) {
       if (!isValidHost(authority)) return `request authority ${JSON.stringify(authority.length > 60 ? `${authority.slice(0, 60)}...` : authority)} is not host[:port] (no userinfo, a numeric port)`;

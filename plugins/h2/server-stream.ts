@@ -283,7 +283,7 @@ export class H2ServerStream implements ExchangeWire {
   /** Hands `bytes` over slice by slice, each with room and once the stream's queue drained. */
   private async sendSlices(bytes: Uint8Array | string, owned: boolean): Promise<void> {
     const st = this.slowState();
-    for (let off = 0; off < bytes.length; ) {
+    for (let off = 0; off < bytes.length;) {
       if (this.stream.writableNeedDrain) await this.waitDrain();
       if (!this.writable) return;
       const n = Math.min(SLICE, bytes.length - off);

@@ -11,16 +11,7 @@ import { handlerTimeout } from './timeout.js';
 
 export { handlerTimeout, HANDLER_TIMEOUT_MESSAGE, type HandlerTimeoutOptions } from './timeout.js';
 export { loggingMiddleware, type LoggingOptions, type AccessRecord } from './logging.js';
-export {
-  createLogger,
-  getDefaultLogger,
-  setDefaultLogger,
-  LOG_LEVELS,
-  type Logger,
-  type LoggerOptions,
-  type LogFn,
-  type LogLevel,
-} from './logger.js';
+export { createLogger, getDefaultLogger, setDefaultLogger, LOG_LEVELS, type Logger, type LoggerOptions, type LogFn, type LogLevel } from './logger.js';
 
 /** The reference's `HTTP.Handlers` namespace. */
 export const Handlers = Object.freeze({

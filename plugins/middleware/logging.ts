@@ -121,8 +121,7 @@ export function loggingMiddleware(handler: RequestHandler | StreamHandler | Dual
     write(rec, level);
   };
 
-  const wrapped = (input: Request | Stream): Response | Promise<Response> | Promise<void> =>
-    input instanceof Request ? onRequest(input) : onStream(input);
+  const wrapped = (input: Request | Stream): Response | Promise<Response> | Promise<void> => (input instanceof Request ? onRequest(input) : onStream(input));
   // Middleware around a Router still serves both entry points.
   if ((handler as Partial<DualHandler>)[DUAL] === true) Object.defineProperty(wrapped, DUAL, { value: true });
   return wrapped as DualHandler;

@@ -90,7 +90,11 @@ export function handlerTimeout(timeoutMs: number, options: HandlerTimeoutOptions
           return;
         }
         if (out instanceof Response) settle(out, null);
-        else Promise.resolve(out).then((res) => settle(res, null), (err: unknown) => settle(null, err));
+        else
+          Promise.resolve(out).then(
+            (res) => settle(res, null),
+            (err: unknown) => settle(null, err),
+          );
       });
     };
   };

@@ -164,7 +164,8 @@ export class Form extends ChunkBody {
    */
   constructor(parts: FormParts, options: FormOptions = {}) {
     super();
-    if (typeof options !== 'object' || options === null) throw new ArgumentError(`new Form(parts, options): options must be an object such as { boundary }, got ${options === null ? 'null' : typeof options}`);
+    if (typeof options !== 'object' || options === null)
+      throw new ArgumentError(`new Form(parts, options): options must be an object such as { boundary }, got ${options === null ? 'null' : typeof options}`);
     checkOptionKeys(options, FORM_OPTIONS, 'new Form()');
     const type = options.type ?? 'formdata';
     if (type !== 'formdata' && type !== 'mixed') throw new ArgumentError(`Form type must be 'formdata' or 'mixed', got ${String(type)}`);
@@ -175,9 +176,7 @@ export class Form extends ChunkBody {
     this.type = type;
     this.boundary = boundary;
     const pairs: Iterable<readonly [string, unknown]> =
-      typeof parts === 'object' && parts !== null && Symbol.iterator in parts
-        ? (parts as Iterable<readonly [string, unknown]>)
-        : Object.entries(parts as Record<string, unknown>);
+      typeof parts === 'object' && parts !== null && Symbol.iterator in parts ? (parts as Iterable<readonly [string, unknown]>) : Object.entries(parts as Record<string, unknown>);
     let total = 0;
     const headOf = (part: Multipart, type: string | null): Uint8Array => Buffer.from(`--${boundary}\r\n${this.partHeaders(part, type)}\r\n`, 'utf8');
     for (const pair of pairs) {
@@ -447,11 +446,7 @@ function decodeExtValue(v: string): string | undefined {
   }
 }
 
-function parseArgs(
-  a: string | MessageLike,
-  b: unknown,
-  c: unknown,
-): { ct: string; body: Uint8Array | null; required: MultipartType | undefined } {
+function parseArgs(a: string | MessageLike, b: unknown, c: unknown): { ct: string; body: Uint8Array | null; required: MultipartType | undefined } {
   let ct: string;
   let body: unknown;
   let required: unknown;

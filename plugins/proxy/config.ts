@@ -127,9 +127,7 @@ export class ProxyConfig {
     if (hit === undefined) {
       if (this.noProxy.matches(host, port)) hit = null;
       else if (!secure && this.http === null && this.refusedHttp !== null) {
-        throw new ArgumentError(
-          'refusing to use HTTP_PROXY in a CGI environment (REQUEST_METHOD is set): a request header can set it ("httpoxy"); set http_proxy or pass ProxyConfig({ http })',
-        );
+        throw new ArgumentError('refusing to use HTTP_PROXY in a CGI environment (REQUEST_METHOD is set): a request header can set it ("httpoxy"); set http_proxy or pass ProxyConfig({ http })');
       } else hit = ep;
       // A few hosts per client in practice; the bound only stops a crawler from growing it forever.
       if (this.cache.size >= 512) this.cache.clear();

@@ -5,14 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type net from 'node:net';
-import {
-  ArgumentError,
-  CanceledError,
-  ConnectError,
-  TimeoutError,
-  hostPort,
-  type RequestContext,
-} from '../../kernel/index.js';
+import { ArgumentError, CanceledError, ConnectError, TimeoutError, hostPort, type RequestContext } from '../../kernel/index.js';
 import type { ProxyConfig } from './config.js';
 import type { ProxyEndpoint } from './endpoint.js';
 import { bounded, dial } from './handshake.js';

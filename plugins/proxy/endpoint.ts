@@ -63,8 +63,7 @@ export class ProxyEndpoint {
       if (this.username === '' && this.password !== '') throw new ArgumentError(`${what}: SOCKS5 needs a user name with the password`);
       this.authorization = null;
     } else {
-      this.authorization =
-        this.username !== '' || this.password !== '' ? `Basic ${Buffer.from(`${this.username}:${this.password}`, 'utf8').toString('base64')}` : null;
+      this.authorization = this.username !== '' || this.password !== '' ? `Basic ${Buffer.from(`${this.username}:${this.password}`, 'utf8').toString('base64')}` : null;
     }
   }
 

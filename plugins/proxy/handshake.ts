@@ -68,14 +68,17 @@ export function bounded<T>(socket: net.Socket, bounds: HandshakeBounds, what: ()
     const requestFirst = ctxDeadline > 0 && (own === 0 || ctxDeadline < own);
     const at = requestFirst ? ctxDeadline : own;
     if (at > 0) {
-      timer = setTimeout(() => {
-        const elapsed = Math.round(performance.now() - bounds.started);
-        fail(
-          requestFirst
-            ? new TimeoutError('request', 0, elapsed, `request deadline passed during ${what()}`)
-            : new TimeoutError('connect', bounds.timeoutMs, elapsed, `connectTimeout of ${bounds.timeoutMs} ms passed during ${what()}`),
-        );
-      }, Math.max(0, at - performance.now()));
+      timer = setTimeout(
+        () => {
+          const elapsed = Math.round(performance.now() - bounds.started);
+          fail(
+            requestFirst
+              ? new TimeoutError('request', 0, elapsed, `request deadline passed during ${what()}`)
+              : new TimeoutError('connect', bounds.timeoutMs, elapsed, `connectTimeout of ${bounds.timeoutMs} ms passed during ${what()}`),
+          );
+        },
+        Math.max(0, at - performance.now()),
+      );
       timer.unref();
     }
     if (ctx !== undefined) removeCancel = ctx.onCancel(fail);

@@ -31,8 +31,7 @@ export async function httpConnect(socket: net.Socket, proxy: ProxyEndpoint, host
     answer = await exchangeHead(socket, head, {
       maxLineBytes: CONNECT_MAX_LINE_BYTES,
       maxHeaderBytes: CONNECT_MAX_HEADER_BYTES,
-      closedError: (received) =>
-        new ProxyError(proxy.href, `proxy ${proxy.href} closed the connection during ${step}${received > 0 ? ` (after ${received} bytes of reply)` : ' (before replying)'}`),
+      closedError: (received) => new ProxyError(proxy.href, `proxy ${proxy.href} closed the connection during ${step}${received > 0 ? ` (after ${received} bytes of reply)` : ' (before replying)'}`),
     });
   } catch (err) {
     if (err instanceof ProxyError) throw err;

@@ -30,15 +30,7 @@
  * (`WebSockets.open`, which runs no `onRequest`) and h2c prior knowledge (`httpVersion: 'h2'`).
  * A policy given to a `Transport` is its clients' default call option, so it forwards too.
  */
-import {
-  ArgumentError,
-  Stage,
-  checkPluginOptions,
-  type OptionCheck,
-  definePlugin,
-  getCallOptions,
-  type Request,
-} from '../../kernel/index.js';
+import { ArgumentError, Stage, checkPluginOptions, type OptionCheck, definePlugin, getCallOptions, type Request } from '../../kernel/index.js';
 import { ProxyConfig } from './config.js';
 import { openThroughProxy, type HttpProxyMode } from './connect.js';
 import type { ProxyEndpoint } from './endpoint.js';

@@ -23,9 +23,7 @@ import { isLoopback, isV4Mapped, parseIP, prefixEqual, V4_OFFSET_BITS } from './
 export type NoProxySpec = string | readonly string[];
 
 type Entry =
-  | { readonly kind: 'all' }
-  | { readonly kind: 'name'; readonly name: string; readonly port: number }
-  | { readonly kind: 'ip'; readonly ip: Uint8Array; readonly bits: number; readonly port: number };
+  { readonly kind: 'all' } | { readonly kind: 'name'; readonly name: string; readonly port: number } | { readonly kind: 'ip'; readonly ip: Uint8Array; readonly bits: number; readonly port: number };
 
 /** Hosts that are reached without a proxy (the reference's `NoProxy(spec)`). */
 export class NoProxy {

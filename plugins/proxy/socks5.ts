@@ -58,7 +58,8 @@ export async function socks5Connect(socket: net.Socket, proxy: ProxyEndpoint, ho
   const head = await reader.read(5);
   if (head[0] !== VERSION) throw garbage(proxy, 'CONNECT reply', head[0]!, VERSION);
   const rep = head[1]!;
-  if (rep !== 0x00) throw new Socks5Error(proxy.href, 'connect', rep, `SOCKS5 proxy ${proxy.href} could not connect to ${target}: ${socks5ReplyText(rep)} (reply 0x${rep.toString(16).padStart(2, '0')})`);
+  if (rep !== 0x00)
+    throw new Socks5Error(proxy.href, 'connect', rep, `SOCKS5 proxy ${proxy.href} could not connect to ${target}: ${socks5ReplyText(rep)} (reply 0x${rep.toString(16).padStart(2, '0')})`);
   // The bound address: skip it. Its length depends on its type; 4 of its bytes are already read.
   const atyp = head[3]!;
   const rest = atyp === ATYP_IPV4 ? 4 - 1 + 2 : atyp === ATYP_IPV6 ? 16 - 1 + 2 : atyp === ATYP_NAME ? head[4]! + 2 : -1;
@@ -83,7 +84,5 @@ function connectRequest(proxy: ProxyEndpoint, host: string, port: number): Buffe
 /** A reply that is not SOCKS5 at all; an HTTP answer ('H') gets a hint. */
 function garbage(proxy: ProxyEndpoint, what: string, got: number, expected: number): ParseError {
   const hint = got === 0x48 ? ' (it looks like an HTTP answer: is this an HTTP proxy? use http://)' : '';
-  return new ParseError(
-    `SOCKS5 proxy ${proxy.href} sent an invalid ${what}: version byte 0x${got.toString(16).padStart(2, '0')}, expected 0x${expected.toString(16).padStart(2, '0')}${hint}`,
-  );
+  return new ParseError(`SOCKS5 proxy ${proxy.href} sent an invalid ${what}: version byte 0x${got.toString(16).padStart(2, '0')}, expected 0x${expected.toString(16).padStart(2, '0')}${hint}`);
 }

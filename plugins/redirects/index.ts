@@ -216,4 +216,3 @@ function checkMethod(m: unknown): asserts m is string {
     throw new ArgumentError(`redirectMethod must be 'same' or a method name such as 'GET', got ${JSON.stringify(m)}`);
   }
 }
-

@@ -13,18 +13,7 @@
  *   `methodNotAllowed`); `methodNotAllowed: false` lets it go on to the server's handler.
  * - The tap is synchronous when the route's handler returns a Response synchronously.
  */
-import {
-  ArgumentError,
-  ProtocolError,
-  Response,
-  Stage,
-  definePlugin,
-  notAResponse,
-  type Request,
-  type RequestHandler,
-  type ServerExchange,
-  type Stream,
-} from '../../kernel/index.js';
+import { ArgumentError, ProtocolError, Response, Stage, definePlugin, notAResponse, type Request, type RequestHandler, type ServerExchange, type Stream } from '../../kernel/index.js';
 import { methodNotAllowedResponse, withAllow } from './defaults.js';
 import { setRouteData } from './route-data.js';
 import { Router } from './router.js';
@@ -73,8 +62,7 @@ export const router = definePlugin({
     if (mna !== undefined && mna !== false && typeof mna !== 'function') throw new ArgumentError(`router plugin: methodNotAllowed must be a function or false, got ${typeof mna}`);
     const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     if (typeof maxBody !== 'number' || !(maxBody >= 0)) throw new ArgumentError(`router plugin: maxBodyBytes must be a number >= 0, got ${String(maxBody)}`);
-    const route = ((a: string, b: string | RequestHandler, c?: RequestHandler) =>
-      typeof b === 'string' ? r.register(a, b, c as RequestHandler) : r.register(a, b)) as RouteMethod;
+    const route = ((a: string, b: string | RequestHandler, c?: RequestHandler) => (typeof b === 'string' ? r.register(a, b, c as RequestHandler) : r.register(a, b))) as RouteMethod;
     kernel.decorate('router', r);
     kernel.decorate('route', route);
 

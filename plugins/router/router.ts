@@ -54,9 +54,8 @@ export class Router<H extends RouteHandler = RequestHandler> {
   constructor(options?: RouterOptions<NoInfer<H>>);
   constructor(notFound?: NoInfer<H> | null, methodNotAllowed?: NoInfer<H> | null, middleware?: Middleware<NoInfer<H>> | null);
   constructor(a?: RouterOptions<H> | H | null, b?: H | null, c?: Middleware<H> | null) {
-    const opts: RouterOptions<H> = typeof a === 'function' || a === null || (a === undefined && (b != null || c != null))
-      ? { notFound: a as H | null | undefined, methodNotAllowed: b, middleware: c }
-      : checkOptions(a);
+    const opts: RouterOptions<H> =
+      typeof a === 'function' || a === null || (a === undefined && (b != null || c != null)) ? { notFound: a as H | null | undefined, methodNotAllowed: b, middleware: c } : checkOptions(a);
     for (const k of ['notFound', 'methodNotAllowed', 'middleware'] as const) {
       const v = opts[k];
       if (v != null && typeof v !== 'function') throw new ArgumentError(`Router ${k} must be a function, got ${typeof v}`);

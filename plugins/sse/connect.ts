@@ -4,17 +4,7 @@
  * canceled. Needs no plugin: it parses the stream itself (the kernel's `open`).
  */
 import { Buffer } from 'node:buffer';
-import {
-  AbstractBody,
-  ArgumentError,
-  Client,
-  Headers,
-  ProtocolError,
-  RequestContext,
-  Response,
-  StatusError,
-  type CallOptions,
-} from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Client, Headers, ProtocolError, RequestContext, Response, StatusError, type CallOptions } from '../../kernel/index.js';
 import { deliverEvents, type SSECallback } from './callback.js';
 import type { SSEEvent } from './event.js';
 import { SSEParser } from './parser.js';
@@ -64,7 +54,8 @@ export async function sseConnect(url: string | URL, callback: SSECallback, optio
   if (typeof options !== 'object' || options === null) throw new ArgumentError('sseConnect: options must be an object');
   const { client: given, lastEventId, retryDelay = DEFAULT_SSE_RETRY_DELAY, maxLen, onOpen, onError, context, signal, sseCallback: _cb, sseMaxLen: _ml, ...call } = options;
   if (given !== undefined && !(given instanceof Client)) throw new ArgumentError('sseConnect: client must be a Client');
-  if (typeof retryDelay !== 'number' || !Number.isFinite(retryDelay) || retryDelay < 0) throw new ArgumentError(`sseConnect: retryDelay must be a number of milliseconds >= 0, got ${String(retryDelay)}`);
+  if (typeof retryDelay !== 'number' || !Number.isFinite(retryDelay) || retryDelay < 0)
+    throw new ArgumentError(`sseConnect: retryDelay must be a number of milliseconds >= 0, got ${String(retryDelay)}`);
   if (onOpen !== undefined && typeof onOpen !== 'function') throw new ArgumentError('sseConnect: onOpen must be a function');
   if (onError !== undefined && typeof onError !== 'function') throw new ArgumentError('sseConnect: onError must be a function');
   if (context !== undefined && !(context instanceof RequestContext)) throw new ArgumentError('sseConnect: context must be a RequestContext');

@@ -6,7 +6,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
-import { ArgumentError, checkCallOptionNames, EXCHANGE_TIMEOUT_OPTIONS, headerContains, pickExchangeTimeouts, Headers, urlHint, Request, RequestContext, upgradeRequest, type CallOptions, type Response } from '../../kernel/index.js';
+import {
+  ArgumentError,
+  checkCallOptionNames,
+  EXCHANGE_TIMEOUT_OPTIONS,
+  headerContains,
+  pickExchangeTimeouts,
+  Headers,
+  urlHint,
+  Request,
+  RequestContext,
+  upgradeRequest,
+  type CallOptions,
+  type Response,
+} from '../../kernel/index.js';
 import { WebSocketHandshakeError } from './errors.js';
 import { acceptKey } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
@@ -75,8 +88,19 @@ function check101(mod: WsModule, response: Response, key: string, offered: reado
 
 /** The names of {@link WebSocketOpenOptions} that `open` reads itself (`proxy` and `cookiejar` are the plugins'). */
 const OPEN_OPTIONS: ReadonlySet<string> = new Set([
-  'maxFrameSize', 'maxFragmentation', 'headers', 'subprotocols', 'compress', ...EXCHANGE_TIMEOUT_OPTIONS,
-  'tls', 'localAddr', 'kernel', 'context', 'signal', 'target', 'host',
+  'maxFrameSize',
+  'maxFragmentation',
+  'headers',
+  'subprotocols',
+  'compress',
+  ...EXCHANGE_TIMEOUT_OPTIONS,
+  'tls',
+  'localAddr',
+  'kernel',
+  'context',
+  'signal',
+  'target',
+  'host',
 ] satisfies (keyof WebSocketOpenOptions)[]);
 
 /**
@@ -146,7 +170,10 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
     });
     if (response.status !== 101) {
       socket.destroy();
-      throw new WebSocketHandshakeError(`WebSocket handshake with ${shown} failed: the server answered ${response.status}${response.reason !== '' ? ` ${response.reason}` : ''} instead of 101 Switching Protocols`, response);
+      throw new WebSocketHandshakeError(
+        `WebSocket handshake with ${shown} failed: the server answered ${response.status}${response.reason !== '' ? ` ${response.reason}` : ''} instead of 101 Switching Protocols`,
+        response,
+      );
     }
     if (agreed === null) deflate?.cleanup();
     deflate = null;

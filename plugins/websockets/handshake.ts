@@ -14,7 +14,9 @@ const KEY = /^[+/0-9A-Za-z]{21}[AQgw]==$/;
 
 /** `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`. */
 export function acceptKey(key: string): string {
-  return createHash('sha1').update(key + GUID).digest('base64');
+  return createHash('sha1')
+    .update(key + GUID)
+    .digest('base64');
 }
 
 /**

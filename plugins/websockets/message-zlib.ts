@@ -191,7 +191,8 @@ export class MessageZlib implements MessageDeflate {
       const out = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
       this.inParts = [];
       if (fin) this.inBytes = 0;
-      if (inf.readableEnded) this.dropInflater(); // a final block ended zlib's stream: a new one next time
+      if (inf.readableEnded)
+        this.dropInflater(); // a final block ended zlib's stream: a new one next time
       else if (fin && this.params[`${side}_no_context_takeover`] === true) inf.reset();
       // The slot goes to the next job only now: it may be this connection's next frame.
       jobDone();

@@ -64,7 +64,9 @@ function resolveCheckOrigin(c: unknown, where: string): ResolvedCheckOrigin {
     }
     return out;
   }
-  throw new ArgumentError(`${where}: checkOrigin must be 'same-origin', 'any', a list of origins or a function (origin, request) => boolean, got ${typeof c === 'string' ? JSON.stringify(c) : typeof c}`);
+  throw new ArgumentError(
+    `${where}: checkOrigin must be 'same-origin', 'any', a list of origins or a function (origin, request) => boolean, got ${typeof c === 'string' ? JSON.stringify(c) : typeof c}`,
+  );
 }
 
 /** Limits shared by both ends. */

@@ -68,7 +68,6 @@ export interface AttachOptions {
   readonly maxFragments: number;
 }
 
-
 /** How long closing waits for the peer's close frame before dropping the connection. */
 const CLOSE_TIMEOUT = 30_000;
 

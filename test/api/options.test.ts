@@ -135,32 +135,24 @@ describe('unknown option names', () => {
   it('a wrong type says what the option takes', async () => {
     expect(await rejected(HTTP.get(URL_, { retries: '3' } as unknown as HTTP.CallOptions))).toBe('request("GET", …): retries must be an integer >= 0, got the string "3"');
     expect(thrown(() => new HTTP.Client({ retries: '3' } as unknown as HTTP.ClientOptions))).toBe('new Client(): retries must be an integer >= 0, got the string "3"');
-    expect(await rejected(HTTP.get(URL_, { retry: 3 } as unknown as HTTP.CallOptions))).toBe(
-      'request("GET", …): retry must be a boolean (to set how many retries, use retries), got 3',
-    );
+    expect(await rejected(HTTP.get(URL_, { retry: 3 } as unknown as HTTP.CallOptions))).toBe('request("GET", …): retry must be a boolean (to set how many retries, use retries), got 3');
     expect(await rejected(HTTP.get(URL_, { cookiejar: {} } as unknown as HTTP.CallOptions))).toBe(
       'request("GET", …): cookiejar must be a CookieJar (new Cookies.CookieJar()) or false, got a plain object',
     );
   });
 
   it('new Client() and new Transport()', () => {
-    expect(thrown(() => new HTTP.Client({ timeout: 5 } as HTTP.ClientOptions))).toBe(
-      'new Client(): unknown option "timeout" (did you mean requestTimeout (or connectTimeout/readIdleTimeout)?)',
-    );
+    expect(thrown(() => new HTTP.Client({ timeout: 5 } as HTTP.ClientOptions))).toBe('new Client(): unknown option "timeout" (did you mean requestTimeout (or connectTimeout/readIdleTimeout)?)');
     expect(thrown(() => new HTTP.Client({ headers: { a: '1' } } as HTTP.ClientOptions))).toBe('new Client(): unknown option "headers" (did you mean defaultHeaders?)');
     expect(thrown(() => new HTTP.Client({ followRedirects: false } as HTTP.ClientOptions))).toBe('new Client(): unknown option "followRedirects" (did you mean redirect?)');
-    expect(thrown(() => new HTTP.Transport({ maxIdle: 3 } as HTTP.TransportOptions))).toBe(
-      'new Transport(): unknown option "maxIdle" (did you mean maxIdlePerHost (or maxIdleTotal)?)',
-    );
+    expect(thrown(() => new HTTP.Transport({ maxIdle: 3 } as HTTP.TransportOptions))).toBe('new Transport(): unknown option "maxIdle" (did you mean maxIdlePerHost (or maxIdleTotal)?)');
   });
 
   it('serve() and WebSockets.listen', async () => {
     const ok = (): HTTP.Response => new HTTP.Response(200);
     // (serve checks its options before it returns its promise: the wrapper takes either way.)
     expect(await rejected(Promise.resolve().then(() => HTTP.serve(ok, { port: 0, readTimout: 5 } as never)))).toBe('unknown server option "readTimout" (did you mean readTimeout?)');
-    expect(await rejected(HTTP.WebSockets.listen(() => undefined, { port: 0, timeout: 5 } as never))).toBe(
-      'unknown server option "timeout" (did you mean readTimeout (or idleTimeout)?)',
-    );
+    expect(await rejected(HTTP.WebSockets.listen(() => undefined, { port: 0, timeout: 5 } as never))).toBe('unknown server option "timeout" (did you mean readTimeout (or idleTimeout)?)');
   });
 
   it('WebSockets.open, like WebSockets.listen', async () => {
@@ -186,10 +178,10 @@ describe('unknown option names', () => {
     expect(thrown(() => new HTTP.Form({ a: '1' }, { boundry: 'x' } as never))).toBe('new Form(): unknown option "boundry" (did you mean boundary?)');
     expect(thrown(() => HTTP.sseStream({ maxLength: 10 } as never))).toBe('sseStream: unknown option "maxLength" (did you mean maxLen?)');
     expect(await rejected(HTTP.sseConnect(URL_, () => undefined, { retrydelay: 5 } as never))).toBe('sseConnect: unknown option "retrydelay" (did you mean retryDelay?)');
-    expect(thrown(() => HTTP.definePlugin({ name: 'x', dependancies: [], register() {} } as never))).toBe(
-      "definePlugin('x'): unknown option \"dependancies\" (did you mean dependencies?)",
-    );
-    const boot = HTTP.createKernel().register(redirects, { redirectLimt: 2 } as never).ready();
+    expect(thrown(() => HTTP.definePlugin({ name: 'x', dependancies: [], register() {} } as never))).toBe('definePlugin(\'x\'): unknown option "dependancies" (did you mean dependencies?)');
+    const boot = HTTP.createKernel()
+      .register(redirects, { redirectLimt: 2 } as never)
+      .ready();
     await expect(boot).rejects.toThrow('register(redirects, …): unknown option "redirectLimt" (did you mean redirectLimit?)');
   });
 });
@@ -200,15 +192,11 @@ describe('errors that name the right call', () => {
     expect(await rejected(HTTP.get('example.com/api?x=1'))).toBe('invalid URL "example.com/api?x=1": no scheme: did you mean http://example.com/api?x=1?');
     expect(await rejected(HTTP.get('127.0.0.1:8080'))).toBe('invalid URL "127.0.0.1:8080": no scheme: did you mean http://127.0.0.1:8080?');
     expect(await rejected(HTTP.get('/api'))).toBe('invalid URL "/api": a path alone; a request needs an absolute URL such as http://host/api');
-    expect(await rejected(HTTP.WebSockets.open('localhost:8080/ws', () => undefined))).toBe(
-      'WebSockets.open: invalid URL "localhost:8080/ws": no scheme: did you mean ws://localhost:8080/ws?',
-    );
+    expect(await rejected(HTTP.WebSockets.open('localhost:8080/ws', () => undefined))).toBe('WebSockets.open: invalid URL "localhost:8080/ws": no scheme: did you mean ws://localhost:8080/ws?');
   });
 
   it('get({ url }), request(url, { method }) and post(url, string) name the call shape', async () => {
-    expect(await rejected(HTTP.get({ url: 'http://x/' } as never))).toBe(
-      'the URL must be a string or a URL, got an object with url: pass the URL as the first argument, get(url, options)',
-    );
+    expect(await rejected(HTTP.get({ url: 'http://x/' } as never))).toBe('the URL must be a string or a URL, got an object with url: pass the URL as the first argument, get(url, options)');
     expect(await rejected(HTTP.request('http://x/', { method: 'POST' } as never))).toBe(
       'request(method, url, options) takes the method first: request("POST", "http://x/", options), or post(url, options)',
     );

@@ -211,7 +211,11 @@ describe('names of the mapping table', () => {
     expect(HTTP.hasHeader(req, 'X-One')).toBe(false);
     expect(HTTP.canonicalHeaderKey('content-type')).toBe('Content-Type');
     const uri = new HTTP.URI(req.target);
-    expect(HTTP.queryParamPairs(uri)).toEqual([['a', '1'], ['a', '2'], ['b', 'x y']]);
+    expect(HTTP.queryParamPairs(uri)).toEqual([
+      ['a', '1'],
+      ['a', '2'],
+      ['b', 'x y'],
+    ]);
     expect(HTTP.queryParams(uri)['b']).toBe('x y');
     const ctx = HTTP.getRequestContext(req);
     expect(HTTP.canceled(ctx)).toBe(false);

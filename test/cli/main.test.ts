@@ -64,7 +64,11 @@ describe('usage errors: exit 2 and a message that says what was wrong', () => {
     ['a ws:// URL', ['get', 'ws://x/'], /unsupported URL scheme ws: .*switchyard ws/],
     ['an ftp:// URL', ['get', 'ftp://x/'], /unsupported URL scheme ftp: in "ftp:\/\/x\/": http and https only\n/],
     ['an unknown command', ['fetch', 'http://x/'], /^switchyard: unknown command "fetch": expected get, head, post, put, patch, delete, query, options, serve, ws\n/],
-    ['a URL where the command goes', ['https://example.com/x', '-i'], /^switchyard: "https:\/\/example\.com\/x" is a URL, not a command: put the method first \(switchyard get https:\/\/example\.com\/x …\)\n/],
+    [
+      'a URL where the command goes',
+      ['https://example.com/x', '-i'],
+      /^switchyard: "https:\/\/example\.com\/x" is a URL, not a command: put the method first \(switchyard get https:\/\/example\.com\/x …\)\n/,
+    ],
     ['a ws URL where the command goes', ['ws://example.com/'], /put the method first \(switchyard ws ws:\/\/example\.com\/ …\)/],
     ['an option before the command', ['-v', 'get', 'http://x/'], /^switchyard: -v before a command/],
     ['a value for a switch', ['get', 'http://x/', '--json=yes'], /option --json takes no value \(got "yes"\)/],
@@ -122,7 +126,15 @@ describe('progress line', () => {
     for (const columns of [60, 80, 100, 200]) {
       for (const total of [1000, 5 * 1024 * 1024 * 1024, -1]) {
         const widths = new Set<number>();
-        for (const [received, elapsedMs] of [[0, 0], [1, 3], [999, 10], [1000, 9999], [1023.9 * 1024, 1], [600 * 1024 * 1024, 50_000], [5 * 1024 * 1024 * 1024, 7_200_000]] as const) {
+        for (const [received, elapsedMs] of [
+          [0, 0],
+          [1, 3],
+          [999, 10],
+          [1000, 9999],
+          [1023.9 * 1024, 1],
+          [600 * 1024 * 1024, 50_000],
+          [5 * 1024 * 1024 * 1024, 7_200_000],
+        ] as const) {
           if (total >= 0 && received > total) continue;
           widths.add(renderProgress({ received, total, elapsedMs, columns }).length);
         }
@@ -155,7 +167,27 @@ describe('help and version', () => {
     for (const [cmd, flags] of [
       ['serve', ['--port', '--host', '--tls-self-signed', '--spa', '--cors', '--cert-out', '--no-list']],
       ['ws', ['--header', '--subprotocol', '--no-compress', '--cacert', '--linger ms']],
-      ['get', ['--header', '--output', '--http2', '--proxy', '--cookies', '-X, --request METHOD', '-i, --include', '-I, --head', '-f, --fail', '-s, --silent', '-S, --show-error', '-A, --user-agent UA', '-O, --remote-name', '-m, --max-time SECONDS', '--timeout ms', '--compressed']],
+      [
+        'get',
+        [
+          '--header',
+          '--output',
+          '--http2',
+          '--proxy',
+          '--cookies',
+          '-X, --request METHOD',
+          '-i, --include',
+          '-I, --head',
+          '-f, --fail',
+          '-s, --silent',
+          '-S, --show-error',
+          '-A, --user-agent UA',
+          '-O, --remote-name',
+          '-m, --max-time SECONDS',
+          '--timeout ms',
+          '--compressed',
+        ],
+      ],
     ] as const) {
       const c = capture();
       expect(await main([cmd, '--help'], c.io)).toBe(0);
@@ -175,7 +207,7 @@ describe('help and version', () => {
 describe('cookies.txt', () => {
   const now = Date.UTC(2030, 0, 1);
 
-  it('reads curl\'s format: host-only and domain cookies, HttpOnly, secure, session and expiring cookies; skips expired and malformed lines', () => {
+  it("reads curl's format: host-only and domain cookies, HttpOnly, secure, session and expiring cookies; skips expired and malformed lines", () => {
     const text = [
       '# Netscape HTTP Cookie File',
       '# https://curl.se/docs/http-cookies.html',
@@ -197,18 +229,27 @@ describe('cookies.txt', () => {
   });
 
   it('skips a line whose cookie could not be sent back (a backslash, a bad name) and keeps the rest, quoted values included', () => {
-    const text = ['example.com\tFALSE\t/\tFALSE\t0\tb\tx\\y', 'example.com\tFALSE\t/\tFALSE\t0\ta;b\tv', 'example.com\tFALSE\t/\tFALSE\t0\tq\t"quoted"', 'example.com\tFALSE\t/\tFALSE\t0\tok\t1'].join('\n');
+    const text = ['example.com\tFALSE\t/\tFALSE\t0\tb\tx\\y', 'example.com\tFALSE\t/\tFALSE\t0\ta;b\tv', 'example.com\tFALSE\t/\tFALSE\t0\tq\t"quoted"', 'example.com\tFALSE\t/\tFALSE\t0\tok\t1'].join(
+      '\n',
+    );
     const jar = parseCookieFile(text, now);
     expect(Cookies.getCookies(jar, 'https', 'example.com', '/', now).map((c) => `${c.name}=${c.value}`)).toEqual(['q="quoted"', 'ok=1']);
   });
 
   it('writes what it reads (round trip), leaving expired cookies out', () => {
     const jar = parseCookieFile('', now);
-    Cookies.setCookies(jar, 'https', 'shop.example.com', '/cart', [
-      ['Set-Cookie', 'cart=42; Path=/; Domain=example.com; Secure; Max-Age=3600'],
-      ['Set-Cookie', 'tmp=1; HttpOnly'],
-      ['Set-Cookie', 'gone=1; Max-Age=0'],
-    ], now);
+    Cookies.setCookies(
+      jar,
+      'https',
+      'shop.example.com',
+      '/cart',
+      [
+        ['Set-Cookie', 'cart=42; Path=/; Domain=example.com; Secure; Max-Age=3600'],
+        ['Set-Cookie', 'tmp=1; HttpOnly'],
+        ['Set-Cookie', 'gone=1; Max-Age=0'],
+      ],
+      now,
+    );
     const text = formatCookieFile(jar, now);
     expect(text.split('\n').filter((l) => l !== '' && !l.startsWith('# '))).toEqual([
       `.example.com\tTRUE\t/\tTRUE\t${now / 1000 + 3600}\tcart\t42`,

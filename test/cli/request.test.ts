@@ -47,26 +47,49 @@ async function handler(req: Request): Promise<Response> {
   const u = new URL(req.target, 'http://x');
   seen.set(u.pathname, req);
   const p = u.pathname;
-  if (p === '/hello') return new Response(200, [['Content-Type', 'text/plain'], ['X-Test', 'yes']], 'hello world\n');
+  if (p === '/hello')
+    return new Response(
+      200,
+      [
+        ['Content-Type', 'text/plain'],
+        ['X-Test', 'yes'],
+      ],
+      'hello world\n',
+    );
   const st = /^\/status\/(\d{3})$/.exec(p);
   if (st !== null) return new Response(Number(st[1]), [['Content-Type', 'text/plain']], `status ${st[1]}\n`);
   if (p === '/echo') {
-    return new Response(200, [['Content-Type', 'application/json']], JSON.stringify({
-      method: req.method,
-      contentType: req.headers.get('Content-Type') ?? null,
-      accept: req.headers.get('Accept') ?? null,
-      authorization: req.headers.get('Authorization') ?? null,
-      custom: req.headers.getAll('X-Custom'),
-      body: bodyText(req),
-    }));
+    return new Response(
+      200,
+      [['Content-Type', 'application/json']],
+      JSON.stringify({
+        method: req.method,
+        contentType: req.headers.get('Content-Type') ?? null,
+        accept: req.headers.get('Accept') ?? null,
+        authorization: req.headers.get('Authorization') ?? null,
+        custom: req.headers.getAll('X-Custom'),
+        body: bodyText(req),
+      }),
+    );
   }
   if (p === '/upload') {
     const parts = parseMultipartForm(req) ?? [];
-    return new Response(200, [['Content-Type', 'application/json']], JSON.stringify({
-      contentLength: req.headers.get('Content-Length') ?? null,
-      transferEncoding: req.headers.get('Transfer-Encoding') ?? null,
-      parts: parts.map((x) => ({ name: x.name, filename: x.filename, contentType: x.contentType, size: x.data.length, sha: sha(x.data), text: x.filename === null ? Buffer.from(x.data).toString() : '' })),
-    }));
+    return new Response(
+      200,
+      [['Content-Type', 'application/json']],
+      JSON.stringify({
+        contentLength: req.headers.get('Content-Length') ?? null,
+        transferEncoding: req.headers.get('Transfer-Encoding') ?? null,
+        parts: parts.map((x) => ({
+          name: x.name,
+          filename: x.filename,
+          contentType: x.contentType,
+          size: x.data.length,
+          sha: sha(x.data),
+          text: x.filename === null ? Buffer.from(x.data).toString() : '',
+        })),
+      }),
+    );
   }
   if (p === '/big') return new Response(200, [['Content-Type', 'application/octet-stream']], BIG);
   if (p === '/redirect') return new Response(302, [['Location', '/hello']], 'moved\n');
@@ -84,7 +107,15 @@ async function handler(req: Request): Promise<Response> {
     return new Response(200, [['Content-Length', String(1024 * 1024)]], body);
   }
   if (p === '/gone-redirect') return new Response(302, [['Location', '/status/410']], 'moved\n');
-  if (p === '/method') return new Response(200, [['Content-Type', 'text/plain'], ['X-Method', req.method]], `${req.method} ${req.headers.get('User-Agent') ?? '-'}\n`);
+  if (p === '/method')
+    return new Response(
+      200,
+      [
+        ['Content-Type', 'text/plain'],
+        ['X-Method', req.method],
+      ],
+      `${req.method} ${req.headers.get('User-Agent') ?? '-'}\n`,
+    );
   if (p === '/gzip') {
     const gz = /\bgzip\b/.test(req.headers.get('Accept-Encoding') ?? '');
     return new Response(200, [['Content-Type', 'text/plain'], ...(gz ? [['Content-Encoding', 'gzip'] as [string, string]] : [])], gz ? gzipSync('squeezed\n') : 'squeezed\n');
@@ -186,10 +217,14 @@ describe('the binary', () => {
     await writeFile(join(dir, 'photo.png'), file);
     await writeFile(join(dir, 'notes.bin'), 'plain words');
     const r = await runCli([
-      'post', `${base}/upload`,
-      '-F', `image=@${join(dir, 'photo.png')}`,
-      '-F', `doc=@${join(dir, 'notes.bin')};type=text/markdown;filename=README.md`,
-      '-F', 'note=hello there',
+      'post',
+      `${base}/upload`,
+      '-F',
+      `image=@${join(dir, 'photo.png')}`,
+      '-F',
+      `doc=@${join(dir, 'notes.bin')};type=text/markdown;filename=README.md`,
+      '-F',
+      'note=hello there',
     ]);
     expect(r.code).toBe(0);
     const u = JSON.parse(r.out);
@@ -279,10 +314,7 @@ describe('--proxy', () => {
       await waitListening(port, socks);
       // 0.0.0.0 is not a loopback name (loopback always goes direct), and reaches this server from the proxy.
       const target = `http://0.0.0.0:${server.port}/hello`;
-      const [ok, bad] = await Promise.all([
-        runCli(['get', target, '--proxy', `socks5://cli:pw@127.0.0.1:${port}`]),
-        runMain(['get', target, '--proxy', `socks5://cli:wrong@127.0.0.1:${port}`]),
-      ]);
+      const [ok, bad] = await Promise.all([runCli(['get', target, '--proxy', `socks5://cli:pw@127.0.0.1:${port}`]), runMain(['get', target, '--proxy', `socks5://cli:wrong@127.0.0.1:${port}`])]);
       expect(ok.stderr).toBe('');
       expect(ok.out).toBe('hello world\n');
       expect(ok.code).toBe(0);
@@ -404,10 +436,7 @@ describe('in-process: -o and TLS options', () => {
 
 describe('curl habits', () => {
   it('-X sends any method token, with any request command; -A sets the User-Agent', async () => {
-    const [a, b] = await Promise.all([
-      runCli(['get', `${base}/method`, '-X', 'PURGE', '-A', 'probe/1.0']),
-      runMain(['post', `${base}/method`, '--request', 'PROPFIND']),
-    ]);
+    const [a, b] = await Promise.all([runCli(['get', `${base}/method`, '-X', 'PURGE', '-A', 'probe/1.0']), runMain(['post', `${base}/method`, '--request', 'PROPFIND'])]);
     expect(a.stderr).toBe('');
     expect(a.out).toBe('PURGE probe/1.0\n');
     expect(a.code).toBe(0);
@@ -441,11 +470,7 @@ describe('curl habits', () => {
   });
 
   it('-f: a 4xx/5xx answer prints no body (the status line on stderr, the final URL after redirects) and exits 4; a 2xx prints as usual', async () => {
-    const [a, b, c] = await Promise.all([
-      runCli(['get', '-f', `${base}/nope`]),
-      runMain(['get', '--fail', '-v', `${base}/gone-redirect`]),
-      runMain(['get', '-f', `${base}/hello`]),
-    ]);
+    const [a, b, c] = await Promise.all([runCli(['get', '-f', `${base}/nope`]), runMain(['get', '--fail', '-v', `${base}/gone-redirect`]), runMain(['get', '-f', `${base}/hello`])]);
     expect(a.code).toBe(4);
     expect(a.out).toBe('');
     expect(a.stderr).toBe(`switchyard: HTTP/1.1 404 Not Found (GET ${base}/nope)\n`);
@@ -458,10 +483,7 @@ describe('curl habits', () => {
   it('-f with -o: a 4xx/5xx answer leaves an existing file as it was and creates none; -o without -f writes it', async () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'kept.txt'), 'old content\n');
-    const [a, b] = await Promise.all([
-      runMain(['get', '-f', `${base}/status/500`, '-o', join(dir, 'kept.txt')]),
-      runMain(['get', '-f', `${base}/status/500`, '-o', join(dir, 'new.txt')]),
-    ]);
+    const [a, b] = await Promise.all([runMain(['get', '-f', `${base}/status/500`, '-o', join(dir, 'kept.txt')]), runMain(['get', '-f', `${base}/status/500`, '-o', join(dir, 'new.txt')])]);
     expect(a.code).toBe(4);
     expect(b.code).toBe(4);
     expect(await readFile(join(dir, 'kept.txt'), 'utf8')).toBe('old content\n');

@@ -161,18 +161,28 @@ describe('switchyard serve: directory listings', () => {
       ['../', '../'],
       ['escape/', 'escape/'],
       ['sub%20dir/', 'sub dir/'],
-      ['%22quote\'.txt', '&#34;quote&#39;.txt'],
+      ["%22quote'.txt", '&#34;quote&#39;.txt'],
       ['a%26b%20%3Cx%3E.txt', 'a&#38;b &#60;x&#62;.txt'],
       ['q%3F%23%25.txt', 'q?#%.txt'],
     ]);
     expect(l.body).not.toMatch(/secret|hidden/);
     // The links lead to the files.
-    for (const [href, body] of [['a%26b%20%3Cx%3E.txt', 'amp'], ['q%3F%23%25.txt', 'query-like'], ['%22quote\'.txt', 'quotes'], ['sub%20dir/', '<title>Index of /files/sub dir/</title>']] as const) {
+    for (const [href, body] of [
+      ['a%26b%20%3Cx%3E.txt', 'amp'],
+      ['q%3F%23%25.txt', 'query-like'],
+      ["%22quote'.txt", 'quotes'],
+      ['sub%20dir/', '<title>Index of /files/sub dir/</title>'],
+    ] as const) {
       const r = await curl([`${url}files/${href}`]);
       expect([href, r.status, r.body]).toEqual([href, 200, expect.stringContaining(body)]);
     }
     // Not listed: dot-directories (also encoded), a link out of the root, a directory without its slash (redirected).
-    for (const [path, status] of [['files/.hidden/', 404], ['files/%2ehidden/', 404], ['files/escape/', 404], ['files', 301]] as const) {
+    for (const [path, status] of [
+      ['files/.hidden/', 404],
+      ['files/%2ehidden/', 404],
+      ['files/escape/', 404],
+      ['files', 301],
+    ] as const) {
       const r = await curl([`${url}${path}`]);
       expect([path, r.status, r.body]).toEqual([path, status, expect.not.stringContaining('Index of')]);
     }
@@ -196,7 +206,12 @@ describe('switchyard serve: directory listings', () => {
     await mkdir(join(dir, '.well-known'));
     await writeFile(join(dir, '.well-known', 'security.txt'), 'Contact: mailto:s@example.com\n');
     const dotPaths = ['.env', '%2eenv', '%2Eenv', '.git/config', '%2egit/config', '.git/', 'files/.htpasswd', 'files/%2ehtpasswd'];
-    for (const [policy, status] of [[null, 404], ['ignore', 404], ['deny', 403], ['allow', 200]] as const) {
+    for (const [policy, status] of [
+      [null, 404],
+      ['ignore', 404],
+      ['deny', 403],
+      ['allow', 200],
+    ] as const) {
       const c = startCli(['serve', dir, '--port', '0', '-q', ...(policy !== null ? ['--dotfiles', policy] : [])]);
       const url = await started(c);
       for (const p of dotPaths) {

@@ -98,7 +98,7 @@ describe('switchyard ws', () => {
   });
 });
 
-describe('switchyard ws against the project\'s WebSocket server', () => {
+describe("switchyard ws against the project's WebSocket server", () => {
   it('wss:// with --cacert and a subprotocol: uppercases what it gets', async () => {
     const cert = selfSignedCertificate();
     const dir = await tempDir();
@@ -123,7 +123,7 @@ describe('switchyard ws against the project\'s WebSocket server', () => {
 });
 
 describe('switchyard ws when stdin ends', () => {
-  it('prints the answer to a piped line every time (5 runs against python websockets and 5 against the project\'s server), then closes with 1000', async () => {
+  it("prints the answer to a piped line every time (5 runs against python websockets and 5 against the project's server), then closes with 1000", async () => {
     const own = await WebSockets.listen(
       async (ws) => {
         for await (const m of ws) await ws.send(`own: ${String(m)}`);

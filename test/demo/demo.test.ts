@@ -186,7 +186,10 @@ describe('what a first visit meets', () => {
       await page.waitForFunction(`document.querySelectorAll('#sse-list li').length >= 1`, undefined, { timeout: 10_000 });
       await page.waitForFunction(`document.getElementById('protocol').textContent !== ''`);
       expect(problems).toEqual([]);
-      const failed = output.slice(from).split('\n').filter((line) => /\(access\): \S+ \S+ [45]\d\d /.test(line));
+      const failed = output
+        .slice(from)
+        .split('\n')
+        .filter((line) => /\(access\): \S+ \S+ [45]\d\d /.test(line));
       expect(failed).toEqual([]);
     } finally {
       await context.close();
@@ -211,10 +214,12 @@ describe('what a first visit meets', () => {
         await page.waitForFunction(`document.querySelectorAll('#sse-list li').length >= 1`, undefined, { timeout: 10_000 });
         await page.screenshot({ path: `/tmp/switchyard-demo-${width}.png`, fullPage: true });
         expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width);
-        const cards = await page.$$eval('main > section', (els) => els.map((e) => {
-          const r = e.getBoundingClientRect();
-          return { id: e.id, left: r.left, right: r.right };
-        }));
+        const cards = await page.$$eval('main > section', (els) =>
+          els.map((e) => {
+            const r = e.getBoundingClientRect();
+            return { id: e.id, left: r.left, right: r.right };
+          }),
+        );
         expect(cards).toHaveLength(5);
         for (const c of cards) {
           expect(c.left, c.id).toBeGreaterThanOrEqual(0);

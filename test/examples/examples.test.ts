@@ -36,13 +36,17 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
 const LONG_RUNNING = new Set(['hello-server']);
 
 describe.concurrent('examples', () => {
-  it.each(EXAMPLES)('%s starts, does its thing against itself and exits 0', async (name, keyLine) => {
-    const run = await runNode(['--import', 'tsx', `examples/${name}.ts`], root, BOUND_MS);
-    const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
-    expect(run.code, output).toBe(0);
-    expect(run.stdout, output).toMatch(keyLine);
-    expect(run.stderr, output).toBe('');
-  }, BOUND_MS + 5_000);
+  it.each(EXAMPLES)(
+    '%s starts, does its thing against itself and exits 0',
+    async (name, keyLine) => {
+      const run = await runNode(['--import', 'tsx', `examples/${name}.ts`], root, BOUND_MS);
+      const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
+      expect(run.code, output).toBe(0);
+      expect(run.stdout, output).toMatch(keyLine);
+      expect(run.stderr, output).toBe('');
+    },
+    BOUND_MS + 5_000,
+  );
 
   it('every example program has a smoke test here', () => {
     const programs = readdirSync(path.join(root, 'examples'))

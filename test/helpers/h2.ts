@@ -7,18 +7,7 @@ import { execFile } from 'node:child_process';
 import { connect as netConnect, createServer as netServer, type Socket } from 'node:net';
 import http2 from 'node:http2';
 import { closeAfter, destroyAfter, forceCloseAfter, onCleanup } from './cleanup.js';
-import {
-  Client,
-  createKernel,
-  listen,
-  serve,
-  type ClientOptions,
-  type Kernel,
-  type RequestHandler,
-  type Server,
-  type ServeOptions,
-  type StreamHandler,
-} from '../../kernel/index.js';
+import { Client, createKernel, listen, serve, type ClientOptions, type Kernel, type RequestHandler, type Server, type ServeOptions, type StreamHandler } from '../../kernel/index.js';
 import { selfSignedCertificate } from '../../tls/self-signed.js';
 import { h2 } from '../../plugins/h2/index.js';
 import { h2c } from '../../plugins/h2c/index.js';
@@ -84,7 +73,10 @@ export function nodeSession(url: string, options: http2.SecureClientSessionOptio
 }
 
 /** A bare node:http2 server (h2c), closed after the test. */
-export async function nodeServer(onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void, settings: http2.Settings = {}): Promise<{ port: number; sessions: http2.ServerHttp2Session[] }> {
+export async function nodeServer(
+  onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => void,
+  settings: http2.Settings = {},
+): Promise<{ port: number; sessions: http2.ServerHttp2Session[] }> {
   const server = http2.createServer({ settings });
   const sessions: http2.ServerHttp2Session[] = [];
   server.on('session', (s) => sessions.push(s));
@@ -126,7 +118,7 @@ export function nodeRequest(
 export function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1;
+      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });

@@ -77,7 +77,9 @@ export async function startSquid(options: { auth?: { user: string; pass: string 
   // squid started as root drops to its effective user (proxy), which must write here.
   chmodSync(dir, 0o777);
   const port = await freePort();
-  const hosts = Object.entries(options.hosts ?? {}).map(([name, ip]) => `${ip} ${name}`).join('\n');
+  const hosts = Object.entries(options.hosts ?? {})
+    .map(([name, ip]) => `${ip} ${name}`)
+    .join('\n');
   writeFileSync(join(dir, 'hosts'), `${hosts}\n`, { mode: 0o644 });
   const conf = [
     `http_port 127.0.0.1:${port}`,
@@ -116,7 +118,11 @@ export async function startSquid(options: { auth?: { user: string; pass: string 
   const log = (): string[] => {
     const f = join(dir, 'access.log');
     // The readiness probe (a connection closed without a request) is not a proxied request.
-    return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter((l) => l !== '' && !l.includes('error:transaction-end-before-headers')) : [];
+    return existsSync(f)
+      ? readFileSync(f, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '' && !l.includes('error:transaction-end-before-headers'))
+      : [];
   };
   const auth = options.auth !== undefined ? `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@` : '';
   return {

@@ -9,19 +9,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { destroyAfter, forceCloseAfter, killAfter, untrack } from './cleanup.js';
-import {
-  AbstractBody,
-  ByteReader,
-  Headers,
-  listen,
-  readAll,
-  readResponse,
-  serve,
-  type RequestHandler,
-  type Server,
-  type ServeOptions,
-  type StreamHandler,
-} from '../../kernel/index.js';
+import { AbstractBody, ByteReader, Headers, listen, readAll, readResponse, serve, type RequestHandler, type Server, type ServeOptions, type StreamHandler } from '../../kernel/index.js';
 
 // ---- cleanup (test/helpers/cleanup.ts) ------------------------------------------------------------
 

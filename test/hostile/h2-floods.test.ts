@@ -111,7 +111,12 @@ describe('HTTP/2 floods', () => {
     const before = memory();
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
-    const first = block([[':method', 'GET'], [':scheme', 'http'], [':path', '/c'], [':authority', 'localhost']]);
+    const first = block([
+      [':method', 'GET'],
+      [':scheme', 'http'],
+      [':path', '/c'],
+      [':authority', 'localhost'],
+    ]);
     sock.write(Buffer.concat([PREFACE, settings(), frame(T.HEADERS, 0x1 /* END_STREAM, no END_HEADERS */, 1, first)]));
     let sent = 0;
     const piece = frame(T.CONTINUATION, 0, 1, block([['x-more', 'a'.repeat(1000)]]));

@@ -185,9 +185,7 @@ describe('hostile servers against the client (default preset)', () => {
   it('a bomb under two stacked codings (gzip over br, 64 MiB of zeros) stops with DecompressionLimitError after about a MiB', async () => {
     const inner = zlib.brotliCompressSync(Buffer.alloc(64 * MiB), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } });
     const body = zlib.gzipSync(inner);
-    const srv = await rawServer((s) =>
-      readRequests(s, () => s.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Encoding: br, gzip\r\nContent-Length: ${body.length}\r\n\r\n`), body]))),
-    );
+    const srv = await rawServer((s) => readRequests(s, () => s.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Encoding: br, gzip\r\nContent-Length: ${body.length}\r\n\r\n`), body]))));
     const client = await defaultClient();
     const before = memory();
     const t0 = performance.now();

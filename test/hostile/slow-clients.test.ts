@@ -77,12 +77,17 @@ describe('slowloris', () => {
     c.destroy();
     const reclaimMs = performance.now() - t0;
 
-    expect(drips.every((d) => d.isClosed()), 'every slow connection closed by the server').toBe(true);
+    expect(
+      drips.every((d) => d.isClosed()),
+      'every slow connection closed by the server',
+    ).toBe(true);
     expect(reclaimMs).toBeLessThan(1000 + 2000);
     await waitConnections(server, 0, 2000);
     expect(latencies.length).toBeGreaterThan(20);
     const p99 = percentile(latencies, 99);
-    console.log(`slowloris: ${latencies.length} normal requests, p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; slow connections reclaimed after ${reclaimMs.toFixed(0)} ms`);
+    console.log(
+      `slowloris: ${latencies.length} normal requests, p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; slow connections reclaimed after ${reclaimMs.toFixed(0)} ms`,
+    );
     expect(p99).toBeLessThan(200);
     await expectServing(port);
   });
@@ -131,4 +136,3 @@ describe('connections reclaimed by their timers', () => {
     await expectServing(server.port);
   });
 });
-

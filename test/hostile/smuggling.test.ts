@@ -68,7 +68,13 @@ const vectors: Vector[] = [
 ];
 
 describe('request smuggling vectors', () => {
-  for (const [v, split] of vectors.flatMap((v) => [[v, false], [v, true]] as const)) {
+  for (const [v, split] of vectors.flatMap(
+    (v) =>
+      [
+        [v, false],
+        [v, true],
+      ] as const,
+  )) {
     const how = split ? ' (sent in 3-byte writes)' : '';
     it(`${v.name}${how}: ${v.status === 200 ? 'accepted, body framed as declared' : `${v.status} and a close`}; the hidden request is never answered`, async () => {
       const seen: { target: string; body: string }[] = [];

@@ -160,7 +160,8 @@ function defect(r: Rng, compressed: boolean): { what: string; frames: Buffer[]; 
 function makeCase(seed: number, i: number, compressed: boolean): Case {
   const r = rng(seed * 100_003 + i);
   const pre = validPrefix(r, compressed);
-  if (r.int(8) === 0) return { what: 'valid frames, then close 1000', frames: [...pre.frames, frame(8, Buffer.from([0x03, 0xe8, 0x62, 0x79, 0x65]))], code: 1000, messages: pre.messages, pings: pre.pings };
+  if (r.int(8) === 0)
+    return { what: 'valid frames, then close 1000', frames: [...pre.frames, frame(8, Buffer.from([0x03, 0xe8, 0x62, 0x79, 0x65]))], code: 1000, messages: pre.messages, pings: pre.pings };
   const d = defect(r, compressed);
   return { what: d.what, frames: [...pre.frames, ...d.frames], code: d.code, messages: pre.messages, pings: pre.pings };
 }
@@ -207,7 +208,13 @@ async function fuzz(port: number, seed: number, count: number, compressed: boole
 }
 
 async function stillServes(url: string): Promise<void> {
-  expect(await within(WebSockets.open(url, async (ws) => (await ws.send('still here'), await ws.receive())), 5000, 'a normal client')).toBe('still here');
+  expect(
+    await within(
+      WebSockets.open(url, async (ws) => (await ws.send('still here'), await ws.receive())),
+      5000,
+      'a normal client',
+    ),
+  ).toBe('still here');
 }
 
 const SEED = Number(process.env.WS_FUZZ_SEED ?? 0x5eed);

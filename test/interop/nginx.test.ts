@@ -86,7 +86,9 @@ afterEach(() => {
 
 /** nginx's `$connection $connection_requests` for one request through `c`. */
 async function conn(c: Client): Promise<[number, number]> {
-  const t = body(await c.get(`${origin}/conn`)).toString().split(' ');
+  const t = body(await c.get(`${origin}/conn`))
+    .toString()
+    .split(' ');
   return [Number(t[0]), Number(t[1])];
 }
 
@@ -112,8 +114,12 @@ describe('nginx (Debian) as the peer', () => {
   });
 
   it('the top-level helpers keep the connection alive too', async () => {
-    const a = body(await HTTP.get(`${origin}/conn`)).toString().split(' ');
-    const b = body(await HTTP.get(`${origin}/conn`)).toString().split(' ');
+    const a = body(await HTTP.get(`${origin}/conn`))
+      .toString()
+      .split(' ');
+    const b = body(await HTTP.get(`${origin}/conn`))
+      .toString()
+      .split(' ');
     expect(b[0]).toBe(a[0]);
     expect(Number(b[1])).toBe(Number(a[1]) + 1);
   });

@@ -35,7 +35,10 @@ beforeAll(async () => {
   await mkdir(join(dir, 'tmp'), { mode: 0o755 });
   await writeFile(join(dir, 'cert.pem'), cert.cert);
   await writeFile(join(dir, 'key.pem'), cert.key);
-  const started = await startNginx(dir, 2, ([p, s]) => `
+  const started = await startNginx(
+    dir,
+    2,
+    ([p, s]) => `
 ${nginxPreamble(dir)}
 http {${nginxHttpCommon(dir)}
   keepalive_timeout 75s;
@@ -50,7 +53,8 @@ http {${nginxHttpCommon(dir)}
     location = /conn { default_type text/plain; return 200 "$server_protocol $connection"; }
   }
 }
-`);
+`,
+  );
   nginx = started.peer;
   [plain, secure] = started.ports as [number, number];
 });

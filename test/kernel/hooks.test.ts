@@ -396,7 +396,10 @@ describe('a plugin tapping every hook', () => {
     expect(retry.headers.get('X-Request-Id')).toBe('id-1');
 
     // Server: echo the caller's id; make one when there is none.
-    for (const [incoming, expected] of [['abc', 'abc'], [undefined, 'id-2']] as const) {
+    for (const [incoming, expected] of [
+      ['abc', 'abc'],
+      [undefined, 'id-2'],
+    ] as const) {
       const req = new Request('GET', '/', incoming ? { 'X-Request-Id': incoming } : {});
       const res = new Response(200);
       expect(await t.server.onRequest!.promise(req, exchange(req))).toBeUndefined();
@@ -503,11 +506,20 @@ describe('kernel.tapped', () => {
   it('means an untapped hook is never invoked on the request path', async () => {
     const kernel = await boot(requestId);
     const { client, server } = kernel.hooks;
-    const untapped = [client.onResponseHead, client.onRetry, client.onUpgrade, client.connect, client.session, client.alpnProtocols, server.connection, server.alpnProtocols, server.protocol, server.onUpgrade];
+    const untapped = [
+      client.onResponseHead,
+      client.onRetry,
+      client.onUpgrade,
+      client.connect,
+      client.session,
+      client.alpnProtocols,
+      server.connection,
+      server.alpnProtocols,
+      server.protocol,
+      server.onUpgrade,
+    ];
     const spies = untapped.flatMap((hook) =>
-      (['call', 'callAsync', 'promise'] as const)
-        .filter((m) => typeof (hook as unknown as Record<string, unknown>)[m] === 'function')
-        .map((m) => vi.spyOn(hook as never, m as never)),
+      (['call', 'callAsync', 'promise'] as const).filter((m) => typeof (hook as unknown as Record<string, unknown>)[m] === 'function').map((m) => vi.spyOn(hook as never, m as never)),
     );
     const compiledBefore = untapped.map((h) => (h as unknown as { _x: unknown })._x);
 

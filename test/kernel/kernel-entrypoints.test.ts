@@ -7,15 +7,7 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { closeAfter, closeKernelAfter, forceCloseAfter } from '../helpers/cleanup.js';
-import {
-  Client,
-  createKernel,
-  definePlugin,
-  Response,
-  type Kernel,
-  type Request,
-  type Server,
-} from '../../kernel/index.js';
+import { Client, createKernel, definePlugin, Response, type Kernel, type Request, type Server } from '../../kernel/index.js';
 import { startServer, within } from '../helpers/client.js';
 
 // ---- cleanup (test/helpers/cleanup.ts: clients, then servers, then kernels) ---------------------------
@@ -164,11 +156,14 @@ describe('kernel.serve() and kernel.listen()', () => {
     const kernel = track(createKernel().register(serverTapPlugin(seen)));
     await kernel.ready();
     const server = track(
-      await kernel.listen(async (stream) => {
-        const req = await stream.startRead();
-        const body = Buffer.from(await stream.readAll()).toString();
-        await stream.write(`stream ${req.target} ${body}`);
-      }, { host: '127.0.0.1', port: 0 }),
+      await kernel.listen(
+        async (stream) => {
+          const req = await stream.startRead();
+          const body = Buffer.from(await stream.readAll()).toString();
+          await stream.write(`stream ${req.target} ${body}`);
+        },
+        { host: '127.0.0.1', port: 0 },
+      ),
     );
     const port = server.port;
     const client = track(new Client());
@@ -188,10 +183,13 @@ describe('kernel.serve() and kernel.listen()', () => {
     const kernel = track(createKernel().register([clientTapPlugin(clientSeen), serverTapPlugin(serverSeen)]));
     const a = track(await kernel.serve((req) => new Response(200, `A ${req.headers.get('X-Kernel-Tap') ?? '-'}`), { host: '127.0.0.1', port: 0 }));
     const b = track(
-      await kernel.listen(async (stream) => {
-        const req = await stream.startRead();
-        await stream.write(`B ${req.headers.get('X-Kernel-Tap') ?? '-'}`);
-      }, { host: '127.0.0.1', port: 0 }),
+      await kernel.listen(
+        async (stream) => {
+          const req = await stream.startRead();
+          await stream.write(`B ${req.headers.get('X-Kernel-Tap') ?? '-'}`);
+        },
+        { host: '127.0.0.1', port: 0 },
+      ),
     );
     const client = track(kernel.client());
     const ra = await client.get(`http://127.0.0.1:${a.port}/a`);
@@ -222,11 +220,14 @@ describe('kernel.serve() and kernel.listen()', () => {
     let entered!: () => void;
     const inHandler = new Promise<void>((r) => (entered = r));
     const server = track(
-      await kernel.serve(async () => {
-        entered();
-        await gate;
-        return new Response(200, 'finished');
-      }, { host: '127.0.0.1', port: 0 }),
+      await kernel.serve(
+        async () => {
+          entered();
+          await gate;
+          return new Response(200, 'finished');
+        },
+        { host: '127.0.0.1', port: 0 },
+      ),
     );
     const client = track(new Client());
     const pending = client.get(`http://127.0.0.1:${server.port}/slow`);

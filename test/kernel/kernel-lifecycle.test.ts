@@ -131,7 +131,10 @@ describe('decorate()', () => {
     const k = createKernel();
     const owner = definePlugin({ name: 'owner', register: (kernel) => void kernel.decorate('thing', 1) });
     const thief = definePlugin({ name: 'thief', register: (kernel) => void kernel.decorate('thing', 2) });
-    const err = await k.register([owner, thief]).ready().catch((e: unknown) => e);
+    const err = await k
+      .register([owner, thief])
+      .ready()
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'SWY_ERR_PLUGIN_BOOT', plugin: 'thief' });
     const cause = (err as { cause: unknown }).cause;
     expect(cause).toBeInstanceOf(ArgumentError);

@@ -130,7 +130,9 @@ describe('kernel.register() arguments', () => {
   it('accepts a module whose default export is a plugin', async () => {
     const log: string[] = [];
     const mod = { default: recorder(log, 'from-module') };
-    await kernel().register(mod as never).ready();
+    await kernel()
+      .register(mod as never)
+      .ready();
     expect(log).toEqual(['from-module']);
   });
 
@@ -143,14 +145,7 @@ describe('kernel.register() arguments', () => {
 describe('load order', () => {
   it('sorts a preset list topologically, otherwise keeping list order', async () => {
     const log: string[] = [];
-    const list = [
-      recorder(log, 'x'),
-      recorder(log, 'redirects', ['cookies']),
-      recorder(log, 'y'),
-      recorder(log, 'cookies', ['proxy']),
-      recorder(log, 'proxy'),
-      recorder(log, 'z'),
-    ];
+    const list = [recorder(log, 'x'), recorder(log, 'redirects', ['cookies']), recorder(log, 'y'), recorder(log, 'cookies', ['proxy']), recorder(log, 'proxy'), recorder(log, 'z')];
     const k = await kernel().register(list).ready();
     expect(log).toEqual(['x', 'proxy', 'cookies', 'redirects', 'y', 'z']);
     expect(k.plugins).toEqual(log);
@@ -177,7 +172,11 @@ describe('load order', () => {
 
   it('rejects a dependency cycle, naming the plugins', async () => {
     const log: string[] = [];
-    const err = await rejection(kernel().register([recorder(log, 'a', ['b']), recorder(log, 'b', ['a'])]).ready());
+    const err = await rejection(
+      kernel()
+        .register([recorder(log, 'a', ['b']), recorder(log, 'b', ['a'])])
+        .ready(),
+    );
     expect(err.code).toBe('SWY_ERR_PLUGIN_DEPENDENCY');
     expect(err.message).toMatch(/dependency cycle: "a" → "b" → "a"/);
     expect(log).toEqual([]);
@@ -216,7 +215,9 @@ describe('load order', () => {
         log.push('slow');
       },
     });
-    await kernel().register([slow, recorder(log, 'next')]).ready();
+    await kernel()
+      .register([slow, recorder(log, 'next')])
+      .ready();
     expect(log).toEqual(['slow', 'next']);
   });
 });
@@ -247,7 +248,12 @@ describe('ready() failures name the plugin', () => {
   it('duplicate: SWY_ERR_PLUGIN_DUPLICATE, top level and nested', async () => {
     const log: string[] = [];
     const cookies = recorder(log, 'cookies');
-    const top = await rejection(kernel().register(cookies).register([recorder(log, 'cookies')]).ready());
+    const top = await rejection(
+      kernel()
+        .register(cookies)
+        .register([recorder(log, 'cookies')])
+        .ready(),
+    );
     expect(top).toMatchObject({ code: 'SWY_ERR_PLUGIN_DUPLICATE', plugin: 'cookies' });
     expect(top.message).toMatch(/plugin "cookies" is registered twice/);
 
@@ -270,7 +276,11 @@ describe('ready() failures name the plugin', () => {
         throw cause;
       },
     });
-    const err = await rejection(kernel().register([broken, recorder(log, 'after')]).ready());
+    const err = await rejection(
+      kernel()
+        .register([broken, recorder(log, 'after')])
+        .ready(),
+    );
     expect(err).toMatchObject({ code: 'SWY_ERR_PLUGIN_BOOT', plugin: 'broken' });
     expect(err.cause).toBe(cause);
     expect(err.message).toBe('plugin "broken" failed in register(): bad option');
@@ -340,7 +350,11 @@ describe('kernel state', () => {
     expect(k.state).toBe('ready');
     await k.close();
     expect(k.state).toBe('closed');
-    await expect(kernel().close().then(() => undefined)).resolves.toBeUndefined();
+    await expect(
+      kernel()
+        .close()
+        .then(() => undefined),
+    ).resolves.toBeUndefined();
   });
 
   it('hasPlugin and plugins report loaded plugins only', async () => {

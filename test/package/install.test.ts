@@ -115,19 +115,23 @@ describe('the packed package', () => {
     ['nodenext', 'nodenext'],
     ['node16', 'node16'],
     ['bundler', 'esnext'],
-  ])('type-checks under moduleResolution %s', async (resolution, module) => {
-    const dir = await mkdtemp(join(scratch, `ts-${resolution}-`));
-    await writeFile(join(dir, 'main.ts'), TS);
-    await writeFile(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: { strict: true, module, moduleResolution: resolution, target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] },
-        files: ['main.ts'],
-      }),
-    );
-    const tsc = await run(join(scratch, 'node_modules/.bin/tsc'), ['-p', dir], { cwd: scratch }).catch((e: { stdout: string }) => e);
-    expect(tsc.stdout).toBe('');
-  }, 60_000);
+  ])(
+    'type-checks under moduleResolution %s',
+    async (resolution, module) => {
+      const dir = await mkdtemp(join(scratch, `ts-${resolution}-`));
+      await writeFile(join(dir, 'main.ts'), TS);
+      await writeFile(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { strict: true, module, moduleResolution: resolution, target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] },
+          files: ['main.ts'],
+        }),
+      );
+      const tsc = await run(join(scratch, 'node_modules/.bin/tsc'), ['-p', dir], { cwd: scratch }).catch((e: { stdout: string }) => e);
+      expect(tsc.stdout).toBe('');
+    },
+    60_000,
+  );
 
   it('gives the command through npx', async () => {
     const r = await run('npx', ['--no-install', 'switchyard', '--help'], { cwd: scratch });

@@ -75,7 +75,10 @@ describe('project', () => {
       );
       await writeFile(
         join(consumer, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['use.ts'] }),
+        JSON.stringify({
+          compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] },
+          files: ['use.ts'],
+        }),
       );
       const tsc = await run(bin('tsc'), ['-p', consumer], { cwd: consumer }).catch((e: { stdout: string }) => e);
       expect(tsc.stdout).toBe('');

@@ -39,7 +39,11 @@ function allowedCut(graph: ImportGraph, only?: readonly string[]): ImportGraph {
   const edges = new Map<string, string[]>();
   for (const [from, targets] of graph.edges) {
     if (only !== undefined) edges.set(from, only.includes(from) ? targets.filter((t) => only.includes(t)) : []);
-    else edges.set(from, targets.filter((t) => !inside(from, t)));
+    else
+      edges.set(
+        from,
+        targets.filter((t) => !inside(from, t)),
+      );
   }
   return { ...graph, edges };
 }
@@ -85,7 +89,10 @@ describe('the library import graph', () => {
 
   it('every allowed cycle still exists (delete an allowance once its cycle is gone)', () => {
     const stale = Object.entries(ALLOWED_CYCLES).filter(([, files]) => findCycles(allowedCut(graph, files)).length === 0);
-    expect(stale.map(([name]) => name), 'allowances no cycle needs').toEqual([]);
+    expect(
+      stale.map(([name]) => name),
+      'allowances no cycle needs',
+    ).toEqual([]);
   });
 
   it('keeps the boundaries: kernel imports no plugin; plugins and the command import public entries only', () => {
@@ -146,13 +153,13 @@ describe('the checks fail on a broken tree', () => {
   it('names a plugin that reaches into the kernel or into another plugin, a command that reaches into a plugin, and a kernel file that imports a plugin', async () => {
     const g = await tree({
       'kernel/index.ts': "export * from './message/headers.js';\n",
-      'kernel/protocol.ts': "export const wire = 1;\n",
+      'kernel/protocol.ts': 'export const wire = 1;\n',
       'kernel/message/headers.ts': "import { p } from '../../plugins/a/index.js';\nexport const h = p;\n",
       'plugins/index.ts': "export * from './a/index.js';\nexport * from './b/index.js';\n",
       'plugins/a/index.ts': "import { h } from '../../kernel/message/headers.js';\nimport { w } from '../b/inner.js';\nexport const p = 1;\nexport const q = [h, w];\n",
       'plugins/a/own.ts': "import { p } from './index.js';\nimport { wire } from '../../kernel/protocol.js';\nimport { b } from '../b/index.js';\nexport const own = [p, wire, b];\n",
       'plugins/b/index.ts': "export { w as b } from './inner.js';\n",
-      'plugins/b/inner.ts': "export const w = 2;\n",
+      'plugins/b/inner.ts': 'export const w = 2;\n',
       'cli/main.ts': "import { w } from '../plugins/b/inner.js';\nimport { p } from '../plugins/a/index.js';\nexport const c = [w, p];\n",
     });
     expect(boundaryViolations(g).sort()).toEqual([
@@ -179,7 +186,7 @@ describe('the checks fail on a broken tree', () => {
       "type T = typeof import('./typeof.js');",
       "// import x from './comment.js';",
       "/* export * from './block.js'; */",
-      "const s = \"import y from './string.js'\";",
+      'const s = "import y from \'./string.js\'";',
       "const t = `import z from './template.js' ${'${'}`;",
       "const r = /import q from '.\\/regex.js'/;",
       "const n = 4 / 2; const m = n / 2; // import w from './division.js'",

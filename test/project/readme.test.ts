@@ -55,7 +55,13 @@ function blocksOf(file: string): Block[] {
 }
 
 const docsDir = path.join(root, 'docs');
-const files = [path.join(root, 'README.md'), ...readdirSync(docsDir).filter((f) => f.endsWith('.md')).sort().map((f) => path.join(docsDir, f))];
+const files = [
+  path.join(root, 'README.md'),
+  ...readdirSync(docsDir)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => path.join(docsDir, f)),
+];
 const blocks = files.flatMap(blocksOf);
 
 /** Points the package's own specifiers at the sources (see the file comment). */
@@ -75,11 +81,13 @@ function promised(code: string): string[] {
 
 rmSync(scratch, { recursive: true, force: true });
 mkdirSync(scratch, { recursive: true });
-const runnable = blocks.filter((b) => b.run).map((b) => {
-  const file = path.join(scratch, `${b.where.replace(/[/.:]/g, '_')}.ts`);
-  writeFileSync(file, resolvePackage(b.code));
-  return [b.where, file, promised(b.code)] as const;
-});
+const runnable = blocks
+  .filter((b) => b.run)
+  .map((b) => {
+    const file = path.join(scratch, `${b.where.replace(/[/.:]/g, '_')}.ts`);
+    writeFileSync(file, resolvePackage(b.code));
+    return [b.where, file, promised(b.code)] as const;
+  });
 writeFileSync(path.join(scratch, 'tsconfig.json'), JSON.stringify({ extends: '../../tsconfig.json', include: ['*.ts'] }));
 
 describe('documentation code blocks', () => {
@@ -100,20 +108,28 @@ describe('documentation code blocks', () => {
     expect(broken).toEqual([]);
   });
 
-  it('they type-check', async () => {
-    const run = await runNode([path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', scratch], scratch, BOUND_MS * 3);
-    expect(run.stdout + run.stderr).toBe('');
-    expect(run.code).toBe(0);
-  }, BOUND_MS * 3 + 5_000);
+  it(
+    'they type-check',
+    async () => {
+      const run = await runNode([path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', scratch], scratch, BOUND_MS * 3);
+      expect(run.stdout + run.stderr).toBe('');
+      expect(run.code).toBe(0);
+    },
+    BOUND_MS * 3 + 5_000,
+  );
 
   describe.concurrent('each runs as written', () => {
-    it.each(runnable)('%s', async (_where, file, lines) => {
-      const run = await runNode(['--import', 'tsx', file], scratch, BOUND_MS);
-      const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
-      expect(run.code, output).toBe(0);
-      expect(run.stderr, output).toBe('');
-      const got = run.stdout.split('\n');
-      for (const line of lines) expect(got, output).toContain(line);
-    }, BOUND_MS + 5_000);
+    it.each(runnable)(
+      '%s',
+      async (_where, file, lines) => {
+        const run = await runNode(['--import', 'tsx', file], scratch, BOUND_MS);
+        const output = `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`;
+        expect(run.code, output).toBe(0);
+        expect(run.stderr, output).toBe('');
+        const got = run.stdout.split('\n');
+        for (const line of lines) expect(got, output).toContain(line);
+      },
+      BOUND_MS + 5_000,
+    );
   });
 });

@@ -24,8 +24,7 @@ const atPath = (path: string) => () => {
   }
 };
 // Debian's python3 with its websockets module; a pyenv python3 earlier on PATH does not see it.
-const pythonModule = (module: string) => () =>
-  spawnSync('/usr/bin/python3', ['-c', `import ${module}`], { stdio: 'ignore' }).status === 0;
+const pythonModule = (module: string) => () => spawnSync('/usr/bin/python3', ['-c', `import ${module}`], { stdio: 'ignore' }).status === 0;
 
 /** Every peer the suite drives. */
 export const PEERS: readonly Peer[] = [

@@ -117,9 +117,7 @@ describe('selfSignedCertificate() output', () => {
     });
     const x = new X509Certificate(made.cert);
     expect(x.subject).toBe('CN=My dev server');
-    expect(x.subjectAltName).toBe(
-      'DNS:api.test, DNS:*.apps.test, IP Address:10.0.0.1, IP Address:2001:DB8:0:0:0:0:0:1, IP Address:0:0:0:0:0:FFFF:C000:201',
-    );
+    expect(x.subjectAltName).toBe('DNS:api.test, DNS:*.apps.test, IP Address:10.0.0.1, IP Address:2001:DB8:0:0:0:0:0:1, IP Address:0:0:0:0:0:FFFF:C000:201');
     expect(x.checkHost('x.apps.test')).toBe('*.apps.test');
     expect(x.checkIP('2001:db8::1')).toBe('2001:db8::1');
     const span = Date.parse(x.validTo) - Date.parse(x.validFrom);
@@ -197,17 +195,14 @@ describe('selfSignedCertificate() with external tools', () => {
     const { port } = server.address() as AddressInfo;
     const caFile = await tempFile('cert.pem', cert);
 
-    const curl = (url: string, ...extra: string[]) =>
-      run('/usr/bin/curl', ['--silent', '--show-error', '--fail', '--max-time', '15', '--cacert', caFile, ...extra, url]);
+    const curl = (url: string, ...extra: string[]) => run('/usr/bin/curl', ['--silent', '--show-error', '--fail', '--max-time', '15', '--cacert', caFile, ...extra, url]);
 
     const byIp = await curl(`https://127.0.0.1:${port}/`);
     expect(byIp.stdout).toBe(`body over ${keyType}`);
     const byName = await curl(`https://localhost:${port}/`, '--resolve', `localhost:${port}:127.0.0.1`);
     expect(byName.stdout).toBe(`body over ${keyType}`);
     // A name outside the SANs fails verification.
-    await expect(
-      curl(`https://elsewhere.test:${port}/`, '--resolve', `elsewhere.test:${port}:127.0.0.1`),
-    ).rejects.toMatchObject({ code: 60 }); // CURLE_PEER_FAILED_VERIFICATION
+    await expect(curl(`https://elsewhere.test:${port}/`, '--resolve', `elsewhere.test:${port}:127.0.0.1`)).rejects.toMatchObject({ code: 60 }); // CURLE_PEER_FAILED_VERIFICATION
   });
 
   it.each(KEY_TYPES)('%s: openssl parses it and verifies it strictly as a TLS server certificate', async (keyType) => {
@@ -220,16 +215,10 @@ describe('selfSignedCertificate() with external tools', () => {
     expect(text).toContain('DNS:localhost, DNS:dev.test, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1');
     expect(text).toMatch(/Basic Constraints: critical\s+CA:TRUE/);
     expect(text).toContain(keyType === 'ec' ? 'ecdsa-with-SHA256' : 'sha256WithRSAEncryption');
-    expect(text).toMatch(
-      keyType === 'ec'
-        ? /Key Usage: critical\s+Digital Signature, Certificate Sign\n/
-        : /Key Usage: critical\s+Digital Signature, Key Encipherment, Certificate Sign\n/,
-    );
+    expect(text).toMatch(keyType === 'ec' ? /Key Usage: critical\s+Digital Signature, Certificate Sign\n/ : /Key Usage: critical\s+Digital Signature, Key Encipherment, Certificate Sign\n/);
     expect(text).toContain('TLS Web Server Authentication');
 
-    const { stdout: verified } = await run('/usr/bin/openssl', [
-      'verify', '-x509_strict', '-purpose', 'sslserver', '-CAfile', file, file,
-    ]);
+    const { stdout: verified } = await run('/usr/bin/openssl', ['verify', '-x509_strict', '-purpose', 'sslserver', '-CAfile', file, file]);
     expect(verified.trim()).toBe(`${file}: OK`);
   });
 });
@@ -280,9 +269,7 @@ describe('selfSignedCertificate() option validation', () => {
   });
 
   it('undefined options fall back to the defaults', () => {
-    const x = new X509Certificate(
-      selfSignedCertificate({ hosts: undefined, commonName: undefined, days: undefined, keyType: undefined }).cert,
-    );
+    const x = new X509Certificate(selfSignedCertificate({ hosts: undefined, commonName: undefined, days: undefined, keyType: undefined }).cert);
     expect(x.subjectAltName).toBe('DNS:localhost, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1');
   });
 });

@@ -173,7 +173,12 @@ describe('request bodies', () => {
 
   it('URLSearchParams is sent form-urlencoded; a caller Content-Type is kept', async () => {
     const s = await recorder();
-    await HTTP.post(`${s.origin}/usp`, { body: new URLSearchParams([['k', 'v 1'], ['k', 'v2']]) });
+    await HTTP.post(`${s.origin}/usp`, {
+      body: new URLSearchParams([
+        ['k', 'v 1'],
+        ['k', 'v2'],
+      ]),
+    });
     await HTTP.post(`${s.origin}/usp2`, { 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' }, { a: '1' });
     expect(s.seen[0]!.headers.get('Content-Type')).toBe('application/x-www-form-urlencoded');
     expect([...new URLSearchParams(s.seen[0]!.body.toString()).entries()]).toEqual([
@@ -222,7 +227,11 @@ describe('request bodies', () => {
     const cases: [string, Promise<unknown>, RegExp][] = [
       // The server would read 'he' as the body and 'llo' as the start of the next request.
       ['a Content-Length shorter than the body', c.post(`${raw.origin}/a`, { body: 'hello', headers: { 'Content-Length': '3' } }), /Content-Length header 3 does not match the body length 5/],
-      ['Content-Length with Transfer-Encoding', c.post(`${raw.origin}/b`, { body: 'hello', headers: { 'Content-Length': '5', 'Transfer-Encoding': 'chunked' } }), /both Content-Length and Transfer-Encoding/],
+      [
+        'Content-Length with Transfer-Encoding',
+        c.post(`${raw.origin}/b`, { body: 'hello', headers: { 'Content-Length': '5', 'Transfer-Encoding': 'chunked' } }),
+        /both Content-Length and Transfer-Encoding/,
+      ],
       ['a Transfer-Encoding not ending in chunked', c.post(`${raw.origin}/c`, { body: parts(), headers: { 'Transfer-Encoding': 'gzip' } }), /must end with chunked/],
       ['a Content-Length that is not a number', c.post(`${raw.origin}/d`, { body: parts(), headers: { 'Content-Length': 'abc' } }), /invalid Content-Length header "abc"/],
     ];
@@ -274,7 +283,13 @@ describe('request bodies', () => {
 describe('query', () => {
   it('is appended to an existing query string; repeated keys are kept', async () => {
     const s = await recorder();
-    await HTTP.get(`${s.origin}/p?a=1&a=2`, { query: [['a', '3'], ['b', 'x y'], ['b', 'z']] });
+    await HTTP.get(`${s.origin}/p?a=1&a=2`, {
+      query: [
+        ['a', '3'],
+        ['b', 'x y'],
+        ['b', 'z'],
+      ],
+    });
     expect(params(s.seen[0]!.target)).toEqual([
       ['a', '1'],
       ['a', '2'],
@@ -510,7 +525,12 @@ describe('headers and basicauth', () => {
   it('headers as an object, pairs or a Headers are sent; repeated names kept', async () => {
     const s = await recorder();
     await HTTP.get(`${s.origin}/1`, { headers: { 'X-One': '1', 'x-two': 'two' } });
-    await HTTP.get(`${s.origin}/2`, { headers: [['X-Rep', 'a'], ['X-Rep', 'b']] });
+    await HTTP.get(`${s.origin}/2`, {
+      headers: [
+        ['X-Rep', 'a'],
+        ['X-Rep', 'b'],
+      ],
+    });
     await HTTP.get(`${s.origin}/3`, { headers: new Headers([['X-H', 'h']]) });
     expect(s.seen[0]!.headers.get('X-One')).toBe('1');
     expect(s.seen[0]!.headers.get('X-Two')).toBe('two');
@@ -551,7 +571,12 @@ describe('Client defaults', () => {
     const c = newClient({ defaultQuery: { key: 'k0', lang: 'en' } });
     await c.get(`${s.origin}/1`);
     await c.get(`${s.origin}/2?x=1`, { query: { lang: 'fr' } });
-    await c.get(`${s.origin}/3`, { query: [['lang', 'de'], ['lang', 'it']] });
+    await c.get(`${s.origin}/3`, {
+      query: [
+        ['lang', 'de'],
+        ['lang', 'it'],
+      ],
+    });
     expect(params(s.seen[0]!.target)).toEqual([
       ['key', 'k0'],
       ['lang', 'en'],

@@ -89,7 +89,13 @@ describe('the default responseHeaderTimeout', () => {
   it('an upgrade handshake (upgradeRequest, under WebSockets.open) whose answer never comes fails after 300 s', async () => {
     let got = 0;
     const srv = await rawServer((sock) => readRequests(sock, () => void got++));
-    const req = new Request('GET', '/up', { headers: new Headers([['Connection', 'Upgrade'], ['Upgrade', 'echo']]), host: `127.0.0.1:${srv.port}` });
+    const req = new Request('GET', '/up', {
+      headers: new Headers([
+        ['Connection', 'Upgrade'],
+        ['Upgrade', 'echo'],
+      ]),
+      host: `127.0.0.1:${srv.port}`,
+    });
     req.url = `${srv.origin}/up`;
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
     const call = watch(upgradeRequest(req));

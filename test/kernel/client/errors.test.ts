@@ -5,15 +5,7 @@
  * status lines sent by raw servers. After each failure the client keeps working.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  ConnectError,
-  DNSError,
-  ParseError,
-  ProtocolError,
-  Response,
-  TLSHandshakeError,
-  Transport,
-} from '../../../kernel/index.js';
+import { ConnectError, DNSError, ParseError, ProtocolError, Response, TLSHandshakeError, Transport } from '../../../kernel/index.js';
 import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { closedPort, newClient, okResponse, rawServer, readRequests, rejection, startServer, startTlsServer, text, within } from '../../helpers/client.js';
 

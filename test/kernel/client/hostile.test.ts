@@ -114,13 +114,18 @@ describe('client: buffered bodies are bounded by maxResponseBytes', () => {
     await within(srv.closed, 5000, 'the client to close the connection');
     const srv2 = await endlessServer('chunked');
     let got = 0;
-    await client.open('GET', `${srv2.origin}/`, async (stream) => {
-      for await (const c of stream) {
-        got += c.length;
-        if (got > 2 * MiB) break;
-      }
-      await stream.closeRead();
-    }, { maxResponseBytes: MiB });
+    await client.open(
+      'GET',
+      `${srv2.origin}/`,
+      async (stream) => {
+        for await (const c of stream) {
+          got += c.length;
+          if (got > 2 * MiB) break;
+        }
+        await stream.closeRead();
+      },
+      { maxResponseBytes: MiB },
+    );
     expect(got).toBeGreaterThan(2 * MiB);
   });
 
@@ -142,7 +147,11 @@ describe('client: buffered bodies are bounded by maxResponseBytes', () => {
       pump();
     });
     const client = await h2Client();
-    const e = (await within(rejection(client.get(`http://127.0.0.1:${port}/`, { http2PriorKnowledge: true, maxResponseBytes: MiB })), 10_000, 'the endless h2 body to be cut')) as ResponseTooLargeError;
+    const e = (await within(
+      rejection(client.get(`http://127.0.0.1:${port}/`, { http2PriorKnowledge: true, maxResponseBytes: MiB })),
+      10_000,
+      'the endless h2 body to be cut',
+    )) as ResponseTooLargeError;
     expect(e).toBeInstanceOf(ResponseTooLargeError);
     expect(e.limit).toBe(MiB);
     await within(
@@ -177,7 +186,7 @@ describe('client: bytes after a response without a body make its connection unus
     ['Content-Length: 0', 'GET', '200 OK\r\nContent-Length: 0'],
   ] as const) {
     it(`${name} with more bytes in the same read: the connection is closed, not pooled`, async () => {
-      const srv = await answering((m) => (m === method && method === 'HEAD') || m === 'GET' && method === 'GET' ? `HTTP/1.1 ${status}\r\n\r\n${junk}` : '');
+      const srv = await answering((m) => ((m === method && method === 'HEAD') || (m === 'GET' && method === 'GET') ? `HTTP/1.1 ${status}\r\n\r\n${junk}` : ''));
       const client = newClient();
       const res = await client.request(method, `${srv.origin}/first`, { statusException: false });
       expect(res.status).toBe(Number(status.slice(0, 3)));

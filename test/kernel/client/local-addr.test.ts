@@ -108,7 +108,13 @@ describe('localAddr through the plugins that open connections', () => {
 
 describe('localAddr of an upgrade handshake (upgradeRequest, under WebSockets.open)', () => {
   function upgrade(port: number): Request {
-    const req = new Request('GET', '/up', { headers: new Headers([['Connection', 'Upgrade'], ['Upgrade', 'echo']]), host: `127.0.0.1:${port}` });
+    const req = new Request('GET', '/up', {
+      headers: new Headers([
+        ['Connection', 'Upgrade'],
+        ['Upgrade', 'echo'],
+      ]),
+      host: `127.0.0.1:${port}`,
+    });
     req.url = `http://127.0.0.1:${port}/up`;
     return req;
   }

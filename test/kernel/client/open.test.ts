@@ -103,12 +103,17 @@ describe('open: request framing', () => {
 
   it('with a Content-Length header the body is sent with that length, not chunked', async () => {
     const s = await echoServer();
-    const res = await HTTP.open('PUT', `${s.origin}/fixed`, async (stream) => {
-      await stream.write('hello ');
-      await stream.write('world');
-      await stream.startRead();
-      expect(utf8(await stream.readAll())).toBe('hello world');
-    }, { headers: { 'Content-Length': '11' } });
+    const res = await HTTP.open(
+      'PUT',
+      `${s.origin}/fixed`,
+      async (stream) => {
+        await stream.write('hello ');
+        await stream.write('world');
+        await stream.startRead();
+        expect(utf8(await stream.readAll())).toBe('hello world');
+      },
+      { headers: { 'Content-Length': '11' } },
+    );
     expect(res.status).toBe(200);
     expect(s.seen[0]!.method).toBe('PUT');
     expect(s.seen[0]!.cl).toBe('11');
@@ -211,11 +216,16 @@ describe('open: request framing', () => {
       const body = await stream.readAll();
       await stream.write(JSON.stringify({ te: req.headers.get('Transfer-Encoding') ?? null, cl: req.headers.get('Content-Length') ?? null, n: body.length, sha: sha256(body) }));
     });
-    await HTTP.open('POST', `${s.origin}/big-fixed`, async (stream) => {
-      for (let off = 0; off < TOTAL; off += 100_000) await stream.write(data.subarray(off, off + 100_000));
-      await stream.startRead();
-      expect(JSON.parse(utf8(await stream.readAll()))).toEqual({ te: null, cl: String(TOTAL), n: TOTAL, sha: sha256(data) });
-    }, { headers: { 'Content-Length': String(TOTAL) } });
+    await HTTP.open(
+      'POST',
+      `${s.origin}/big-fixed`,
+      async (stream) => {
+        for (let off = 0; off < TOTAL; off += 100_000) await stream.write(data.subarray(off, off + 100_000));
+        await stream.startRead();
+        expect(JSON.parse(utf8(await stream.readAll()))).toEqual({ te: null, cl: String(TOTAL), n: TOTAL, sha: sha256(data) });
+      },
+      { headers: { 'Content-Length': String(TOTAL) } },
+    );
   });
 });
 
@@ -418,9 +428,11 @@ describe('open: errors', () => {
     expect(s.seen[0]!.te).toBeUndefined();
     expect(s.seen[0]!.cl).toBeUndefined();
     // Uncaught in the handler, it is what open rejects with.
-    const err = await rejection(HTTP.open('GET', `${s.origin}/nobody`, async (stream) => {
-      await stream.write('x');
-    }));
+    const err = await rejection(
+      HTTP.open('GET', `${s.origin}/nobody`, async (stream) => {
+        await stream.write('x');
+      }),
+    );
     expect(err).toBeInstanceOf(ArgumentError);
   });
 
@@ -451,12 +463,14 @@ describe('open: errors', () => {
     });
     const client = newClient();
     const boom = new Error('handler failed on purpose');
-    const err = await rejection(client.open('POST', `${s.origin}/throw`, async (stream) => {
-      await stream.write('request body');
-      await stream.startRead();
-      await stream.read();
-      throw boom;
-    }));
+    const err = await rejection(
+      client.open('POST', `${s.origin}/throw`, async (stream) => {
+        await stream.write('request body');
+        await stream.startRead();
+        await stream.read();
+        throw boom;
+      }),
+    );
     expect(err).toBe(boom);
     await within(s.closedAt(1), 5000, 'the connection of the failed exchange to close');
     const ok = await client.open('POST', `${s.origin}/after`, async (stream) => {
@@ -471,11 +485,13 @@ describe('open: errors', () => {
     const s = await echoServer();
     const client = newClient();
     const boom = new Error('handler failed after the head');
-    const err = await rejection(client.open('POST', `${s.origin}/throw`, async (stream) => {
-      await stream.write('partial');
-      await stream.startRead();
-      throw boom;
-    }));
+    const err = await rejection(
+      client.open('POST', `${s.origin}/throw`, async (stream) => {
+        await stream.write('partial');
+        await stream.startRead();
+        throw boom;
+      }),
+    );
     expect(err).toBe(boom);
     const ok = await client.open('POST', `${s.origin}/after`, async (stream) => {
       await stream.write('fresh');
@@ -488,10 +504,12 @@ describe('open: errors', () => {
     const s = await echoServer();
     const client = newClient();
     const boom = new Error('upload aborted by the handler');
-    const err = await rejection(client.open('POST', `${s.origin}/abort`, async (stream) => {
-      await stream.write('first half, ');
-      throw boom;
-    }));
+    const err = await rejection(
+      client.open('POST', `${s.origin}/abort`, async (stream) => {
+        await stream.write('first half, ');
+        throw boom;
+      }),
+    );
     expect(err).toBe(boom);
     // Either the server reads a complete request (the bug) or the connection closes under it.
     await waitFor(() => s.seen.length > 0 || s.closedConnections > 0, 5000, 'the server to see a request or a closed connection');
@@ -515,12 +533,14 @@ describe('open: errors', () => {
     });
     let ran = false;
     let bodySeen = '';
-    const err = await rejection(HTTP.open('GET', `${s.origin}/missing`, async (stream) => {
-      const head = await stream.startRead();
-      expect(head.status).toBe(404);
-      bodySeen = utf8(await stream.readAll());
-      ran = true;
-    }));
+    const err = await rejection(
+      HTTP.open('GET', `${s.origin}/missing`, async (stream) => {
+        const head = await stream.startRead();
+        expect(head.status).toBe(404);
+        bodySeen = utf8(await stream.readAll());
+        ran = true;
+      }),
+    );
     expect(ran).toBe(true);
     expect(bodySeen).toBe('no such thing');
     expect(err).toBeInstanceOf(StatusError);
@@ -529,10 +549,15 @@ describe('open: errors', () => {
     expect((err as StatusError).response.body).toBeNull();
 
     let ran2 = false;
-    const res = await HTTP.open('GET', `${s.origin}/missing`, async (stream) => {
-      await stream.startRead();
-      ran2 = true;
-    }, { statusException: false });
+    const res = await HTTP.open(
+      'GET',
+      `${s.origin}/missing`,
+      async (stream) => {
+        await stream.startRead();
+        ran2 = true;
+      },
+      { statusException: false },
+    );
     expect(ran2).toBe(true);
     expect(res.status).toBe(404);
     expect(res.body).toBeNull();
@@ -597,18 +622,26 @@ describe('open: cancellation', () => {
     const writing = deferred();
     let writeError: unknown = null;
     let bigSettled = false;
-    const opened = HTTP.open('POST', `${s.origin}/cancel`, async (stream) => {
-      await stream.write('start');
-      const big = stream.write(Buffer.alloc(32 * MiB, 0x62));
-      big.then(() => (bigSettled = true), () => (bigSettled = true));
-      writing.resolve();
-      try {
-        await big;
-      } catch (err) {
-        writeError = err;
-        throw err;
-      }
-    }, { context: ctx });
+    const opened = HTTP.open(
+      'POST',
+      `${s.origin}/cancel`,
+      async (stream) => {
+        await stream.write('start');
+        const big = stream.write(Buffer.alloc(32 * MiB, 0x62));
+        big.then(
+          () => (bigSettled = true),
+          () => (bigSettled = true),
+        );
+        writing.resolve();
+        try {
+          await big;
+        } catch (err) {
+          writeError = err;
+          throw err;
+        }
+      },
+      { context: ctx },
+    );
     const outcome = rejection(opened);
     await within(Promise.all([serverHead.promise, writing.promise]), 5000, 'the upload to start');
     // 32 MiB cannot pass a server that reads nothing: the write is still in progress.
@@ -634,14 +667,21 @@ describe('open: cancellation', () => {
     const ctx = new RequestContext();
     cancel(ctx, { message: 'too late' });
     let headError: unknown = null;
-    const err = await rejection(HTTP.open('GET', `${s.origin}/pre`, async (stream) => {
-      try {
-        await stream.startRead();
-      } catch (e) {
-        headError = e;
-        throw e;
-      }
-    }, { context: ctx }));
+    const err = await rejection(
+      HTTP.open(
+        'GET',
+        `${s.origin}/pre`,
+        async (stream) => {
+          try {
+            await stream.startRead();
+          } catch (e) {
+            headError = e;
+            throw e;
+          }
+        },
+        { context: ctx },
+      ),
+    );
     expect(err).toBeInstanceOf(CanceledError);
     expect(err.message).toContain('too late');
     expect(headError).toBe(err);

@@ -117,17 +117,25 @@ describe('reuse', () => {
   /** A raw server that keeps every connection open whatever the request says, answering with `response` (a function of the request). */
   async function keepsOpen(response: (r: RawRequest) => string) {
     const heads: string[] = [];
-    const raw = await rawServer((sock) => readRequests(sock, (r) => {
-      heads.push(r.head);
-      sock.write(response(r));
-    }));
+    const raw = await rawServer((sock) =>
+      readRequests(sock, (r) => {
+        heads.push(r.head);
+        sock.write(response(r));
+      }),
+    );
     return Object.assign(raw, { heads });
   }
 
   for (const [name, headers] of [
     ['Connection: close', { Connection: 'close' }],
     ['Connection: keep-alive, Close (a token in a list, any case)', { Connection: 'keep-alive, Close' }],
-    ['a second Connection field with CLOSE', [['Connection', 'keep-alive'], ['Connection', 'CLOSE']]],
+    [
+      'a second Connection field with CLOSE',
+      [
+        ['Connection', 'keep-alive'],
+        ['Connection', 'CLOSE'],
+      ],
+    ],
   ] as const) {
     it(`a request sent with ${name} is the last on its connection: the client closes it after the response`, async () => {
       const raw = await keepsOpen(() => okResponse('kept'));
@@ -180,7 +188,13 @@ describe('reuse', () => {
   it('a response that arrives while the upload is still being sent: that connection is not reused (the request body was cut short)', async () => {
     // The server answers as soon as it has the head and keeps reading; a body cut short on a
     // reused connection would swallow the next request's bytes as its own.
-    const raw = await rawServer((sock) => readRequests(sock, () => undefined, () => sock.write(okResponse('early'))));
+    const raw = await rawServer((sock) =>
+      readRequests(
+        sock,
+        () => undefined,
+        () => sock.write(okResponse('early')),
+      ),
+    );
     const c = newClient();
     let sent = 0;
     async function* slow(): AsyncGenerator<Uint8Array> {

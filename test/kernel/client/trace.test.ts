@@ -5,18 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as HTTP from '../../../index.js';
-import {
-  ClientEvent,
-  ConnectError,
-  createKernel,
-  definePlugin,
-  DoneEvent,
-  RequestEvent,
-  Response,
-  ResponseHeadEvent,
-  StatusError,
-  type AnyClientEvent,
-} from '../../../kernel/index.js';
+import { ClientEvent, ConnectError, createKernel, definePlugin, DoneEvent, RequestEvent, Response, ResponseHeadEvent, StatusError, type AnyClientEvent } from '../../../kernel/index.js';
 import { RetryEvent, verbosePrinter } from '../../../kernel/client/index.js';
 import { closedPort, newClient, rejection, startServer } from '../../helpers/client.js';
 

@@ -27,7 +27,11 @@ const CASES: Case[] = [
     name: 'trailers with canonical names',
     raw: '5\r\nhello\r\n0\r\nx-checksum: abc\r\nETAG:  never \r\nserver-timing: db;dur=53\r\n\r\n',
     data: 'hello',
-    trailers: [['X-Checksum', 'abc'], ['Etag', 'never'], ['Server-Timing', 'db;dur=53']],
+    trailers: [
+      ['X-Checksum', 'abc'],
+      ['Etag', 'never'],
+      ['Server-Timing', 'db;dur=53'],
+    ],
   },
   {
     // RFC 9110 §6.5.1: framing, routing, authentication, content-format and control fields
@@ -41,7 +45,10 @@ const CASES: Case[] = [
       'Pragma: no-cache\r\nExpect: 100-continue\r\nMax-Forwards: 1\r\nRange: bytes=0-\r\nWWW-Authenticate: Basic\r\n' +
       'Proxy-Authenticate: Basic\r\nProxy-Connection: close\r\nX-B: 2\r\n\r\n',
     data: 'x',
-    trailers: [['X-A', '1'], ['X-B', '2']],
+    trailers: [
+      ['X-A', '1'],
+      ['X-B', '2'],
+    ],
   },
   { name: 'stops at the end and leaves the next message', raw: '2\r\nhi\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n', data: 'hi', leftover: 'GET / HTTP/1.1\r\n\r\n' },
   { name: 'stops after trailers and leaves the rest', raw: '0\r\nA: b\r\n\r\nnext', data: '', trailers: [['A', 'b']], leftover: 'next' },
@@ -118,7 +125,10 @@ describe('ChunkedDecoder', () => {
       for (const spelling of [name, name.toUpperCase()]) {
         const raw = b(`0\r\nX-Before: 1\r\n${spelling}: v\r\nX-After: 2\r\n\r\n`);
         for (const parts of [pieces(raw, 'whole'), pieces(raw, 'bytes'), pieces(raw, prng(name.length))]) {
-          expect(decodeChunked(parts).trailers, spelling).toEqual([['X-Before', '1'], ['X-After', '2']]);
+          expect(decodeChunked(parts).trailers, spelling).toEqual([
+            ['X-Before', '1'],
+            ['X-After', '2'],
+          ]);
         }
       }
     }

@@ -27,7 +27,16 @@ describe('requestFraming', () => {
   it("the caller's consistent framing headers are kept and no second field is added", () => {
     expect(plan('POST', [['content-length', '3']], 3)).toEqual({ field: 'none', kind: 'length', length: 3 });
     expect(plan('POST', [['Content-Length', '3']], -1)).toEqual({ field: 'none', kind: 'length', length: 3 });
-    expect(plan('POST', [['Content-Length', '3'], ['Content-Length', '3']], -1)).toEqual({ field: 'none', kind: 'length', length: 3 });
+    expect(
+      plan(
+        'POST',
+        [
+          ['Content-Length', '3'],
+          ['Content-Length', '3'],
+        ],
+        -1,
+      ),
+    ).toEqual({ field: 'none', kind: 'length', length: 3 });
     expect(plan('POST', [['Transfer-Encoding', 'chunked']], -1)).toEqual({ field: 'none', kind: 'chunked', length: -1 });
     expect(plan('POST', [['Transfer-Encoding', 'gzip, chunked']], 10)).toEqual({ field: 'none', kind: 'chunked', length: -1 });
   });
@@ -35,12 +44,33 @@ describe('requestFraming', () => {
   it('inconsistent framing headers are an ArgumentError that says what is wrong', () => {
     const bad: [[string, string][], number, RegExp][] = [
       [[['Content-Length', '3']], 5, /Content-Length header 3 does not match the body length 5/],
-      [[['Content-Length', '3'], ['Transfer-Encoding', 'chunked']], -1, /both Content-Length and Transfer-Encoding/],
-      [[['Content-Length', '3'], ['Content-Length', '4']], -1, /invalid Content-Length header/],
+      [
+        [
+          ['Content-Length', '3'],
+          ['Transfer-Encoding', 'chunked'],
+        ],
+        -1,
+        /both Content-Length and Transfer-Encoding/,
+      ],
+      [
+        [
+          ['Content-Length', '3'],
+          ['Content-Length', '4'],
+        ],
+        -1,
+        /invalid Content-Length header/,
+      ],
       [[['Content-Length', '-1']], -1, /invalid Content-Length/],
       [[['Transfer-Encoding', 'gzip']], -1, /must end with chunked/],
       [[['Transfer-Encoding', 'chunked, gzip']], -1, /must end with chunked/],
-      [[['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'chunked']], -1, /once/],
+      [
+        [
+          ['Transfer-Encoding', 'chunked'],
+          ['Transfer-Encoding', 'chunked'],
+        ],
+        -1,
+        /once/,
+      ],
     ];
     for (const [headers, length, message] of bad) {
       expect(() => requestFraming('POST', new Headers(headers), length), JSON.stringify(headers)).toThrow(ArgumentError);

@@ -33,12 +33,7 @@ const RESPONSES = [
   'HTTP/1.1 100 Continue\r\n\r\n',
 ];
 
-const CHUNKED = [
-  '5\r\nhello\r\n0\r\n\r\n',
-  '3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-T: v\r\nY: z\r\n\r\n',
-  '0\r\n\r\n',
-  '1\r\nx\r\n1\r\ny\r\n1\r\nz\r\n0\r\n\r\nNEXT',
-];
+const CHUNKED = ['5\r\nhello\r\n0\r\n\r\n', '3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-T: v\r\nY: z\r\n\r\n', '0\r\n\r\n', '1\r\nx\r\n1\r\ny\r\n1\r\nz\r\n0\r\n\r\nNEXT'];
 
 /** Bytes a fuzzer should favour: the ones HTTP/1 syntax turns on. */
 const INTERESTING = [0x0d, 0x0a, 0x00, 0x20, 0x09, 0x3a, 0x2c, 0x3b, 0x7f, 0x80, 0xff, 0x2d, 0x30, 0x39, 0x61, 0x41, 0x2f, 0x22];

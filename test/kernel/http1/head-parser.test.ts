@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ParseError, ProtocolError, ArgumentError } from '../../../kernel/errors.js';
 import { canonicalHeaderKey } from '../../../kernel/message/headers.js';
-import {
-  CONN_CLOSE,
-  CONN_KEEP_ALIVE,
-  CONN_UPGRADE,
-  H2_PREFACE,
-  HeadParser,
-  isH2Preface,
-  matchH2Preface,
-  parseContentLength,
-} from '../../../kernel/http1/head-parser.js';
+import { CONN_CLOSE, CONN_KEEP_ALIVE, CONN_UPGRADE, H2_PREFACE, HeadParser, isH2Preface, matchH2Preface, parseContentLength } from '../../../kernel/http1/head-parser.js';
 import { requestBodyKind, responseBodyKind } from '../../../kernel/http1/framing.js';
 import { KNOWN_MAX_PROBE, KNOWN_NAMES } from '../../../kernel/http1/tables.js';
 import { b, feedHead, pieces, prng, snapshot } from './helpers.js';
@@ -171,10 +162,7 @@ const VALID: Fixture[] = [
       `GET / HTTP/1.1\r\nhost: a\r\ncontent-TYPE: t\r\nx-custom-header: 1\r\nX-CUSTOM-HEADER: 2\r\netag: e\r\n` +
       `www-authenticate: w\r\nsec-ch-ua: s\r\nx_under: u\r\na1-b2: n\r\n!x-y: z\r\nTE: trailers\r\n\r\n`,
     check: (p) => {
-      expect(p.headers.keys()).toEqual([
-        'Host', 'Content-Type', 'X-Custom-Header', 'X-Custom-Header', 'Etag', 'Www-Authenticate', 'Sec-Ch-Ua',
-        'X_under', 'A1-B2', '!x-Y', 'Te',
-      ]);
+      expect(p.headers.keys()).toEqual(['Host', 'Content-Type', 'X-Custom-Header', 'X-Custom-Header', 'Etag', 'Www-Authenticate', 'Sec-Ch-Ua', 'X_under', 'A1-B2', '!x-Y', 'Te']);
     },
   },
   {
@@ -319,23 +307,25 @@ const INVALID: Fixture[] = [
   { name: 'request TE with junk after chunked', kind: 'request', raw: 'POST / HTTP/1.1\r\nTransfer-Encoding: chunked x\r\n\r\n', error: ProtocolError },
   { name: 'request TE empty', kind: 'request', raw: 'POST / HTTP/1.1\r\nTransfer-Encoding:\r\n\r\n', error: ProtocolError },
   // Transfer codings (RFC 9112 §6.1, §6.3, §7): malformed or misplaced -> 400, not implemented -> 501.
-  ...([
-    ['chunked;', 'no parameters'],
-    ['chunked; q=1', 'no parameters'],
-    ['chunked ;q=1', 'no parameters'],
-    ['chunked;', 'no parameters'],
-    [',', 'no transfer coding'],
-    ['  ,  , ', 'no transfer coding'],
-    ['"chunked"', 'should start'],
-    ['chunked x', "'x' after transfer coding chunked"],
-    ['gzip;, chunked', 'malformed parameter'],
-    ['gzip;q, chunked', 'malformed parameter'],
-    ['gzip;q=, chunked', 'malformed parameter'],
-    ['gzip;=1, chunked', 'malformed parameter'],
-    ['gzip;q="1, chunked', 'malformed parameter'],
-    ['gzip;q="1\\", chunked', 'malformed parameter'],
-    ['gzip q=1, chunked', "'q' after transfer coding gzip"],
-  ] as const).map(([te, message]): Fixture => ({
+  ...(
+    [
+      ['chunked;', 'no parameters'],
+      ['chunked; q=1', 'no parameters'],
+      ['chunked ;q=1', 'no parameters'],
+      ['chunked;', 'no parameters'],
+      [',', 'no transfer coding'],
+      ['  ,  , ', 'no transfer coding'],
+      ['"chunked"', 'should start'],
+      ['chunked x', "'x' after transfer coding chunked"],
+      ['gzip;, chunked', 'malformed parameter'],
+      ['gzip;q, chunked', 'malformed parameter'],
+      ['gzip;q=, chunked', 'malformed parameter'],
+      ['gzip;=1, chunked', 'malformed parameter'],
+      ['gzip;q="1, chunked', 'malformed parameter'],
+      ['gzip;q="1\\", chunked', 'malformed parameter'],
+      ['gzip q=1, chunked', "'q' after transfer coding gzip"],
+    ] as const
+  ).map(([te, message]): Fixture => ({
     name: `request TE "${te}" is malformed`,
     kind: 'request',
     raw: `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${te}\r\n\r\n`,
@@ -359,7 +349,13 @@ const INVALID: Fixture[] = [
     message: 'not implemented',
     notImplemented: true,
   })),
-  { name: 'request TE empty field before chunked', kind: 'request', raw: 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nTransfer-Encoding: chunked\r\n\r\n', error: ProtocolError, message: 'no transfer coding' },
+  {
+    name: 'request TE empty field before chunked',
+    kind: 'request',
+    raw: 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \r\nTransfer-Encoding: chunked\r\n\r\n',
+    error: ProtocolError,
+    message: 'no transfer coding',
+  },
   ...['chunked, gzip', 'gzip', 'gzip, chunked', 'chunked;', 'chunked, chunked', 'identity'].map((te): Fixture => ({
     name: `response TE "${te}" is refused, not read until close or decoded as chunked`,
     kind: 'response',
@@ -483,7 +479,11 @@ describe('HeadParser: behaviour', () => {
       buf.write(s, 0, 'latin1');
       p.execute(buf, 0, s.length);
     }
-    expect(p.headers.toArray()).toEqual([['Host', 'h'], ['X-A', 'one'], ['X-B', 'two']]);
+    expect(p.headers.toArray()).toEqual([
+      ['Host', 'h'],
+      ['X-A', 'one'],
+      ['X-B', 'two'],
+    ]);
   });
 
   it('hands out values that survive reuse of the input buffer', () => {
@@ -775,7 +775,12 @@ describe('HeadParser: heads split across chunks', () => {
   });
 
   it('a line that begins inside a later chunk fails as soon as its bad byte arrives', () => {
-    for (const [bad, message] of [['Bad Name: x', 'whitespace between header name'], [': x', 'empty header name'], [' x', 'folding'], ['X(: y', 'header name']]) {
+    for (const [bad, message] of [
+      ['Bad Name: x', 'whitespace between header name'],
+      [': x', 'empty header name'],
+      [' x', 'folding'],
+      ['X(: y', 'header name'],
+    ]) {
       const p = new HeadParser('request');
       p.execute(b('GET / HTTP/1.1\r\nHo'));
       expectError(() => p.execute(b(`st: a\r\n${bad}`)), ParseError, message);
@@ -788,7 +793,11 @@ describe('HeadParser: heads split across chunks', () => {
     p.execute(b('st: a\r\nX-Odd: 1\r\nx-lower: 2\r\n'));
     expectError(() => p.execute(b('X-B: \0')), ParseError, '0x00');
     expect(p.target).toBe('/t');
-    expect(p.headers.toArray()).toEqual([['Host', 'a'], ['X-Odd', '1'], ['X-Lower', '2']]);
+    expect(p.headers.toArray()).toEqual([
+      ['Host', 'a'],
+      ['X-Odd', '1'],
+      ['X-Lower', '2'],
+    ]);
   });
 
   it('reuses its buffer across heads on one connection', () => {
@@ -874,7 +883,10 @@ describe('HeadParser: long heads held across chunks', () => {
         for (let k = raw.length - f.raw.length + f.raw.indexOf('\r\n') + 3; k <= raw.length; k++) {
           const buf = b(raw.slice(0, k) + fill);
           const whole = outcome(f.kind, [buf], limits);
-          for (const [how, parts] of [['byte by byte', pieces(buf, 'bytes')], ['seed', pieces(buf, prng(k))]] as const) {
+          for (const [how, parts] of [
+            ['byte by byte', pieces(buf, 'bytes')],
+            ['seed', pieces(buf, prng(k))],
+          ] as const) {
             const got = outcome(f.kind, parts, limits);
             if (got !== whole) mismatches.push(`${f.name}, cut at ${k}, ${how}: whole ${whole}; split ${got}`);
           }
@@ -906,7 +918,11 @@ describe('HeadParser: long heads held across chunks', () => {
           }
         };
         const whole = feed([all]);
-        for (const [how, parts] of [['bytes', pieces(all, 'bytes')], ['seed 1', pieces(all, prng(1))], ['seed 2', pieces(all, prng(2))]] as const) {
+        for (const [how, parts] of [
+          ['bytes', pieces(all, 'bytes')],
+          ['seed 1', pieces(all, prng(1))],
+          ['seed 2', pieces(all, prng(2))],
+        ] as const) {
           const got = feed(parts);
           if (got !== whole) mismatches.push(`${JSON.stringify(tail)}, max ${maxHeaderBytes}, ${how}: whole ${whole.slice(0, 200)}; split ${got.slice(0, 200)}`);
         }

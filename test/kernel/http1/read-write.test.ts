@@ -8,13 +8,7 @@ import { Response } from '../../../kernel/message/response.js';
 import { ByteReader } from '../../../kernel/http1/byte-reader.js';
 import { IncomingBody } from '../../../kernel/http1/incoming-body.js';
 import { readRequest, readResponse } from '../../../kernel/http1/read.js';
-import {
-  encodeChunk,
-  encodeMessage,
-  serializeLastChunk,
-  serializeRequestHead,
-  serializeResponseHead,
-} from '../../../kernel/http1/serialize.js';
+import { encodeChunk, encodeMessage, serializeLastChunk, serializeRequestHead, serializeResponseHead } from '../../../kernel/http1/serialize.js';
 import { writeRequest, writeResponse } from '../../../kernel/http1/write.js';
 import { b, MemorySink, pieces, prng } from './helpers.js';
 
@@ -61,7 +55,10 @@ describe('readRequest', () => {
     expect(req.contentLength).toBe(0);
     expect(req.close).toBe(false);
     expect(req.protoMinor).toBe(1);
-    expect(req.headers.toArray()).toEqual([['Host', 'example.com'], ['Accept', '*/*']]);
+    expect(req.headers.toArray()).toEqual([
+      ['Host', 'example.com'],
+      ['Accept', '*/*'],
+    ]);
     expect(trailers(req.body).size).toBe(0);
   });
 
@@ -235,7 +232,10 @@ describe('transfer codings (RFC 9112 §6.1, §6.3, §7)', () => {
   const ok = (te: string, body = '5\r\nhello\r\n0\r\n\r\n'): Buffer => b(`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n${body}`);
 
   async function refusal(p: Promise<unknown>): Promise<ProtocolError> {
-    const err = await p.then(() => null, (e: unknown) => e);
+    const err = await p.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ProtocolError);
     return err as ProtocolError;
   }
@@ -314,7 +314,11 @@ describe('serializer', () => {
   });
 
   it('serializes a request head with Host first', () => {
-    const h = new Headers([['Accept', '*/*'], ['host', 'h.example'], ['X-A', 'b']]);
+    const h = new Headers([
+      ['Accept', '*/*'],
+      ['host', 'h.example'],
+      ['X-A', 'b'],
+    ]);
     expect(serializeRequestHead('GET', '/p', h, 'ignored', 'none')).toBe('GET /p HTTP/1.1\r\nhost: h.example\r\nAccept: */*\r\nX-A: b\r\n\r\n');
     expect(serializeRequestHead('POST', '/p', new Headers([['A', 'b']]), 'x.test:8080', 3)).toBe('POST /p HTTP/1.1\r\nHost: x.test:8080\r\nA: b\r\nContent-Length: 3\r\n\r\n');
   });
@@ -357,13 +361,35 @@ describe('serializer', () => {
   it('rejects inconsistent framing', async () => {
     const sink = new MemorySink();
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Content-Length', '5']] }))).rejects.toThrow(/does not match/);
-    await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Content-Length', '3'], ['Transfer-Encoding', 'chunked']] }))).rejects.toThrow(ArgumentError);
+    await expect(
+      writeResponse(
+        sink,
+        new Response(200, 'abc', {
+          headers: [
+            ['Content-Length', '3'],
+            ['Transfer-Encoding', 'chunked'],
+          ],
+        }),
+      ),
+    ).rejects.toThrow(ArgumentError);
     await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Transfer-Encoding', 'gzip']] }))).rejects.toThrow(/must end with chunked/);
     // By the rules the parser reads them with: chunked once, last, without parameters.
     for (const te of ['chunked, chunked', 'chunked;q=1', 'chunked;', ',', 'gzip;, chunked']) {
       await expect(writeResponse(sink, new Response(200, 'abc', { headers: [['Transfer-Encoding', te]] })), te).rejects.toThrow(ArgumentError);
     }
-    await expect(writeRequest(sink, new Request('POST', '/', { body: 'abc', headers: [['Host', 'h'], ['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'chunked']] }))).rejects.toThrow(/once/);
+    await expect(
+      writeRequest(
+        sink,
+        new Request('POST', '/', {
+          body: 'abc',
+          headers: [
+            ['Host', 'h'],
+            ['Transfer-Encoding', 'chunked'],
+            ['Transfer-Encoding', 'chunked'],
+          ],
+        }),
+      ),
+    ).rejects.toThrow(/once/);
     await expect(writeRequest(sink, new Request('POST', '/', { body: 'abc', contentLength: 5 }))).rejects.toThrow(/does not match/);
     expect(sink.writes).toBe(0);
     // A streamed body that disagrees with its declared length fails while streaming.
@@ -436,15 +462,37 @@ describe('round trips', () => {
 
   it('trailers are read back after a chunked round trip', async () => {
     const sink = new MemorySink();
-    await writeRequest(sink, new Request('POST', '/', { host: 'h', body: partsBody(['a']), trailers: [['x-t', '1'], ['X-U', '2']] }));
+    await writeRequest(
+      sink,
+      new Request('POST', '/', {
+        host: 'h',
+        body: partsBody(['a']),
+        trailers: [
+          ['x-t', '1'],
+          ['X-U', '2'],
+        ],
+      }),
+    );
     const parsed = await readRequest(sink.bytes);
     await bodyText(parsed.body);
-    expect(trailers(parsed.body).toArray()).toEqual([['X-T', '1'], ['X-U', '2']]);
+    expect(trailers(parsed.body).toArray()).toEqual([
+      ['X-T', '1'],
+      ['X-U', '2'],
+    ]);
   });
 
   it('Host from the headers goes first; request.host when there is none', async () => {
     const sink = new MemorySink();
-    await writeRequest(sink, new Request('GET', '/', { headers: [['Accept', '*/*'], ['Host', 'first.example']], host: 'other' }));
+    await writeRequest(
+      sink,
+      new Request('GET', '/', {
+        headers: [
+          ['Accept', '*/*'],
+          ['Host', 'first.example'],
+        ],
+        host: 'other',
+      }),
+    );
     expect(sink.text).toBe('GET / HTTP/1.1\r\nHost: first.example\r\nAccept: */*\r\n\r\n');
   });
 
@@ -504,9 +552,27 @@ describe('round trips', () => {
   });
 
   it('204 and 1xx never carry a body or framing headers; 304 keeps its headers', async () => {
-    const r204 = await roundTripResponse(new Response(204, 'ignored', { headers: [['Content-Length', '7'], ['X-A', 'b']] }), null, '');
+    const r204 = await roundTripResponse(
+      new Response(204, 'ignored', {
+        headers: [
+          ['Content-Length', '7'],
+          ['X-A', 'b'],
+        ],
+      }),
+      null,
+      '',
+    );
     expect(r204.wire).toBe('HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n');
-    const r304 = await roundTripResponse(new Response(304, null, { headers: [['ETag', '"x"'], ['Content-Length', '10']] }), null, '');
+    const r304 = await roundTripResponse(
+      new Response(304, null, {
+        headers: [
+          ['ETag', '"x"'],
+          ['Content-Length', '10'],
+        ],
+      }),
+      null,
+      '',
+    );
     expect(r304.wire).toBe('HTTP/1.1 304 Not Modified\r\nETag: "x"\r\nContent-Length: 10\r\n\r\n');
     const sink = new MemorySink();
     await writeResponse(sink, new Response(100));
@@ -594,7 +660,16 @@ describe('round trips', () => {
 describe('trailers that may not trail (RFC 9110 §6.5.1)', () => {
   it('serializeLastChunk refuses each of them, naming the field', () => {
     for (const name of ['Content-Length', 'transfer-encoding', 'HOST', 'Content-Type', 'Content-Encoding', 'Trailer', 'Authorization', 'Set-Cookie', 'Connection', 'TE']) {
-      expect(() => serializeLastChunk(new Headers([['X-Ok', '1'], [name, 'v']])), name).toThrow(ArgumentError);
+      expect(
+        () =>
+          serializeLastChunk(
+            new Headers([
+              ['X-Ok', '1'],
+              [name, 'v'],
+            ]),
+          ),
+        name,
+      ).toThrow(ArgumentError);
       expect(() => serializeLastChunk(new Headers([[name, 'v']])), name).toThrow(`"${name}" cannot be sent as a trailer`);
     }
     expect(serializeLastChunk(new Headers([['Server-Timing', 'db;dur=1']]))).toBe('0\r\nServer-Timing: db;dur=1\r\n\r\n');
@@ -602,7 +677,12 @@ describe('trailers that may not trail (RFC 9110 §6.5.1)', () => {
 
   it('writeResponse and writeRequest refuse them before writing any byte', async () => {
     const sink = new MemorySink();
-    const res = new Response(200, partsBody(['a']), { trailers: [['X-Ok', '1'], ['Content-Length', '1']] });
+    const res = new Response(200, partsBody(['a']), {
+      trailers: [
+        ['X-Ok', '1'],
+        ['Content-Length', '1'],
+      ],
+    });
     await expect(writeResponse(sink, res)).rejects.toThrow(/"Content-Length" cannot be sent as a trailer/);
     const req = new Request('POST', '/', { host: 'h', body: partsBody(['a']), trailers: [['Host', 'evil.example']] });
     await expect(writeRequest(sink, req)).rejects.toThrow(/"Host" cannot be sent as a trailer/);

@@ -118,16 +118,50 @@ describe('readRequest: Host', () => {
   });
 
   it('valid values: reg-names, IPv4, IPv6 and IPvFuture literals, ports, percent-encoding, empty', async () => {
-    for (const host of ['example.com', 'example.com:8080', 'EXAMPLE.com', '127.0.0.1:80', '[::1]:8080', '[::1]', '[2001:db8::7]',
-      '[v1.fe80::a+en1]', 'xn--bcher-kva.example', 'a%41b', "a-b_c~d!$&'()*+,;=", 'a:', '']) {
+    for (const host of [
+      'example.com',
+      'example.com:8080',
+      'EXAMPLE.com',
+      '127.0.0.1:80',
+      '[::1]:8080',
+      '[::1]',
+      '[2001:db8::7]',
+      '[v1.fe80::a+en1]',
+      'xn--bcher-kva.example',
+      'a%41b',
+      "a-b_c~d!$&'()*+,;=",
+      'a:',
+      '',
+    ]) {
       const req = await read(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
       expect(req.headers.get('Host'), host).toBe(host);
     }
   });
 
   it('a Host that is not host[:port] is refused', async () => {
-    for (const host of ['example.com/path', 'a b', 'a:b', 'a:80:90', 'a:-1', 'user@a', '[::1', '::1', '[zz]', '[::1]x', '[::1]:a',
-      '[fe80::1%eth0]', 'a%zz', 'a%4', 'a"b', 'a<b', 'a\\b', 'a?b', 'a#b', 'a\x80b', 'caf\xe9']) {
+    for (const host of [
+      'example.com/path',
+      'a b',
+      'a:b',
+      'a:80:90',
+      'a:-1',
+      'user@a',
+      '[::1',
+      '::1',
+      '[zz]',
+      '[::1]x',
+      '[::1]:a',
+      '[fe80::1%eth0]',
+      'a%zz',
+      'a%4',
+      'a"b',
+      'a<b',
+      'a\\b',
+      'a?b',
+      'a#b',
+      'a\x80b',
+      'caf\xe9',
+    ]) {
       await refused(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`, ParseError, 'invalid Host');
     }
   });
@@ -151,7 +185,14 @@ describe('target.ts', () => {
 
 describe('serializeRequestHead / writeRequest: targets and Host', () => {
   it('refuses a target its method may not use', () => {
-    for (const [m, t] of [['GET', 'foo'], ['GET', 'host:443'], ['GET', '*'], ['CONNECT', '/'], ['CONNECT', 'host'], ['GET', 'http://u@a/']]) {
+    for (const [m, t] of [
+      ['GET', 'foo'],
+      ['GET', 'host:443'],
+      ['GET', '*'],
+      ['CONNECT', '/'],
+      ['CONNECT', 'host'],
+      ['GET', 'http://u@a/'],
+    ]) {
       expect(() => serializeRequestHead(m!, t!, null, 'h', 'none'), `${m} ${t}`).toThrow(ArgumentError);
     }
     expect(serializeRequestHead('OPTIONS', '*', null, 'h', 'none')).toBe('OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n');

@@ -1,19 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ArgumentError } from '../../../kernel/errors.js';
-import {
-  AbstractBody,
-  BytesBody,
-  CallbackBody,
-  ChunkBody,
-  Headers,
-  bodyClose,
-  bodyClosed,
-  bodyLength,
-  bodyRead,
-  nobody,
-  readAll,
-  trailers,
-} from '../../../kernel/message/index.js';
+import { AbstractBody, BytesBody, CallbackBody, ChunkBody, Headers, bodyClose, bodyClosed, bodyLength, bodyRead, nobody, readAll, trailers } from '../../../kernel/message/index.js';
 
 const text = (b: Uint8Array): string => Buffer.from(b).toString('utf8');
 
@@ -54,7 +41,10 @@ async function drain(body: AbstractBody, size: number): Promise<{ text: string; 
 class ListBody extends AbstractBody {
   private closedFlag = false;
   private readonly extra: Headers;
-  constructor(private readonly parts: Uint8Array[], extra: Headers = new Headers()) {
+  constructor(
+    private readonly parts: Uint8Array[],
+    extra: Headers = new Headers(),
+  ) {
     super();
     this.extra = extra;
   }
@@ -426,7 +416,7 @@ class Chunks extends ChunkBody {
 describe('ChunkBody', () => {
   const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-  it('hands each chunk out in pieces of the reader\'s size, skipping empty chunks', async () => {
+  it("hands each chunk out in pieces of the reader's size, skipping empty chunks", async () => {
     const body = new Chunks([bytes('hello'), bytes(''), bytes('abc')]);
     const dst = new Uint8Array(2);
     const got: string[] = [];

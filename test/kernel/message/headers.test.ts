@@ -39,7 +39,11 @@ describe('Headers: case-insensitive lookup', () => {
   });
 
   it('keeps the spelling a header was stored with', () => {
-    const s = new Headers([['x-lower', 'a'], ['X-UPPER', 'b'], ['X-Mixed-Case', 'c']]);
+    const s = new Headers([
+      ['x-lower', 'a'],
+      ['X-UPPER', 'b'],
+      ['X-Mixed-Case', 'c'],
+    ]);
     expect(s.keys()).toEqual(['x-lower', 'X-UPPER', 'X-Mixed-Case']);
     expect(pairs(s)).toEqual([
       ['x-lower', 'a'],
@@ -50,14 +54,21 @@ describe('Headers: case-insensitive lookup', () => {
 
   it('does not fold characters that only differ by bit 0x20 outside A–Z', () => {
     // '@' (0x40) and '`' (0x60) differ only in bit 0x20, as do '[' and '{'.
-    const s = new Headers([['x-@', '1'], ['x-[', '2']]);
+    const s = new Headers([
+      ['x-@', '1'],
+      ['x-[', '2'],
+    ]);
     expect(s.get('x-`')).toBeUndefined();
     expect(s.get('x-{')).toBeUndefined();
     expect(s.get('X-@')).toBe('1');
   });
 
   it('getAll returns every value of a name in order, any case', () => {
-    const s = new Headers([['A', '1'], ['B', '2'], ['a', '3']]);
+    const s = new Headers([
+      ['A', '1'],
+      ['B', '2'],
+      ['a', '3'],
+    ]);
     expect(s.getAll('a')).toEqual(['1', '3']);
     expect(s.getAll('missing')).toEqual([]);
     expect(s.size).toBe(3);
@@ -66,13 +77,48 @@ describe('Headers: case-insensitive lookup', () => {
 
 describe('Headers: construction', () => {
   const cases: [string, () => HeadersInit, [string, string][]][] = [
-    ['array of pairs', () => [['Accept', 'text/html'], ['Host', 'example.com']], [['Accept', 'text/html'], ['Host', 'example.com']]],
-    ['plain object', () => ({ Accept: 'text/html', Host: 'example.com' }), [['Accept', 'text/html'], ['Host', 'example.com']]],
-    ['Map', () => new Map([['Accept', 'text/html'], ['Host', 'example.com']]), [['Accept', 'text/html'], ['Host', 'example.com']]],
+    [
+      'array of pairs',
+      () => [
+        ['Accept', 'text/html'],
+        ['Host', 'example.com'],
+      ],
+      [
+        ['Accept', 'text/html'],
+        ['Host', 'example.com'],
+      ],
+    ],
+    [
+      'plain object',
+      () => ({ Accept: 'text/html', Host: 'example.com' }),
+      [
+        ['Accept', 'text/html'],
+        ['Host', 'example.com'],
+      ],
+    ],
+    [
+      'Map',
+      () =>
+        new Map([
+          ['Accept', 'text/html'],
+          ['Host', 'example.com'],
+        ]),
+      [
+        ['Accept', 'text/html'],
+        ['Host', 'example.com'],
+      ],
+    ],
     [
       'another Headers',
-      () => new Headers([['Accept', 'text/html'], ['Host', 'example.com']]),
-      [['Accept', 'text/html'], ['Host', 'example.com']],
+      () =>
+        new Headers([
+          ['Accept', 'text/html'],
+          ['Host', 'example.com'],
+        ]),
+      [
+        ['Accept', 'text/html'],
+        ['Host', 'example.com'],
+      ],
     ],
     [
       'generator of pairs',
@@ -81,12 +127,29 @@ describe('Headers: construction', () => {
           yield ['Accept', 'text/html'] as const;
           yield ['Host', 'example.com'] as const;
         })(),
-      [['Accept', 'text/html'], ['Host', 'example.com']],
+      [
+        ['Accept', 'text/html'],
+        ['Host', 'example.com'],
+      ],
     ],
     ['numbers converted to strings', () => [['Content-Length', 42]], [['Content-Length', '42']]],
     ['object with array value', () => ({ Accept: ['a', 'b'] }), [['Accept', 'a,b']]],
-    ['object skips undefined values', () => ({ A: '1', B: undefined, C: '3' }), [['A', '1'], ['C', '3']]],
-    ['Map with array value, Set-Cookie kept apart', () => new Map([['Set-Cookie', ['a=1', 'b=2']]]), [['Set-Cookie', 'a=1'], ['Set-Cookie', 'b=2']]],
+    [
+      'object skips undefined values',
+      () => ({ A: '1', B: undefined, C: '3' }),
+      [
+        ['A', '1'],
+        ['C', '3'],
+      ],
+    ],
+    [
+      'Map with array value, Set-Cookie kept apart',
+      () => new Map([['Set-Cookie', ['a=1', 'b=2']]]),
+      [
+        ['Set-Cookie', 'a=1'],
+        ['Set-Cookie', 'b=2'],
+      ],
+    ],
   ];
 
   it.each(cases)('from %s', (_name, make, expected) => {
@@ -106,14 +169,54 @@ describe('Headers: construction', () => {
   });
 
   it.each([
-    ['other names with ","', [['Accept', 'text/html'], ['accept', 'application/json']], [['Accept', 'text/html,application/json']]],
-    ['Cookie with "; "', [['Cookie', 'a=1'], ['cookie', 'b=2']], [['Cookie', 'a=1; b=2']]],
-    ['three in a row', [['X-A', '1'], ['X-A', '2'], ['X-A', '3']], [['X-A', '1,2,3']]],
-    ['Set-Cookie never', [['Set-Cookie', 'a=1'], ['set-cookie', 'b=2']], [['Set-Cookie', 'a=1'], ['set-cookie', 'b=2']]],
+    [
+      'other names with ","',
+      [
+        ['Accept', 'text/html'],
+        ['accept', 'application/json'],
+      ],
+      [['Accept', 'text/html,application/json']],
+    ],
+    [
+      'Cookie with "; "',
+      [
+        ['Cookie', 'a=1'],
+        ['cookie', 'b=2'],
+      ],
+      [['Cookie', 'a=1; b=2']],
+    ],
+    [
+      'three in a row',
+      [
+        ['X-A', '1'],
+        ['X-A', '2'],
+        ['X-A', '3'],
+      ],
+      [['X-A', '1,2,3']],
+    ],
+    [
+      'Set-Cookie never',
+      [
+        ['Set-Cookie', 'a=1'],
+        ['set-cookie', 'b=2'],
+      ],
+      [
+        ['Set-Cookie', 'a=1'],
+        ['set-cookie', 'b=2'],
+      ],
+    ],
     [
       'only consecutive names',
-      [['X-A', '1'], ['X-B', '2'], ['X-A', '3']],
-      [['X-A', '1'], ['X-B', '2'], ['X-A', '3']],
+      [
+        ['X-A', '1'],
+        ['X-B', '2'],
+        ['X-A', '3'],
+      ],
+      [
+        ['X-A', '1'],
+        ['X-B', '2'],
+        ['X-A', '3'],
+      ],
     ],
   ] as [string, [string, string][], [string, string][]][])('joins consecutive same names: %s', (_name, input, expected) => {
     expect(pairs(new Headers(input))).toEqual(expected);
@@ -179,9 +282,18 @@ describe('Headers: construction', () => {
 
 describe('Headers: methods', () => {
   it('set replaces all values, keeps the first position, takes the new spelling', () => {
-    const h = new Headers([['a', '1'], ['B', '2'], ['A', '3'], ['C', '4']]);
+    const h = new Headers([
+      ['a', '1'],
+      ['B', '2'],
+      ['A', '3'],
+      ['C', '4'],
+    ]);
     h.set('A', 'new');
-    expect(pairs(h)).toEqual([['A', 'new'], ['B', '2'], ['C', '4']]);
+    expect(pairs(h)).toEqual([
+      ['A', 'new'],
+      ['B', '2'],
+      ['C', '4'],
+    ]);
   });
 
   it('append joins onto the last header only', () => {
@@ -190,18 +302,29 @@ describe('Headers: methods', () => {
     h.append('x', '2');
     h.append('Y', '3');
     h.append('X', '4');
-    expect(pairs(h)).toEqual([['X', '1,2'], ['Y', '3'], ['X', '4']]);
+    expect(pairs(h)).toEqual([
+      ['X', '1,2'],
+      ['Y', '3'],
+      ['X', '4'],
+    ]);
   });
 
   it('push never joins', () => {
     const h = new Headers();
     h.push('X', '1');
     h.push('X', '2');
-    expect(pairs(h)).toEqual([['X', '1'], ['X', '2']]);
+    expect(pairs(h)).toEqual([
+      ['X', '1'],
+      ['X', '2'],
+    ]);
   });
 
   it('delete removes every value and reports how many', () => {
-    const h = new Headers([['A', '1'], ['B', '2'], ['A', '3']]);
+    const h = new Headers([
+      ['A', '1'],
+      ['B', '2'],
+      ['A', '3'],
+    ]);
     expect(h.delete('a')).toBe(2);
     expect(h.delete('a')).toBe(0);
     expect(pairs(h)).toEqual([['B', '2']]);
@@ -212,9 +335,15 @@ describe('Headers: methods', () => {
     h.push('X', '1');
     h.push('X', '2');
     const c = h.clone();
-    expect(pairs(c)).toEqual([['X', '1'], ['X', '2']]);
+    expect(pairs(c)).toEqual([
+      ['X', '1'],
+      ['X', '2'],
+    ]);
     c.set('X', 'z');
-    expect(pairs(h)).toEqual([['X', '1'], ['X', '2']]);
+    expect(pairs(h)).toEqual([
+      ['X', '1'],
+      ['X', '2'],
+    ]);
   });
 
   it('toObject lowercases names and joins repeated ones with ", "', () => {
@@ -234,7 +363,11 @@ describe('Headers: methods', () => {
   });
 
   it('indexOf, nameAt and valueAt address positions', () => {
-    const h = new Headers([['A', '1'], ['B', '2'], ['a', '3']]);
+    const h = new Headers([
+      ['A', '1'],
+      ['B', '2'],
+      ['a', '3'],
+    ]);
     expect(h.indexOf('a')).toBe(0);
     expect(h.indexOf('a', 1)).toBe(2);
     expect(h.indexOf('zzz')).toBe(-1);
@@ -244,7 +377,12 @@ describe('Headers: methods', () => {
 });
 
 describe('header / headers', () => {
-  const h = new Headers([['Accept', 'a'], ['X-Empty', ''], ['Set-Cookie', 'x=1'], ['Set-Cookie', 'y=2']]);
+  const h = new Headers([
+    ['Accept', 'a'],
+    ['X-Empty', ''],
+    ['Set-Cookie', 'x=1'],
+    ['Set-Cookie', 'y=2'],
+  ]);
 
   it.each([
     ['accept', undefined, 'a'],
@@ -348,7 +486,12 @@ describe('headerContains', () => {
 });
 
 describe('setHeader', () => {
-  const start = (): [string, string][] => [['Host', 'h'], ['x-a', '1'], ['Accept', '*/*'], ['X-A', '2']];
+  const start = (): [string, string][] => [
+    ['Host', 'h'],
+    ['x-a', '1'],
+    ['Accept', '*/*'],
+    ['X-A', '2'],
+  ];
 
   it.each([
     ['(h, key, value)', (h: Headers) => setHeader(h, 'X-A', 'new')],
@@ -357,7 +500,11 @@ describe('setHeader', () => {
     const h = new Headers();
     for (const [k, v] of start()) h.push(k, v);
     call(h);
-    expect(pairs(h)).toEqual([['Host', 'h'], ['X-A', 'new'], ['Accept', '*/*']]);
+    expect(pairs(h)).toEqual([
+      ['Host', 'h'],
+      ['X-A', 'new'],
+      ['Accept', '*/*'],
+    ]);
   });
 
   it('takes the spelling of the key given', () => {
@@ -367,18 +514,36 @@ describe('setHeader', () => {
   });
 
   it('puts a new header at the end', () => {
-    const h = new Headers([['A', '1'], ['B', '2']]);
+    const h = new Headers([
+      ['A', '1'],
+      ['B', '2'],
+    ]);
     setHeader(h, 'C', '3');
-    expect(pairs(h)).toEqual([['A', '1'], ['B', '2'], ['C', '3']]);
+    expect(pairs(h)).toEqual([
+      ['A', '1'],
+      ['B', '2'],
+      ['C', '3'],
+    ]);
   });
 
   it('works on a Request and a Response', () => {
-    const req = new Request('GET', '/', { headers: [['A', '1'], ['B', '2']] });
+    const req = new Request('GET', '/', {
+      headers: [
+        ['A', '1'],
+        ['B', '2'],
+      ],
+    });
     setHeader(req, 'a', 'x');
-    expect(pairs(req.headers)).toEqual([['a', 'x'], ['B', '2']]);
+    expect(pairs(req.headers)).toEqual([
+      ['a', 'x'],
+      ['B', '2'],
+    ]);
     const res = new Response(200, { headers: [['A', '1']] });
     setHeader(res, ['Content-Type', 'text/plain']);
-    expect(pairs(res.headers)).toEqual([['A', '1'], ['Content-Type', 'text/plain']]);
+    expect(pairs(res.headers)).toEqual([
+      ['A', '1'],
+      ['Content-Type', 'text/plain'],
+    ]);
   });
 
   it('forwards to a target that sets headers itself, such as a server stream', () => {
@@ -386,7 +551,10 @@ describe('setHeader', () => {
     const stream = { setHeader: (k: string, v: string) => void calls.push([k, v]) };
     setHeader(stream, 'X-A', '1');
     setHeader(stream, ['X-B', '2']);
-    expect(calls).toEqual([['X-A', '1'], ['X-B', '2']]);
+    expect(calls).toEqual([
+      ['X-A', '1'],
+      ['X-B', '2'],
+    ]);
   });
 
   it.each([
@@ -412,7 +580,10 @@ describe('defaultHeader', () => {
   it('adds a missing header at the end', () => {
     const h = new Headers([['A', '1']]);
     defaultHeader(h, 'User-Agent', 'switchyard');
-    expect(pairs(h)).toEqual([['A', '1'], ['User-Agent', 'switchyard']]);
+    expect(pairs(h)).toEqual([
+      ['A', '1'],
+      ['User-Agent', 'switchyard'],
+    ]);
   });
 
   it('treats a header with an empty value as present', () => {
@@ -433,7 +604,15 @@ describe('appendHeader', () => {
   it.each([
     ['other names with ","', 'Accept', 'accept', [['Accept', 'a,b']]],
     ['Cookie with "; "', 'Cookie', 'COOKIE', [['Cookie', 'a; b']]],
-    ['Set-Cookie never', 'Set-Cookie', 'set-cookie', [['Set-Cookie', 'a'], ['set-cookie', 'b']]],
+    [
+      'Set-Cookie never',
+      'Set-Cookie',
+      'set-cookie',
+      [
+        ['Set-Cookie', 'a'],
+        ['set-cookie', 'b'],
+      ],
+    ],
   ] as [string, string, string, [string, string][]][])('joins onto the last header: %s', (_name, k1, k2, expected) => {
     const h = new Headers();
     appendHeader(h, k1, 'a');
@@ -442,9 +621,16 @@ describe('appendHeader', () => {
   });
 
   it('adds a separate header when the last header has another name', () => {
-    const h = new Headers([['Accept', 'a'], ['Host', 'h']]);
+    const h = new Headers([
+      ['Accept', 'a'],
+      ['Host', 'h'],
+    ]);
     appendHeader(h, 'Accept', 'b');
-    expect(pairs(h)).toEqual([['Accept', 'a'], ['Host', 'h'], ['Accept', 'b']]);
+    expect(pairs(h)).toEqual([
+      ['Accept', 'a'],
+      ['Host', 'h'],
+      ['Accept', 'b'],
+    ]);
   });
 
   it('works on messages', () => {
@@ -463,9 +649,15 @@ describe('removeHeader', () => {
     h.push('a', '3');
     h.push('C', '4');
     removeHeader(h, 'A');
-    expect(pairs(h)).toEqual([['B', '2'], ['C', '4']]);
+    expect(pairs(h)).toEqual([
+      ['B', '2'],
+      ['C', '4'],
+    ]);
     removeHeader(h, 'missing');
-    expect(pairs(h)).toEqual([['B', '2'], ['C', '4']]);
+    expect(pairs(h)).toEqual([
+      ['B', '2'],
+      ['C', '4'],
+    ]);
   });
 
   it('works on messages', () => {
@@ -481,11 +673,35 @@ describe('mkHeaders', () => {
     ['undefined', undefined, []],
     ['a single pair', ['Accept', 'text/html'], [['Accept', 'text/html']]],
     ['a single pair with a number value', ['Content-Length', 5], [['Content-Length', '5']]],
-    ['an array of two pairs (not a pair)', [['A', '1'], ['B', '2']], [['A', '1'], ['B', '2']]],
-    ['an object', { A: '1', B: '2' }, [['A', '1'], ['B', '2']]],
+    [
+      'an array of two pairs (not a pair)',
+      [
+        ['A', '1'],
+        ['B', '2'],
+      ],
+      [
+        ['A', '1'],
+        ['B', '2'],
+      ],
+    ],
+    [
+      'an object',
+      { A: '1', B: '2' },
+      [
+        ['A', '1'],
+        ['B', '2'],
+      ],
+    ],
     ['a Map', new Map([['A', '1']]), [['A', '1']]],
     ['an iterable', new Set([['A', '1'] as const, ['a', '2'] as const]), [['A', '1,2']]],
-    ['pairs joined as appendHeader does', [['Cookie', 'a=1'], ['Cookie', 'b=2']], [['Cookie', 'a=1; b=2']]],
+    [
+      'pairs joined as appendHeader does',
+      [
+        ['Cookie', 'a=1'],
+        ['Cookie', 'b=2'],
+      ],
+      [['Cookie', 'a=1; b=2']],
+    ],
   ])('converts %s', (_name, input, expected) => {
     expect(pairs(mkHeaders(input as never))).toEqual(expected);
   });

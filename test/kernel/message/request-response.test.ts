@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ArgumentError } from '../../../kernel/errors.js';
-import {
-  BytesBody,
-  CallbackBody,
-  Headers,
-  Request,
-  RequestContext,
-  Response,
-  getRequestContext,
-  type Body,
-} from '../../../kernel/message/index.js';
+import { BytesBody, CallbackBody, Headers, Request, RequestContext, Response, getRequestContext, type Body } from '../../../kernel/message/index.js';
 import { headersFromArrays, headersFromFields } from '../../../kernel/protocol.js';
 import { protocolRequest } from '../../../kernel/server/exchange.js';
 
@@ -71,7 +62,10 @@ describe('Request: construction forms', () => {
 
   it('(method, target, headers) with a plain object of header names is headers, not options', () => {
     const req = new Request('GET', '/', { Accept: 'text/html', 'X-Trace': '1' });
-    expect(pairs(req.headers)).toEqual([['Accept', 'text/html'], ['X-Trace', '1']]);
+    expect(pairs(req.headers)).toEqual([
+      ['Accept', 'text/html'],
+      ['X-Trace', '1'],
+    ]);
     expect(req.body).toBeNull();
   });
 
@@ -146,7 +140,10 @@ describe('Request: headers copy rule', () => {
     expect(req.headers).not.toBe(h);
     h.set('A', 'changed');
     req.headers.push('B', '2');
-    expect(pairs(req.headers)).toEqual([['A', '1'], ['B', '2']]);
+    expect(pairs(req.headers)).toEqual([
+      ['A', '1'],
+      ['B', '2'],
+    ]);
     expect(pairs(h)).toEqual([['A', 'changed']]);
   });
 
@@ -176,12 +173,18 @@ describe('Request: headers copy rule', () => {
     const init = { 'Content-Type': 'text/plain', 'X-A': '1' };
     const res = new Response(200, 'x', { headers: init });
     init['X-A'] = 'changed';
-    expect(pairs(res.headers)).toEqual([['Content-Type', 'text/plain'], ['X-A', '1']]);
+    expect(pairs(res.headers)).toEqual([
+      ['Content-Type', 'text/plain'],
+      ['X-A', '1'],
+    ]);
     res.headers.push('X-B', '2');
     expect(Object.keys(init)).toEqual(['Content-Type', 'X-A']);
     // Names equal but for case are joined, as append() does; arrays and numbers are added one by one.
     expect(pairs(new Headers({ 'x-a': '1', 'X-A': '2' }))).toEqual([['x-a', '1,2']]);
-    expect(pairs(new Headers({ A: ['1', '2'], B: 3 }))).toEqual([['A', '1,2'], ['B', '3']]);
+    expect(pairs(new Headers({ A: ['1', '2'], B: 3 }))).toEqual([
+      ['A', '1,2'],
+      ['B', '3'],
+    ]);
   });
 
   it('headers can be replaced by a Headers, and only by one', () => {
@@ -320,7 +323,10 @@ describe('Response: construction forms', () => {
   it('(status, headers object, body)', () => {
     const res = new Response(200, { 'X-A': '1' }, 'x');
     // A text body without a type of its own is text/plain (see "Response: default Content-Type").
-    expect(pairs(res.headers)).toEqual([['X-A', '1'], ['Content-Type', 'text/plain; charset=utf-8']]);
+    expect(pairs(res.headers)).toEqual([
+      ['X-A', '1'],
+      ['Content-Type', 'text/plain; charset=utf-8'],
+    ]);
     expect(res.body).toBe('x');
   });
 
@@ -432,7 +438,7 @@ describe('Response: default Content-Type', () => {
     expect(new Response(200, null).headers.has('Content-Type')).toBe(false);
   });
 
-  it('no type on statuses without content: 1xx, 204, 304 (a 304 updates a cache\'s stored fields)', () => {
+  it("no type on statuses without content: 1xx, 204, 304 (a 304 updates a cache's stored fields)", () => {
     for (const st of [103, 204, 304]) expect(new Response(st, 'ignored').headers.has('Content-Type')).toBe(false);
   });
 });
@@ -556,8 +562,19 @@ describe('headers from a protocol driver', () => {
   it('headersFromFields skips pseudo-headers, spells names canonically and adds Host from :authority', () => {
     const fields = [':method', 'GET', ':path', '/x', ':authority', 'example.com:8080', 'user-agent', 'u', 'x-multi', '1', 'x-multi', '2', 'www-authenticate', 'w'];
     const h = headersFromFields(fields, true);
-    expect(pairs(h)).toEqual([['User-Agent', 'u'], ['X-Multi', '1'], ['X-Multi', '2'], ['Www-Authenticate', 'w'], ['Host', 'example.com:8080']]);
-    expect(pairs(headersFromFields(fields, false))).toEqual([['User-Agent', 'u'], ['X-Multi', '1'], ['X-Multi', '2'], ['Www-Authenticate', 'w']]);
+    expect(pairs(h)).toEqual([
+      ['User-Agent', 'u'],
+      ['X-Multi', '1'],
+      ['X-Multi', '2'],
+      ['Www-Authenticate', 'w'],
+      ['Host', 'example.com:8080'],
+    ]);
+    expect(pairs(headersFromFields(fields, false))).toEqual([
+      ['User-Agent', 'u'],
+      ['X-Multi', '1'],
+      ['X-Multi', '2'],
+      ['Www-Authenticate', 'w'],
+    ]);
     // A host field wins over :authority; no :authority, no Host.
     expect(pairs(headersFromFields([':authority', 'a', 'host', 'b'], true))).toEqual([['Host', 'b']]);
     expect(pairs(headersFromFields([':path', '/'], true))).toEqual([]);
@@ -569,7 +586,10 @@ describe('headers from a protocol driver', () => {
     // The host field given later does not change what the list says.
     req.host = 'other';
     const h = req.headers;
-    expect(pairs(h)).toEqual([['Content-Type', 'text/plain'], ['Host', 'h:1']]);
+    expect(pairs(h)).toEqual([
+      ['Content-Type', 'text/plain'],
+      ['Host', 'h:1'],
+    ]);
     expect(req.headers).toBe(h);
     expect(req.protoMajor).toBe(2);
   });

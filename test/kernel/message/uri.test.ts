@@ -95,33 +95,72 @@ describe('URI: target, portNumber, toString', () => {
     expect(new URI(input).portNumber).toBe(expected);
   });
 
-  it.each([
-    'https://user@example.com:8443/a/b?x=1#frag',
-    'http://[::1]:8080/x',
-    '/a/b?x=1#f',
-    'http://example.com',
-  ])('toString reassembles %j', (input) => {
+  it.each(['https://user@example.com:8443/a/b?x=1#frag', 'http://[::1]:8080/x', '/a/b?x=1#f', 'http://example.com'])('toString reassembles %j', (input) => {
     expect(String(new URI(input))).toBe(input);
   });
 });
 
 describe('queryParams and queryParamPairs', () => {
   it.each<[string, [string, string][]]>([
-    ['a=1&b=2', [['a', '1'], ['b', '2']]],
-    ['?a=1&b=2', [['a', '1'], ['b', '2']]],
+    [
+      'a=1&b=2',
+      [
+        ['a', '1'],
+        ['b', '2'],
+      ],
+    ],
+    [
+      '?a=1&b=2',
+      [
+        ['a', '1'],
+        ['b', '2'],
+      ],
+    ],
     ['', []],
     ['?', []],
     ['q=hello+world', [['q', 'hello world']]],
     ['q=hello%20world', [['q', 'hello world']]],
     ['first+name=J%C3%B6rg', [['first name', 'Jörg']]],
     ['plus=a%2Bb', [['plus', 'a+b']]],
-    ['tag=a&tag=b&tag=c', [['tag', 'a'], ['tag', 'b'], ['tag', 'c']]],
-    ['a=2&b=1&a=1', [['a', '2'], ['b', '1'], ['a', '1']]],
-    ['empty=&x=1', [['empty', ''], ['x', '1']]],
-    ['flag&x=1', [['flag', ''], ['x', '1']]],
+    [
+      'tag=a&tag=b&tag=c',
+      [
+        ['tag', 'a'],
+        ['tag', 'b'],
+        ['tag', 'c'],
+      ],
+    ],
+    [
+      'a=2&b=1&a=1',
+      [
+        ['a', '2'],
+        ['b', '1'],
+        ['a', '1'],
+      ],
+    ],
+    [
+      'empty=&x=1',
+      [
+        ['empty', ''],
+        ['x', '1'],
+      ],
+    ],
+    [
+      'flag&x=1',
+      [
+        ['flag', ''],
+        ['x', '1'],
+      ],
+    ],
     ['=v', [['', 'v']]],
     ['a=1=2', [['a', '1=2']]],
-    ['a=1&&b=2&', [['a', '1'], ['b', '2']]],
+    [
+      'a=1&&b=2&',
+      [
+        ['a', '1'],
+        ['b', '2'],
+      ],
+    ],
     ['bad=%zz', [['bad', '%zz']]],
     ['pct=100%', [['pct', '100%']]],
     ['half=%4', [['half', '%4']]],
@@ -160,13 +199,20 @@ describe('queryParams and queryParamPairs', () => {
 
   it('both take a URI and use its query', () => {
     const u = new URI('http://h/p?a=1&a=2#a=3');
-    expect(queryParamPairs(u)).toEqual([['a', '1'], ['a', '2']]);
+    expect(queryParamPairs(u)).toEqual([
+      ['a', '1'],
+      ['a', '2'],
+    ]);
     expect({ ...queryParams(u) }).toEqual({ a: '2' });
   });
 
   it('decode application/x-www-form-urlencoded bodies', () => {
     const body = 'name=Ada+Lovelace&note=1%2B1%3D2&empty=';
-    expect(queryParamPairs(body)).toEqual([['name', 'Ada Lovelace'], ['note', '1+1=2'], ['empty', '']]);
+    expect(queryParamPairs(body)).toEqual([
+      ['name', 'Ada Lovelace'],
+      ['note', '1+1=2'],
+      ['empty', ''],
+    ]);
   });
 
   it('reject other input with ArgumentError', () => {
@@ -189,7 +235,11 @@ describe('decodeComponent and encodeQuery', () => {
   });
 
   it('encodeQuery writes spaces as + and round-trips through queryParamPairs', () => {
-    const pairs: [string, string][] = [['first name', 'Jörg'], ['q', 'a+b&c=d'], ['e', '']];
+    const pairs: [string, string][] = [
+      ['first name', 'Jörg'],
+      ['q', 'a+b&c=d'],
+      ['e', ''],
+    ];
     const s = encodeQuery(pairs);
     expect(s).toBe('first+name=J%C3%B6rg&q=a%2Bb%26c%3Dd&e=');
     expect(queryParamPairs(s)).toEqual(pairs);

@@ -35,10 +35,7 @@ async function pipelineGets(sock: net.Socket, total: number, ms: number): Promis
     const left = end - performance.now();
     if (left <= 0) break;
     let t: NodeJS.Timeout | undefined;
-    const drained = await Promise.race([
-      once(sock, 'drain').then(() => true),
-      new Promise<boolean>((r) => (t = setTimeout(() => r(false), left))),
-    ]);
+    const drained = await Promise.race([once(sock, 'drain').then(() => true), new Promise<boolean>((r) => (t = setTimeout(() => r(false), left)))]);
     clearTimeout(t);
     if (!drained) break;
   }

@@ -5,14 +5,7 @@
  * responses, and the Date and Connection fields.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  BytesBody,
-  CallbackBody,
-  Request,
-  Response,
-  streamHandler,
-  type RequestHandler,
-} from '../../../kernel/index.js';
+import { BytesBody, CallbackBody, Request, Response, streamHandler, type RequestHandler } from '../../../kernel/index.js';
 import { get, rawClient, startServer, startStreamServer, type ParsedResponse } from '../../helpers/server.js';
 
 /** A snapshot of what a handler saw, taken inside it. */
@@ -244,7 +237,12 @@ describe('request handlers: one Response returned for many requests', () => {
   }
 
   it('a string body: identical bodies each time, the Response untouched', async () => {
-    const shared = new Response(200, 'héllo shared', { headers: [['X-Shared', '1'], ['Content-Type', 'text/plain; charset=utf-8']] });
+    const shared = new Response(200, 'héllo shared', {
+      headers: [
+        ['X-Shared', '1'],
+        ['Content-Type', 'text/plain; charset=utf-8'],
+      ],
+    });
     const before = { headers: shared.headers.toArray(), body: shared.body, status: shared.status, contentLength: shared.contentLength, close: shared.close };
     const rs = await hammer(shared);
     for (const [i, r] of rs.entries()) {
@@ -302,7 +300,13 @@ describe('request handlers: AbstractBody responses', () => {
 
   it('a CallbackBody (unknown length) is sent chunked and closed once', async () => {
     let closes = 0;
-    const { port, errors } = await startServer(() => new Response(200, callbackBody(['one ', 'two ', 'three'], () => closes++)));
+    const { port, errors } = await startServer(
+      () =>
+        new Response(
+          200,
+          callbackBody(['one ', 'two ', 'three'], () => closes++),
+        ),
+    );
     const c = await rawClient(port);
     await c.write(get('/1') + get('/2'));
     const [a, b] = await c.responses(2);
@@ -318,7 +322,12 @@ describe('request handlers: AbstractBody responses', () => {
   it('HEAD to an AbstractBody response sends no body; the next response on the connection parses', async () => {
     let closes = 0;
     const { port } = await startServer((req) =>
-      req.target === '/bytes' ? new Response(200, new BytesBody('0123456789')) : new Response(200, callbackBody(['a', 'b'], () => closes++)),
+      req.target === '/bytes'
+        ? new Response(200, new BytesBody('0123456789'))
+        : new Response(
+            200,
+            callbackBody(['a', 'b'], () => closes++),
+          ),
     );
     const c = await rawClient(port);
     await c.write('HEAD /bytes HTTP/1.1\r\nHost: x\r\n\r\nHEAD /cb HTTP/1.1\r\nHost: x\r\n\r\n' + get('/bytes'));
@@ -346,12 +355,15 @@ describe('streamHandler(requestHandler) on listen', () => {
     }
     if (req.target === '/stream') {
       let n = 0;
-      return new Response(200, new CallbackBody((dst) => {
-        if (n >= 3) return 0;
-        const s = Buffer.from(`part${n++};`);
-        dst.set(s);
-        return s.length;
-      }));
+      return new Response(
+        200,
+        new CallbackBody((dst) => {
+          if (n >= 3) return 0;
+          const s = Buffer.from(`part${n++};`);
+          dst.set(s);
+          return s.length;
+        }),
+      );
     }
     if (req.target === '/bytes') return new Response(200, new BytesBody('fixed-size'));
     if (req.target === '/throw') throw new Error('app failed');

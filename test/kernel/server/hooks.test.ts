@@ -139,12 +139,15 @@ describe('server.onRequest', () => {
       const { port, errors } =
         mode === 'serve'
           ? await startServer((req) => new Response(200, `h ${req.target}`, { headers: { 'X-Handler': '1' } }), { kernel })
-          : await startStreamServer(async (s) => {
-              const req = await s.startRead();
-              await s.readAll();
-              s.setHeader('X-Handler', '1');
-              await s.write(`h ${req.target}`);
-            }, { kernel });
+          : await startStreamServer(
+              async (s) => {
+                const req = await s.startRead();
+                await s.readAll();
+                s.setHeader('X-Handler', '1');
+                await s.write(`h ${req.target}`);
+              },
+              { kernel },
+            );
       const c = await rawClient(port);
       await c.write(get('/1') + get('/2'));
       const rs = await c.responses(2);
@@ -165,10 +168,13 @@ describe('server.onRequest', () => {
           if (req.target === '/throw') ex.setHeader('X-Only-For', 'throw');
         });
       });
-      return startServer((req) => {
-        if (req.target === '/throw') throw new Error('boom');
-        return new Response(200, 'fine');
-      }, { kernel });
+      return startServer(
+        (req) => {
+          if (req.target === '/throw') throw new Error('boom');
+          return new Response(200, 'fine');
+        },
+        { kernel },
+      );
     }
 
     it('a header set for an exchange whose handler threw never leaks into the next response', async () => {
@@ -182,7 +188,7 @@ describe('server.onRequest', () => {
       expect(errors).toHaveLength(1);
     });
 
-    it("it applies to the 500 the exchange ends with (\"whatever response this exchange ends with\")", async () => {
+    it('it applies to the 500 the exchange ends with ("whatever response this exchange ends with")', async () => {
       const { port } = await setup();
       const c = await rawClient(port);
       await c.write(get('/throw'));
@@ -208,12 +214,15 @@ describe('server.onResponseHead', () => {
   it('serve: a tap adds a header to every response (string, bytes, streamed, hook-made, HEAD)', async () => {
     const seen: { status: number; target: string | undefined }[] = [];
     const kernel = await taggingKernel(seen);
-    const { port } = await startServer((req) => {
-      if (req.target === '/stream') return new Response(200, new BytesBody('streamed'));
-      if (req.target === '/bytes') return new Response(201, Buffer.from('bytes'));
-      if (req.target === '/empty') return new Response(204);
-      return new Response(404, 'text');
-    }, { kernel });
+    const { port } = await startServer(
+      (req) => {
+        if (req.target === '/stream') return new Response(200, new BytesBody('streamed'));
+        if (req.target === '/bytes') return new Response(201, Buffer.from('bytes'));
+        if (req.target === '/empty') return new Response(204);
+        return new Response(404, 'text');
+      },
+      { kernel },
+    );
     const c = await rawClient(port);
     await c.write(get('/text') + get('/bytes') + get('/stream') + get('/empty') + 'HEAD /text HTTP/1.1\r\nHost: x\r\n\r\n');
     const rs = await c.responses(5, ['GET', 'GET', 'GET', 'GET', 'HEAD']);
@@ -230,18 +239,21 @@ describe('server.onResponseHead', () => {
   it('listen: a tap adds a header to every stream response (chunked, fixed-length, empty, streamHandler)', async () => {
     const seen: { status: number; target: string | undefined }[] = [];
     const kernel = await taggingKernel(seen);
-    const { port } = await startStreamServer(async (s) => {
-      const req = await s.startRead();
-      await s.readAll();
-      if (req.target === '/fixed') {
-        s.setHeader('Content-Length', '5');
-        await s.write('fixed');
-      } else if (req.target === '/chunked') {
-        await s.write('chunked');
-      } else if (req.target === '/status') {
-        s.setStatus(202);
-      }
-    }, { kernel });
+    const { port } = await startStreamServer(
+      async (s) => {
+        const req = await s.startRead();
+        await s.readAll();
+        if (req.target === '/fixed') {
+          s.setHeader('Content-Length', '5');
+          await s.write('fixed');
+        } else if (req.target === '/chunked') {
+          await s.write('chunked');
+        } else if (req.target === '/status') {
+          s.setStatus(202);
+        }
+      },
+      { kernel },
+    );
     const c = await rawClient(port);
     await c.write(get('/fixed') + get('/chunked') + get('/status'));
     const rs = await c.responses(3);
@@ -256,7 +268,10 @@ describe('server.onResponseHead', () => {
       [202, '/status'],
     ]);
 
-    const { port: port2 } = await startStreamServer(streamHandler(() => new Response(200, 'via streamHandler')), { kernel });
+    const { port: port2 } = await startStreamServer(
+      streamHandler(() => new Response(200, 'via streamHandler')),
+      { kernel },
+    );
     const d = await rawClient(port2);
     await d.write(get('/sh'));
     const r = await d.response();
@@ -273,12 +288,15 @@ describe('server.onResponseHead', () => {
       const { port } =
         mode === 'serve'
           ? await startServer(() => new Response(200, 'x', { headers: { 'X-Make-It': '299' } }), { kernel })
-          : await startStreamServer(async (s) => {
-              await s.startRead();
-              await s.readAll();
-              s.setHeader('X-Make-It', '299');
-              await s.write('x');
-            }, { kernel });
+          : await startStreamServer(
+              async (s) => {
+                await s.startRead();
+                await s.readAll();
+                s.setHeader('X-Make-It', '299');
+                await s.write('x');
+              },
+              { kernel },
+            );
       const c = await rawClient(port);
       await c.write(get('/'));
       const res = await c.response();
@@ -286,7 +304,7 @@ describe('server.onResponseHead', () => {
     });
   }
 
-  it("a tap that appends to a Response returned for many requests does not pile up across requests", async () => {
+  it('a tap that appends to a Response returned for many requests does not pile up across requests', async () => {
     const kernel = await kernelWith((k) => {
       k.hooks.server.onResponseHead.tap('test', (res) => {
         res.headers.append('Vary', 'Origin');
@@ -303,17 +321,23 @@ describe('server.onResponseHead', () => {
   it('sees the 500 the server sends for a throwing handler (serve and listen)', async () => {
     const seen: { status: number; target: string | undefined }[] = [];
     const kernel = await taggingKernel(seen);
-    const { port } = await startServer(() => {
-      throw new Error('boom');
-    }, { kernel });
+    const { port } = await startServer(
+      () => {
+        throw new Error('boom');
+      },
+      { kernel },
+    );
     const c = await rawClient(port);
     await c.write(get('/serve-throws'));
     const a = await c.response();
     expect(a.status).toBe(500);
-    const { port: port2 } = await startStreamServer(async (s) => {
-      await s.startRead();
-      throw new Error('boom');
-    }, { kernel });
+    const { port: port2 } = await startStreamServer(
+      async (s) => {
+        await s.startRead();
+        throw new Error('boom');
+      },
+      { kernel },
+    );
     const d = await rawClient(port2);
     await d.write(get('/listen-throws'));
     const b = await d.response();
@@ -593,12 +617,7 @@ describe('a stack without server taps', () => {
 
   async function traffic(port: number): Promise<void> {
     const c = await rawClient(port);
-    await c.write(
-      get('/a') +
-        'POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc' +
-        'GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n' +
-        get('/throw'),
-    );
+    await c.write(get('/a') + 'POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc' + 'GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n' + get('/throw'));
     await c.responses(4);
     const d = await rawClient(port);
     await d.write(H2_PREFACE);
@@ -618,17 +637,23 @@ describe('a stack without server taps', () => {
     const spies = spyServerHooks(kernel);
     expect(Object.values(kernel.tapped.server).every((h) => h === null)).toBe(true);
 
-    const { port, errors } = await startServer((req) => {
-      if (req.target === '/throw') throw new Error('deliberate');
-      return new Response(200, 'ok');
-    }, { kernel });
+    const { port, errors } = await startServer(
+      (req) => {
+        if (req.target === '/throw') throw new Error('deliberate');
+        return new Response(200, 'ok');
+      },
+      { kernel },
+    );
     await traffic(port);
-    const { port: port2 } = await startStreamServer(async (s) => {
-      const req = await s.startRead();
-      await s.readAll();
-      if (req.target === '/throw') throw new Error('deliberate');
-      await s.write('ok');
-    }, { kernel });
+    const { port: port2 } = await startStreamServer(
+      async (s) => {
+        const req = await s.startRead();
+        await s.readAll();
+        if (req.target === '/throw') throw new Error('deliberate');
+        await s.write('ok');
+      },
+      { kernel },
+    );
     await traffic(port2);
     expect(errors.map((e) => (e.error as Error).message)).toEqual(['deliberate']);
     expect(spies.filter((s) => s.spy.mock.calls.length > 0).map((s) => s.name)).toEqual([]);

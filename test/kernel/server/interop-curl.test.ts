@@ -16,19 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { destroyAfter, forceCloseAfter, onCleanup } from '../../helpers/cleanup.js';
-import {
-  AddressInUseError,
-  ArgumentError,
-  CallbackBody,
-  listen,
-  port,
-  Response,
-  serve,
-  Server,
-  streamHandler,
-  type Request,
-  type Stream,
-} from '../../../kernel/index.js';
+import { AddressInUseError, ArgumentError, CallbackBody, listen, port, Response, serve, Server, streamHandler, type Request, type Stream } from '../../../kernel/index.js';
 import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from '../../helpers/server.js';
 
 // ---- private helpers (cleanup, curl, parsing) ---------------------------------------------

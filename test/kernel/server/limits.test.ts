@@ -126,9 +126,12 @@ describe('maxHeaderBytes and maxLineBytes', () => {
   });
 
   it('applies the head limit to stream handlers (listen) too', async () => {
-    const { port } = await startStreamServer(async (s: Stream) => {
-      await s.write('ok');
-    }, { maxHeaderBytes: 8192 });
+    const { port } = await startStreamServer(
+      async (s: Stream) => {
+        await s.write('ok');
+      },
+      { maxHeaderBytes: 8192 },
+    );
     const c = await rawClient(port);
     await c.write(`GET / HTTP/1.1\r\nHost: x\r\n${manyHeaders(200)}\r\n`);
     expect((await c.response()).status).toBe(431);

@@ -68,14 +68,12 @@ describe('a plugin that declares a server option', () => {
   it('cannot take a name the kernel or another plugin reads', () => {
     const register = (): void => {};
     expect(thrown(() => definePlugin({ name: 'mine', serverOptions: { port: OptionChecks.integer(0) }, register }))).toBe(
-      'definePlugin(\'mine\'): the server option "port" is the kernel\'s own; pick another name',
+      "definePlugin('mine'): the server option \"port\" is the kernel's own; pick another name",
     );
     expect(thrown(() => definePlugin({ name: 'other', serverOptions: { maxConnsPerAddress: OptionChecks.integer(1) }, register }))).toBe(
       'definePlugin(\'other\'): the server option "maxConnsPerAddress" belongs to plugin "limiter"; pick another name',
     );
-    expect(thrown(() => definePlugin({ name: 'mine', serverOptions: { x: 5 as never }, register }))).toBe(
-      "definePlugin('mine'): serverOptions.x must be a check function (value) => string | null",
-    );
+    expect(thrown(() => definePlugin({ name: 'mine', serverOptions: { x: 5 as never }, register }))).toBe("definePlugin('mine'): serverOptions.x must be a check function (value) => string | null");
   });
 });
 

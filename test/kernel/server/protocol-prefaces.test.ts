@@ -125,9 +125,7 @@ describe('server.protocol taps that declare a preface', () => {
     });
     expect(errors).toHaveLength(4);
     expect(errors.every((e) => e instanceof ArgumentError)).toBe(true);
-    expect((errors[0] as Error).message).toBe(
-      "server.protocol.tap('bad'): preface must be a Uint8Array of 1 to 1024 bytes, the bytes a connection of the tap's protocol opens with, got string",
-    );
+    expect((errors[0] as Error).message).toBe("server.protocol.tap('bad'): preface must be a Uint8Array of 1 to 1024 bytes, the bytes a connection of the tap's protocol opens with, got string");
   });
 });
 

@@ -6,19 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createKernel, Response, type Request, type Stream } from '../../../kernel/index.js';
 // Declares the h2c plugin's server option allowH2c (the servers here still run no plugin).
 import '../../../plugins/h2c/index.js';
-import {
-  expectClosed,
-  expectServing,
-  get,
-  onCleanup,
-  rawClient,
-  readResponses,
-  startServer,
-  startStreamServer,
-  statusOf,
-  waitConnections,
-  within,
-} from '../../helpers/server.js';
+import { expectClosed, expectServing, get, onCleanup, rawClient, readResponses, startServer, startStreamServer, statusOf, waitConnections, within } from '../../helpers/server.js';
 
 /** Number of status lines in `bytes` (responses received). */
 function statusLines(bytes: Buffer): number {
@@ -79,8 +67,7 @@ describe('pipelining', () => {
           const a = body.slice(0, 5);
           const b = body.slice(5);
           parts.push(
-            `PUT /ch${i} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n` +
-              `${a.length.toString(16)};ext=1\r\n${a}\r\n${b.length.toString(16)}\r\n${b}\r\n0\r\nX-Trailer: t\r\n\r\n`,
+            `PUT /ch${i} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n` + `${a.length.toString(16)};ext=1\r\n${a}\r\n${b.length.toString(16)}\r\n${b}\r\n0\r\nX-Trailer: t\r\n\r\n`,
           );
           expected.push(`PUT /ch${i} ${body}`);
         }
@@ -100,10 +87,7 @@ describe('pipelining', () => {
     });
     const c = await rawClient(port);
     const raw =
-      get('/a') +
-      'POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nbbb' +
-      'POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\ncc\r\n1\r\nc\r\n0\r\n\r\n' +
-      get('/d');
+      get('/a') + 'POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nbbb' + 'POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\ncc\r\n1\r\nc\r\n0\r\n\r\n' + get('/d');
     await c.write(raw);
     const rs = await readResponses(c, 4);
     expect(rs.map((r) => r.text)).toEqual(['GET /a', 'POST /b bbb', 'POST /c ccc', 'GET /d']);
@@ -369,12 +353,7 @@ function splitHeads(bytes: Buffer, count = 5): { head: string; start: number; he
 }
 
 describe('responses without a body carry no body bytes', () => {
-  const raw =
-    'HEAD /head HTTP/1.1\r\nHost: x\r\n\r\n' +
-    get('/204') +
-    get('/304') +
-    'HEAD /head-empty HTTP/1.1\r\nHost: x\r\n\r\n' +
-    get('/last', 'Connection: close\r\n');
+  const raw = 'HEAD /head HTTP/1.1\r\nHost: x\r\n\r\n' + get('/204') + get('/304') + 'HEAD /head-empty HTTP/1.1\r\nHost: x\r\n\r\n' + get('/last', 'Connection: close\r\n');
 
   function check(bytes: Buffer): void {
     const text = bytes.toString('latin1');

@@ -10,17 +10,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import {
-  AbstractBody,
-  ArgumentError,
-  ByteReader,
-  ProtocolError,
-  Response,
-  readAll,
-  readResponse,
-  trailers,
-  type Stream,
-} from '../../../kernel/index.js';
+import { AbstractBody, ArgumentError, ByteReader, ProtocolError, Response, readAll, readResponse, trailers, type Stream } from '../../../kernel/index.js';
 import { get, onCleanup, rawClient, startStreamServer, track, waitFor, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
@@ -68,8 +58,7 @@ function text(s: string): Buffer {
   return Buffer.from(s, 'latin1');
 }
 
-const POST = (path: string, body: string, extra = ''): string =>
-  `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+const POST = (path: string, body: string, extra = ''): string => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 
 /** Where the head ends in `bytes`, or -1. */
 function headEnd(bytes: Buffer): number {
@@ -421,10 +410,14 @@ describe('the fixed-length rule', () => {
     });
     const c = await rawClient(port);
     await c.write(get('/big'));
-    await waitFor(() => {
-      const h = headEnd(c.received);
-      return h > 0 && c.received.length > h;
-    }, 3000, 'head and first body bytes before the handler finishes');
+    await waitFor(
+      () => {
+        const h = headEnd(c.received);
+        return h > 0 && c.received.length > h;
+      },
+      3000,
+      'head and first body bytes before the handler finishes',
+    );
     expect(finished).toBe(false);
     expect(c.received.toString('latin1')).toContain('Content-Length: 10000\r\n');
     seen.resolve();

@@ -6,21 +6,7 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createKernel, definePlugin, Response, type Request, type Stream } from '../../../kernel/index.js';
-import {
-  expectClosed,
-  expectServing,
-  get,
-  onCleanup,
-  rawClient,
-  startServer,
-  startStreamServer,
-  statusOf,
-  track,
-  waitConnections,
-  waitFor,
-  within,
-  type RawClient,
-} from '../../helpers/server.js';
+import { expectClosed, expectServing, get, onCleanup, rawClient, startServer, startStreamServer, statusOf, track, waitConnections, waitFor, within, type RawClient } from '../../helpers/server.js';
 
 const ok = (req: Request): Response => new Response(200, `ok ${req.target}`);
 
@@ -141,10 +127,13 @@ describe('readHeaderTimeout', () => {
 describe('readTimeout', () => {
   it('a body that stalls gets 408 and a close (serve)', async () => {
     let ran = 0;
-    const { port, server } = await startServer(() => {
-      ran++;
-      return new Response(200, 'ok');
-    }, { readTimeout: 200 });
+    const { port, server } = await startServer(
+      () => {
+        ran++;
+        return new Response(200, 'ok');
+      },
+      { readTimeout: 200 },
+    );
     const c = await rawClient(port);
     const t0 = performance.now();
     await c.write('POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789');
@@ -168,16 +157,19 @@ describe('readTimeout', () => {
 
   it("a body that stalls gets 408, and the stream handler's read rejects (listen)", async () => {
     let readError: unknown = null;
-    const { port } = await startStreamServer(async (s: Stream) => {
-      await s.startRead();
-      try {
-        await s.readAll();
-      } catch (err) {
-        readError = err;
-        throw err;
-      }
-      await s.write('done');
-    }, { readTimeout: 200 });
+    const { port } = await startStreamServer(
+      async (s: Stream) => {
+        await s.startRead();
+        try {
+          await s.readAll();
+        } catch (err) {
+          readError = err;
+          throw err;
+        }
+        await s.write('done');
+      },
+      { readTimeout: 200 },
+    );
     const c = await rawClient(port);
     const t0 = performance.now();
     await c.write('POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789');
@@ -189,10 +181,13 @@ describe('readTimeout', () => {
   });
 
   it('does not limit a handler that takes longer than readTimeout after the body arrived', async () => {
-    const { port } = await startServer(async () => {
-      await new Promise((r) => setTimeout(r, 350));
-      return new Response(200, 'slow but fine');
-    }, { readTimeout: 200 });
+    const { port } = await startServer(
+      async () => {
+        await new Promise((r) => setTimeout(r, 350));
+        return new Response(200, 'slow but fine');
+      },
+      { readTimeout: 200 },
+    );
     const c = await rawClient(port);
     await c.write('POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi');
     const r = await c.response();
@@ -297,27 +292,30 @@ describe('writeTimeout', () => {
     let written = 0;
     let blockedAt = 0;
     let finished: { err: unknown; at: number } | null = null;
-    const { port, server } = await startStreamServer(async (s: Stream) => {
-      await s.startRead();
-      if (s.request.target !== '/huge') {
-        await s.write('small');
-        return;
-      }
-      s.setHeader('Content-Length', String(TOTAL));
-      const chunk = Buffer.alloc(64 * 1024, 0x78);
-      try {
-        while (written < TOTAL) {
-          const t = performance.now();
-          await s.write(chunk);
-          if (performance.now() - t > 20 && blockedAt === 0) blockedAt = t;
-          written += chunk.length;
+    const { port, server } = await startStreamServer(
+      async (s: Stream) => {
+        await s.startRead();
+        if (s.request.target !== '/huge') {
+          await s.write('small');
+          return;
         }
-        finished = { err: null, at: performance.now() };
-      } catch (err) {
-        finished = { err, at: performance.now() };
-        throw err;
-      }
-    }, { writeTimeout: 200 });
+        s.setHeader('Content-Length', String(TOTAL));
+        const chunk = Buffer.alloc(64 * 1024, 0x78);
+        try {
+          while (written < TOTAL) {
+            const t = performance.now();
+            await s.write(chunk);
+            if (performance.now() - t > 20 && blockedAt === 0) blockedAt = t;
+            written += chunk.length;
+          }
+          finished = { err: null, at: performance.now() };
+        } catch (err) {
+          finished = { err, at: performance.now() };
+          throw err;
+        }
+      },
+      { writeTimeout: 200 },
+    );
     const c = await stalledClient(port, get('/huge'));
     const t0 = performance.now();
     await waitConnections(server, 0, 5000);
@@ -345,10 +343,13 @@ describe('writeTimeout', () => {
 
   it('closes the connection of a client that never reads a 64 MiB response from an async handler with idleTimeout set', async () => {
     const huge = Buffer.alloc(64 * 1024 * 1024, 0x78);
-    const { port, server } = await startServer(async (req: Request) => {
-      await Promise.resolve();
-      return req.target === '/huge' ? new Response(200, huge) : new Response(200, 'small');
-    }, { writeTimeout: 200, idleTimeout: 10_000 });
+    const { port, server } = await startServer(
+      async (req: Request) => {
+        await Promise.resolve();
+        return req.target === '/huge' ? new Response(200, huge) : new Response(200, 'small');
+      },
+      { writeTimeout: 200, idleTimeout: 10_000 },
+    );
     await stalledClient(port, get('/huge'));
     const t0 = performance.now();
     await waitConnections(server, 0, 1500);

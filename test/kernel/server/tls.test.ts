@@ -16,15 +16,7 @@ import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeNetServerAfter, forceCloseAfter, onCleanup } from '../../helpers/cleanup.js';
-import {
-  listen,
-  port,
-  Response,
-  serve,
-  type Request,
-  type Server,
-  type Stream,
-} from '../../../kernel/index.js';
+import { listen, port, Response, serve, type Request, type Server, type Stream } from '../../../kernel/index.js';
 import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { curlEnv, deferred, reuses, runCurl, sha256, transfers, W, type CurlResult } from '../../helpers/server.js';
 

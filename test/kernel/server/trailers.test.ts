@@ -32,7 +32,14 @@ describe('server: sending trailers', () => {
     const refusals: string[] = [];
     const { port } = await startStreamServer(async (stream: Stream) => {
       await stream.write('hello');
-      for (const [k, v] of [['Content-Length', '5'], ['transfer-encoding', 'chunked'], ['Host', 'evil.example'], ['Content-Type', 'text/html'], ['Authorization', 'x'], ['Set-Cookie', 'a=1']]) {
+      for (const [k, v] of [
+        ['Content-Length', '5'],
+        ['transfer-encoding', 'chunked'],
+        ['Host', 'evil.example'],
+        ['Content-Type', 'text/html'],
+        ['Authorization', 'x'],
+        ['Set-Cookie', 'a=1'],
+      ]) {
         try {
           stream.addTrailer(k!, v!);
         } catch (err) {
@@ -42,7 +49,12 @@ describe('server: sending trailers', () => {
       }
       expect(() => stream.addTrailer(['Connection', 'close'])).toThrow(ArgumentError);
       // A set with one forbidden field adds none of them.
-      expect(() => stream.addTrailer([['X-Early', '1'], ['TE', 'trailers']])).toThrow(/"TE" cannot be sent as a trailer/);
+      expect(() =>
+        stream.addTrailer([
+          ['X-Early', '1'],
+          ['TE', 'trailers'],
+        ]),
+      ).toThrow(/"TE" cannot be sent as a trailer/);
       stream.addTrailer('X-Checksum', 'abc');
       await stream.closeWrite();
     });
@@ -58,7 +70,15 @@ describe('server: sending trailers', () => {
   });
 
   it('a request handler Response with a forbidden trailer is a 500 with the error reported, nothing of it sent', async () => {
-    const { port, errors } = await startServer(() => new Response(200, partsBody(['a', 'b']), { trailers: [['X-Ok', '1'], ['Content-Length', '99']] }));
+    const { port, errors } = await startServer(
+      () =>
+        new Response(200, partsBody(['a', 'b']), {
+          trailers: [
+            ['X-Ok', '1'],
+            ['Content-Length', '99'],
+          ],
+        }),
+    );
     const c = await rawClient(port);
     await c.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     const res = await c.response();
@@ -150,9 +170,22 @@ describe('client: sending trailers', () => {
       closed++;
       close();
     };
-    const req = new KRequest('POST', '/refused', { body, trailers: [['X-Ok', '1'], ['Transfer-Encoding', 'chunked']] });
+    const req = new KRequest('POST', '/refused', {
+      body,
+      trailers: [
+        ['X-Ok', '1'],
+        ['Transfer-Encoding', 'chunked'],
+      ],
+    });
     req.url = url;
-    const err = await within(client.dispatch(req).then(() => null, (e: unknown) => e), 5000, 'the refusal');
+    const err = await within(
+      client.dispatch(req).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+      5000,
+      'the refusal',
+    );
     expect(err).toBeInstanceOf(ArgumentError);
     expect((err as Error).message).toContain('"Transfer-Encoding" cannot be sent as a trailer');
     expect(closed).toBeGreaterThan(0);

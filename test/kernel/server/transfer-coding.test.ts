@@ -32,7 +32,10 @@ async function expectRefused(port: number, raw: string, status: number, pieces =
   c.socket.setNoDelay(true);
   const step = Math.ceil(raw.length / pieces);
   for (let i = 0; i < raw.length && c.received.length === 0 && !c.isClosed; i += step) {
-    const ok = await c.write(raw.slice(i, i + step)).then(() => true, () => false);
+    const ok = await c.write(raw.slice(i, i + step)).then(
+      () => true,
+      () => false,
+    );
     if (!ok) break;
     if (pieces > 1) await new Promise<void>((r) => setImmediate(r));
   }

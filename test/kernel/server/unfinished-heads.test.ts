@@ -29,7 +29,14 @@ describe('an unfinished head is held as its bytes', () => {
   // Its bytes, in a buffer that grows by at most 4 KiB or an eighth past them, and a few
   // hundred bytes of parser: under its size + 12 KiB. Records per line (about 32 bytes for a
   // 50-byte line) made it twice its size; strings cut per line, 2.7x and more.
-  for (const [size, piece, limit] of [[60, 1024], [60, 200], [60, 16384], [60, 1024, 64], [20, 1], [200, 4096]] as const) {
+  for (const [size, piece, limit] of [
+    [60, 1024],
+    [60, 200],
+    [60, 16384],
+    [60, 1024, 64],
+    [20, 1],
+    [200, 4096],
+  ] as const) {
     const what = limit === undefined ? '' : ` (maxHeaderBytes ${limit} KiB)`;
     it(`a ${size} KiB head arriving in ${piece}-byte pieces costs the parser its size and a constant${what}`, async () => {
       const r = await runParserChild(100, size * 1024, piece, limit === undefined ? undefined : limit * 1024);
@@ -70,7 +77,9 @@ describe('an unfinished head is held as its bytes', () => {
     while (after.connections !== 0 && performance.now() < deadline) after = await stats();
     expect(after.connections).toBe(0);
     const perConn = (held.rss - before.rss) / 200;
-    console.log(`unfinished 60 KiB heads: RSS ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(held.rss / 2 ** 20).toFixed(0)} MB held by 200 connections (${(perConn / 1024).toFixed(0)} KiB each), ${(after.rss / 2 ** 20).toFixed(0)} MB after they closed`);
+    console.log(
+      `unfinished 60 KiB heads: RSS ${(before.rss / 2 ** 20).toFixed(0)} MB -> ${(held.rss / 2 ** 20).toFixed(0)} MB held by 200 connections (${(perConn / 1024).toFixed(0)} KiB each), ${(after.rss / 2 ** 20).toFixed(0)} MB after they closed`,
+    );
     // Loose: RSS also counts what the allocator keeps; the parser test above is the tight one.
     expect(perConn).toBeLessThan(1024 * 1024);
   });

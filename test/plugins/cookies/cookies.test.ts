@@ -5,20 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, Request, Response, createKernel } from '../../../kernel/index.js';
-import {
-  Cookie,
-  CookieJar,
-  Cookies,
-  addCookie,
-  cookies,
-  cookiesOf,
-  getJarCookies,
-  getRequestCookies,
-  parseSetCookie,
-  presets,
-  setCookies,
-  stringify,
-} from '../../../plugins/index.js';
+import { Cookie, CookieJar, Cookies, addCookie, cookies, cookiesOf, getJarCookies, getRequestCookies, parseSetCookie, presets, setCookies, stringify } from '../../../plugins/index.js';
 import { redirects } from '../../../plugins/redirects/index.js';
 import { onCleanup, startServer } from '../../helpers/server.js';
 
@@ -77,12 +64,21 @@ describe('parseSetCookie (RFC 6265 §5.2)', () => {
 /** Stores each Set-Cookie value from `scheme://host/path` into a fresh jar (or `jar`). */
 function store(url: string, setCookie: string[], jar = new CookieJar(), now = NOW): CookieJar {
   const u = new URL(url);
-  setCookies(jar, u.protocol, u.hostname, u.pathname, setCookie.map((v) => ['Set-Cookie', v] as const), now);
+  setCookies(
+    jar,
+    u.protocol,
+    u.hostname,
+    u.pathname,
+    setCookie.map((v) => ['Set-Cookie', v] as const),
+    now,
+  );
   return jar;
 }
 function sent(jar: CookieJar, url: string, now: number | Date = NOW): string {
   const u = new URL(url);
-  return getJarCookies(jar, u.protocol, u.hostname, u.pathname, now).map((c) => `${c.name}=${c.value}`).join('; ');
+  return getJarCookies(jar, u.protocol, u.hostname, u.pathname, now)
+    .map((c) => `${c.name}=${c.value}`)
+    .join('; ');
 }
 
 describe('CookieJar: domains', () => {
@@ -221,7 +217,10 @@ describe('helpers', () => {
     addCookie(req, new Cookie('a', '1'));
     addCookie(req, new Cookie('b', '2', { path: '/ignored' }));
     expect(req.headers.getAll('Cookie')).toEqual(['a=1; b=2']);
-    expect(getRequestCookies(req).map((c) => [c.name, c.value])).toEqual([['a', '1'], ['b', '2']]);
+    expect(getRequestCookies(req).map((c) => [c.name, c.value])).toEqual([
+      ['a', '1'],
+      ['b', '2'],
+    ]);
     expect(Cookies.cookies(req)).toEqual(cookiesOf(req));
     const res = new Response(200);
     addCookie(res, new Cookie('a', '1', { path: '/' }));
@@ -366,8 +365,22 @@ describe('cookies plugin end to end', () => {
     const { port } = await startServer((req) => {
       seen.push({ target: req.target, cookie: req.headers.getAll('Cookie').join(' | ') || undefined });
       const path = req.target.split('?')[0];
-      if (path === '/login') return new Response(302, 'moved', { headers: [['Location', '/step'], ['Set-Cookie', 'session=abc; Path=/; HttpOnly'], ['Set-Cookie', 'flash=1; Path=/step']] });
-      if (path === '/step') return new Response(302, 'moved', { headers: [['Location', '/home'], ['Set-Cookie', 'theme=dark; Max-Age=3600'], ['Set-Cookie', 'bad; Domain=com']] });
+      if (path === '/login')
+        return new Response(302, 'moved', {
+          headers: [
+            ['Location', '/step'],
+            ['Set-Cookie', 'session=abc; Path=/; HttpOnly'],
+            ['Set-Cookie', 'flash=1; Path=/step'],
+          ],
+        });
+      if (path === '/step')
+        return new Response(302, 'moved', {
+          headers: [
+            ['Location', '/home'],
+            ['Set-Cookie', 'theme=dark; Max-Age=3600'],
+            ['Set-Cookie', 'bad; Domain=com'],
+          ],
+        });
       if (path === '/home') return new Response(200, 'home', { headers: [['Set-Cookie', 'lang=en']] });
       return new Response(200, 'ok');
     });
@@ -420,14 +433,26 @@ describe('cookies plugin end to end', () => {
     expect(seen.map((s) => s.cookie)).toEqual([undefined, undefined, undefined, 'u=1']);
   });
 
-  it('a chain across 127.0.0.1 and localhost keeps each host\'s cookies to itself', async () => {
+  it("a chain across 127.0.0.1 and localhost keeps each host's cookies to itself", async () => {
     const jar = new CookieJar();
     const seen: { host: string; target: string; cookie: string | undefined }[] = [];
     const { port } = await startServer((req) => {
       const host = (req.headers.get('Host') ?? '').split(':')[0]!;
       seen.push({ host, target: req.target, cookie: req.headers.getAll('Cookie').join(' | ') || undefined });
-      if (req.target === '/a') return new Response(302, '', { headers: [['Location', `http://localhost:${port}/b`], ['Set-Cookie', 'ip=1; Path=/']] });
-      if (req.target === '/b') return new Response(302, '', { headers: [['Location', `http://127.0.0.1:${port}/c`], ['Set-Cookie', 'name=2; Path=/']] });
+      if (req.target === '/a')
+        return new Response(302, '', {
+          headers: [
+            ['Location', `http://localhost:${port}/b`],
+            ['Set-Cookie', 'ip=1; Path=/'],
+          ],
+        });
+      if (req.target === '/b')
+        return new Response(302, '', {
+          headers: [
+            ['Location', `http://127.0.0.1:${port}/c`],
+            ['Set-Cookie', 'name=2; Path=/'],
+          ],
+        });
       return new Response(200, 'done', { headers: [['Set-Cookie', 'ip2=3; Path=/']] });
     });
     const kernel = createKernel().register([cookies, redirects]);

@@ -23,9 +23,7 @@ beforeAll(() => {
 
 /** Answers every request with `body` under `Content-Encoding: coding`; `closed(n)` resolves when connection n closes. */
 async function encodedServer(coding: string, body: Buffer): Promise<Awaited<ReturnType<typeof rawServer>>> {
-  return rawServer((s) =>
-    readRequests(s, () => s.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Encoding: ${coding}\r\nContent-Length: ${body.length}\r\n\r\n`), body]))),
-  );
+  return rawServer((s) => readRequests(s, () => s.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Encoding: ${coding}\r\nContent-Length: ${body.length}\r\n\r\n`), body]))));
 }
 
 describe('decompression: bombs against the default bounds', () => {
@@ -40,7 +38,14 @@ describe('decompression: bombs against the default bounds', () => {
       const srv = await encodedServer(coding, bombs[coding]);
       const client = await makeClient();
       const started = performance.now();
-      const err = await within(client.get(`${srv.origin}/`).then(() => null, (e: unknown) => e), 10_000, 'the bomb to be stopped');
+      const err = await within(
+        client.get(`${srv.origin}/`).then(
+          () => null,
+          (e: unknown) => e,
+        ),
+        10_000,
+        'the bomb to be stopped',
+      );
       const elapsed = performance.now() - started;
       expect(err).toBeInstanceOf(DecompressionLimitError);
       const e = err as DecompressionLimitError;

@@ -6,28 +6,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  AbstractBody,
-  ArgumentError,
-  BytesBody,
-  HTTPError,
-  ParseError,
-  Request,
-  Response,
-  createKernel,
-  definePlugin,
-  type Stream,
-} from '../../../kernel/index.js';
-import {
-  DecompressionLimitError,
-  ACCEPT_ENCODING,
-  DecodingBody,
-  decodedContentEncoding,
-  decompression,
-  isZlibHeader,
-  parseCodings,
-  presets,
-} from '../../../plugins/index.js';
+import { AbstractBody, ArgumentError, BytesBody, HTTPError, ParseError, Request, Response, createKernel, definePlugin, type Stream } from '../../../kernel/index.js';
+import { DecompressionLimitError, ACCEPT_ENCODING, DecodingBody, decodedContentEncoding, decompression, isZlibHeader, parseCodings, presets } from '../../../plugins/index.js';
 import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, waitConnections, within, type Seen } from '../../helpers/redirects.js';
 
 /** Text that compresses well but is not trivial: numbered lines with some random hex. */
@@ -105,7 +85,12 @@ describe('decompression: codings', () => {
     const o = await server((req) =>
       req.target === '/two'
         ? encoded(twice, 'deflate, gzip')
-        : new Response(200, thrice, { headers: [['Content-Encoding', 'deflate, gzip'], ['Content-Encoding', 'br']] }),
+        : new Response(200, thrice, {
+            headers: [
+              ['Content-Encoding', 'deflate, gzip'],
+              ['Content-Encoding', 'br'],
+            ],
+          }),
     );
     const client = await makeClient();
     const a = await client.get(`${o.base}/two`);
@@ -235,9 +220,7 @@ describe('decompression: Accept-Encoding and the switch', () => {
 
   it('works with redirects: every hop asks for compression, the final body is decoded', async () => {
     const o = await server((req) =>
-      req.target === '/go'
-        ? new Response(302, zlib.gzipSync('moved'), { headers: { Location: '/land', 'Content-Encoding': 'gzip' } })
-        : encoded(zlib.brotliCompressSync('landed'), 'br'),
+      req.target === '/go' ? new Response(302, zlib.gzipSync('moved'), { headers: { Location: '/land', 'Content-Encoding': 'gzip' } }) : encoded(zlib.brotliCompressSync('landed'), 'br'),
     );
     const client = await makeClient();
     const res = await client.get(`${o.base}/go`);
@@ -366,7 +349,11 @@ describe('decompression: limits and bombs', () => {
     const client = await makeClient();
     const started = performance.now();
     const before = process.memoryUsage().arrayBuffers;
-    const err = await within(client.get(bomb.url, { maxDecompressedBytes: 1024 * 1024 }).catch((e: unknown) => e), 10_000, 'the bomb to be stopped');
+    const err = await within(
+      client.get(bomb.url, { maxDecompressedBytes: 1024 * 1024 }).catch((e: unknown) => e),
+      10_000,
+      'the bomb to be stopped',
+    );
     const elapsed = performance.now() - started;
     expect(err).toBeInstanceOf(DecompressionLimitError);
     expect(err).toBeInstanceOf(HTTPError);
@@ -392,7 +379,10 @@ describe('decompression: limits and bombs', () => {
     expect(body.limit).toBe(256 * 1024 * 1024);
     expect(body.ratio).toBe(200);
     body.close();
-    const res2 = await client.dispatch(Object.assign(new Request('GET', '/bomb', { host: new URL(bomb.url).host }), { url: bomb.url }), { maxDecompressedBytes: 3 * 1024 * 1024, maxDecompressionRatio: 0 });
+    const res2 = await client.dispatch(Object.assign(new Request('GET', '/bomb', { host: new URL(bomb.url).host }), { url: bomb.url }), {
+      maxDecompressedBytes: 3 * 1024 * 1024,
+      maxDecompressionRatio: 0,
+    });
     const b2 = res2.body as DecodingBody;
     let got = 0;
     const err = await (async () => {

@@ -118,7 +118,11 @@ describe('fileServer dotfiles', () => {
 
   it('curl --path-as-is gets the same answers', async () => {
     const env = curlEnv();
-    for (const [policy, status] of [['ignore', 404], ['deny', 403], ['allow', 200]] as [DotfilesPolicy, number][]) {
+    for (const [policy, status] of [
+      ['ignore', 404],
+      ['deny', 403],
+      ['allow', 200],
+    ] as [DotfilesPolicy, number][]) {
       const { port } = await startServer(fileServer(root, { dotfiles: policy }));
       for (const t of ['/.env', '/%2eenv', '/%2E%67it/config', '/sub/.htpasswd']) {
         const r = await runCurl(['-s', '--path-as-is', '-o', '/dev/null', '-w', '%{http_code}', `http://127.0.0.1:${port}${t}`], env);
@@ -178,7 +182,10 @@ describe('fileServer dotfiles', () => {
     const kernel = createKernel().register(fileserver, { root, dotfiles: 'nope' as never });
     onCleanup(() => kernel.close());
     // A plugin's failure at boot is a PluginError whose cause is the ArgumentError.
-    const err = await kernel.ready().then(() => null, (e: unknown) => e);
+    const err = await kernel.ready().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((err as Error).cause).toBeInstanceOf(ArgumentError);
   });
 });

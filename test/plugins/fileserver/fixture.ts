@@ -14,10 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** A 1×1 PNG. */
-export const PNG = Buffer.from(
-  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5d2b5d10000000049454e44ae426082',
-  'hex',
-);
+export const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5d2b5d10000000049454e44ae426082', 'hex');
 
 /** The site's files by path under root. */
 export interface Site {

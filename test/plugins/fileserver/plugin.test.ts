@@ -58,7 +58,12 @@ describe('fileserver plugin', () => {
   });
 
   it('several mounts are tried in order', async () => {
-    const kernel = await boot({ mounts: [{ root: `${site.root}/sub`, prefix: '/docs' }, { root: site.root, prefix: '/' }] });
+    const kernel = await boot({
+      mounts: [
+        { root: `${site.root}/sub`, prefix: '/docs' },
+        { root: site.root, prefix: '/' },
+      ],
+    });
     const { port } = await startServer(app, { kernel });
     expect((await ask(port, 'GET', '/docs/page.txt')).text).toBe('sub page\n');
     expect((await ask(port, 'GET', '/docs/')).text).toBe('<html><body>sub</body></html>');
@@ -104,7 +109,10 @@ describe('fileserver plugin', () => {
   ])('bad options fail the boot: %j', async (options, message) => {
     const kernel = createKernel().register(fileserver, options);
     onCleanup(() => kernel.close().catch(() => {}));
-    const err = await kernel.ready().then(() => null, (e: unknown) => e);
+    const err = await kernel.ready().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(PluginError);
     expect((err as PluginError).plugin).toBe('fileserver');
     expect(String((err as PluginError).message) + String(((err as PluginError).cause as Error)?.message)).toMatch(message);

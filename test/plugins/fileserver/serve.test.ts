@@ -159,7 +159,7 @@ describe('fileServer: methods and HEAD', () => {
 });
 
 describe('fileServer: ETag and Cache-Control options', () => {
-  it("etag: 'weak_stat' is W/\"size-mtime\" and changes when the file does", async () => {
+  it('etag: \'weak_stat\' is W/"size-mtime" and changes when the file does', async () => {
     const p = join(site.root, 'changing.txt');
     fs.writeFileSync(p, 'one');
     fs.utimesSync(p, 1_700_000_000, 1_700_000_000);
@@ -178,7 +178,13 @@ describe('fileServer: ETag and Cache-Control options', () => {
 
   it('etag: a function of (path, stat), and a fixed string', async () => {
     const seen: string[] = [];
-    const port = await files({ etag: (path, stat) => { seen.push(path); return `v-${stat.size}`; }, cacheControl: 'public, max-age=60' });
+    const port = await files({
+      etag: (path, stat) => {
+        seen.push(path);
+        return `v-${stat.size}`;
+      },
+      cacheControl: 'public, max-age=60',
+    });
     const res = await ask(port, 'GET', '/style.css');
     expect(res.headers.get('ETag')).toBe(`"v-${site.files['style.css']!.length}"`);
     expect(res.headers.get('Cache-Control')).toBe('public, max-age=60');
@@ -395,11 +401,16 @@ describe('serveContent', () => {
   it('bytes and strings: type by name, sniffed without one, the type option wins', async () => {
     const { port } = await startServer((req) => {
       switch (req.target) {
-        case '/named': return serveContent(req, Buffer.from('{"a":1}'), { name: 'data.json' });
-        case '/sniffed': return serveContent(req, '<!DOCTYPE html><p>hi');
-        case '/typed': return serveContent(req, 'x', { name: 'a.html', contentType: 'text/x-custom' });
-        case '/header': return serveContent(req, 'x', { name: 'a.html', headers: { 'Content-Type': 'text/x-header', 'X-Extra': '1' } });
-        default: return new Response(404);
+        case '/named':
+          return serveContent(req, Buffer.from('{"a":1}'), { name: 'data.json' });
+        case '/sniffed':
+          return serveContent(req, '<!DOCTYPE html><p>hi');
+        case '/typed':
+          return serveContent(req, 'x', { name: 'a.html', contentType: 'text/x-custom' });
+        case '/header':
+          return serveContent(req, 'x', { name: 'a.html', headers: { 'Content-Type': 'text/x-header', 'X-Extra': '1' } });
+        default:
+          return new Response(404);
       }
     });
     expect((await ask(port, 'GET', '/named')).headers.get('Content-Type')).toBe('application/json; charset=utf-8');
@@ -412,9 +423,7 @@ describe('serveContent', () => {
 
   it('modtime and etag drive 304/412; allowRanges: false ignores Range', async () => {
     const modtime = new Date(Date.UTC(2020, 0, 1, 12, 0, 0, 500));
-    const { port } = await startServer((req) =>
-      serveContent(req, 'abcdefghij', { name: 'x.txt', modtime, etag: 'v9', allowRanges: !req.target.includes('norange') }),
-    );
+    const { port } = await startServer((req) => serveContent(req, 'abcdefghij', { name: 'x.txt', modtime, etag: 'v9', allowRanges: !req.target.includes('norange') }));
     const r = await ask(port, 'GET', '/');
     expect([r.headers.get('Last-Modified'), r.headers.get('ETag')]).toEqual(['Wed, 01 Jan 2020 12:00:00 GMT', '"v9"']);
     expect((await ask(port, 'GET', '/', { 'If-None-Match': '"v9"' })).status).toBe(304);

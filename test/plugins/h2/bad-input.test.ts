@@ -22,12 +22,15 @@ describe('stream flood past maxConcurrentStreams', () => {
     let running = 0;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const { port } = await startServer(async (req) => {
-      if (req.target === '/ok') return new Response(200, 'ok');
-      running++;
-      await gate;
-      return new Response(200, 'done');
-    }, { maxConcurrentStreams: 5 });
+    const { port } = await startServer(
+      async (req) => {
+        if (req.target === '/ok') return new Response(200, 'ok');
+        running++;
+        await gate;
+        return new Response(200, 'done');
+      },
+      { maxConcurrentStreams: 5 },
+    );
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
     const out: Buffer[] = [PREFACE, settings()];
@@ -114,7 +117,10 @@ describe('a request body whose DATA does not add up to its content-length (RFC 9
       return new Response(200, 'ok');
     });
     const s = nodeSession(`http://127.0.0.1:${port}`);
-    for (const [path, body] of [['/short', 'abc'], ['/long', 'abcdefghijklmnop']] as const) {
+    for (const [path, body] of [
+      ['/short', 'abc'],
+      ['/long', 'abcdefghijklmnop'],
+    ] as const) {
       const r = await nodeRequest(s, { ':method': 'POST', ':path': path, 'content-length': '10' }, body);
       expect(r.status, path).toBe(0);
       expect(r.rstCode, path).toBe(http2.constants.NGHTTP2_PROTOCOL_ERROR);
@@ -170,13 +176,22 @@ describe('a request body cut by the client resetting its stream', () => {
 describe('oversized header blocks', () => {
   it('rejects a header block larger than maxHeaderBytes without touching the handler', async () => {
     let seen = 0;
-    const { port } = await startServer((req) => {
-      if (req.target !== '/ok') seen++;
-      return new Response(200, 'ok');
-    }, { maxHeaderBytes: 4096 });
+    const { port } = await startServer(
+      (req) => {
+        if (req.target !== '/ok') seen++;
+        return new Response(200, 'ok');
+      },
+      { maxHeaderBytes: 4096 },
+    );
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
-    const big = block([[':method', 'GET'], [':scheme', 'http'], [':path', '/big'], [':authority', 'localhost'], ['x-big', 'a'.repeat(12000)]]);
+    const big = block([
+      [':method', 'GET'],
+      [':scheme', 'http'],
+      [':path', '/big'],
+      [':authority', 'localhost'],
+      ['x-big', 'a'.repeat(12000)],
+    ]);
     sock.write(Buffer.concat([PREFACE, settings(), frame(T.HEADERS, 0x5, 1, big)]));
     await waitFor(() => reader.of(T.RST_STREAM).length > 0 || reader.of(T.GOAWAY).length > 0 || reader.of(T.HEADERS).length > 0, 5000, 'an answer to the oversized block');
     const status = reader.of(T.HEADERS).length;
@@ -218,18 +233,21 @@ describe('a client that stops reading', () => {
 
   it('writeTimeout resets a stream whose client stopped reading; the connection goes on', async () => {
     let failed: unknown = null;
-    const { port } = await startStreamServer(async (st) => {
-      if (st.request.target === '/ok') {
-        await st.write('ok');
-        return;
-      }
-      try {
-        for (let i = 0; i < 1000; i++) await st.write(Buffer.alloc(65536));
-      } catch (err) {
-        failed = err;
-        throw err;
-      }
-    }, { writeTimeout: 200 });
+    const { port } = await startStreamServer(
+      async (st) => {
+        if (st.request.target === '/ok') {
+          await st.write('ok');
+          return;
+        }
+        try {
+          for (let i = 0; i < 1000; i++) await st.write(Buffer.alloc(65536));
+        } catch (err) {
+          failed = err;
+          throw err;
+        }
+      },
+      { writeTimeout: 200 },
+    );
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
     sock.write(Buffer.concat([PREFACE, settings(), get(1, '/huge')]));
@@ -255,7 +273,17 @@ describe('a client that stops reading', () => {
     });
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
-    const post = frame(T.HEADERS, 0x4, 1, block([[':method', 'POST'], [':scheme', 'http'], [':path', '/up'], [':authority', 'localhost']]));
+    const post = frame(
+      T.HEADERS,
+      0x4,
+      1,
+      block([
+        [':method', 'POST'],
+        [':scheme', 'http'],
+        [':path', '/up'],
+        [':authority', 'localhost'],
+      ]),
+    );
     const out: Buffer[] = [PREFACE, settings(), post];
     // 1 MiB of DATA, far past the 65535-byte window the client was given.
     for (let i = 0; i < 64; i++) out.push(frame(T.DATA, 0, 1, Buffer.alloc(16384)));
@@ -273,7 +301,17 @@ describe('a client that never sends its request body', () => {
     const { port } = await startServer((req) => new Response(200, `got ${(req.body as Uint8Array).length}`), { readTimeout: 150 });
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
-    const post = frame(T.HEADERS, 0x4, 1, block([[':method', 'POST'], [':scheme', 'http'], [':path', '/'], [':authority', 'localhost']]));
+    const post = frame(
+      T.HEADERS,
+      0x4,
+      1,
+      block([
+        [':method', 'POST'],
+        [':scheme', 'http'],
+        [':path', '/'],
+        [':authority', 'localhost'],
+      ]),
+    );
     sock.write(Buffer.concat([PREFACE, settings(), post, frame(T.DATA, 0, 1, Buffer.from('partial'))]));
     await waitFor(() => reader.of(T.HEADERS).some((f) => f.stream === 1), 3000, 'the 408');
     // HPACK static table index 8 is ":status: 200"; 408 is a literal: look for its digits.

@@ -153,17 +153,26 @@ describe('a stream the server resets', () => {
     const { port } = await resettingServer();
     const c = await h2Client({ http2PriorKnowledge: true });
     let writeError: unknown = null;
-    const call = c.open('POST', `http://127.0.0.1:${port}/${NGHTTP2_ENHANCE_YOUR_CALM}/after-data`, async (stream) => {
-      await stream.write('first');
-      // The server resets on the first DATA: the writes that follow are never taken.
-      try {
-        for (;;) await stream.write(Buffer.alloc(16384));
-      } catch (e) {
-        writeError = e;
-        throw e;
-      }
-    }, { headers: { 'Transfer-Encoding': 'chunked' } });
-    const err = await settleWithin(call.catch((e: unknown) => e), 2000, 'open()');
+    const call = c.open(
+      'POST',
+      `http://127.0.0.1:${port}/${NGHTTP2_ENHANCE_YOUR_CALM}/after-data`,
+      async (stream) => {
+        await stream.write('first');
+        // The server resets on the first DATA: the writes that follow are never taken.
+        try {
+          for (;;) await stream.write(Buffer.alloc(16384));
+        } catch (e) {
+          writeError = e;
+          throw e;
+        }
+      },
+      { headers: { 'Transfer-Encoding': 'chunked' } },
+    );
+    const err = await settleWithin(
+      call.catch((e: unknown) => e),
+      2000,
+      'open()',
+    );
     expect(writeError).toBeInstanceOf(H2StreamResetError);
     expect(err).toBeInstanceOf(H2StreamResetError);
     expect((err as H2StreamResetError).errorName).toBe('ENHANCE_YOUR_CALM');

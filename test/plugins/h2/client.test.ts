@@ -109,11 +109,14 @@ describe('request framing', () => {
 describe('pool', () => {
   it('multiplexes 100 concurrent requests over one connection', async () => {
     const peers = new Set<string>();
-    const { port, server } = await startStreamServer(async (st) => {
-      peers.add(String(st.peerAddr()));
-      await new Promise((r) => setTimeout(r, 20));
-      await st.write('x');
-    }, { secure: true });
+    const { port, server } = await startStreamServer(
+      async (st) => {
+        peers.add(String(st.peerAddr()));
+        await new Promise((r) => setTimeout(r, 20));
+        await st.write('x');
+      },
+      { secure: true },
+    );
     const c = await h2Client();
     const all = await Promise.all(Array.from({ length: 100 }, () => c.get(`https://127.0.0.1:${port}/`)));
     expect(all.every((r) => r.status === 200 && r.protoMajor === 2)).toBe(true);
@@ -126,14 +129,17 @@ describe('pool', () => {
     const peers = new Set<string>();
     let running = 0;
     let most = 0;
-    const { port } = await startStreamServer(async (st) => {
-      peers.add(String(st.peerAddr()));
-      running++;
-      most = Math.max(most, running);
-      await new Promise((r) => setTimeout(r, 50));
-      running--;
-      await st.write('x');
-    }, { maxConcurrentStreams: 4 });
+    const { port } = await startStreamServer(
+      async (st) => {
+        peers.add(String(st.peerAddr()));
+        running++;
+        most = Math.max(most, running);
+        await new Promise((r) => setTimeout(r, 50));
+        running--;
+        await st.write('x');
+      },
+      { maxConcurrentStreams: 4 },
+    );
     const c = await h2Client();
     // First learn the server's limit, then go wide.
     await c.get(`http://127.0.0.1:${port}/`, { http2PriorKnowledge: true });
@@ -342,30 +348,41 @@ describe('exchange features', () => {
   });
 
   it('open() streams the request and the response over HTTP/2', async () => {
-    const { port } = await startStreamServer(async (st) => {
-      for await (const chunk of st) await st.write(Buffer.from(chunk).toString().toUpperCase());
-      await st.closeWrite();
-    }, { secure: true });
+    const { port } = await startStreamServer(
+      async (st) => {
+        for await (const chunk of st) await st.write(Buffer.from(chunk).toString().toUpperCase());
+        await st.closeWrite();
+      },
+      { secure: true },
+    );
     const c = await h2Client();
-    const res = await c.open('POST', `https://127.0.0.1:${port}/echo`, async (stream) => {
-      await stream.write('hello ');
-      await stream.write('world');
-      await stream.closeWrite();
-      const head = await stream.startRead();
-      expect(head.protoMajor).toBe(2);
-      const parts: string[] = [];
-      for await (const c of stream) parts.push(Buffer.from(c).toString());
-      expect(parts.join('')).toBe('HELLO WORLD');
-    }, { headers: { 'Transfer-Encoding': 'chunked' } });
+    const res = await c.open(
+      'POST',
+      `https://127.0.0.1:${port}/echo`,
+      async (stream) => {
+        await stream.write('hello ');
+        await stream.write('world');
+        await stream.closeWrite();
+        const head = await stream.startRead();
+        expect(head.protoMajor).toBe(2);
+        const parts: string[] = [];
+        for await (const c of stream) parts.push(Buffer.from(c).toString());
+        expect(parts.join('')).toBe('HELLO WORLD');
+      },
+      { headers: { 'Transfer-Encoding': 'chunked' } },
+    );
     expect(res.status).toBe(200);
   });
 
   it('redirects, decompression and cookies work the same over HTTP/2', async () => {
     const kernel = await createKernel().register(h2).register(h2c).register(cookies).register(redirects).register(decompression).ready();
-    const { port } = await startServer((req) => {
-      if (req.target === '/start') return new Response(302, '', { headers: { Location: '/next', 'Set-Cookie': 'sid=42; Path=/' } });
-      return new Response(200, gzipSync(Buffer.from(`cookie=${req.headers.get('Cookie')} HTTP/${req.protoMajor}`)), { headers: { 'Content-Encoding': 'gzip' } });
-    }, { secure: true });
+    const { port } = await startServer(
+      (req) => {
+        if (req.target === '/start') return new Response(302, '', { headers: { Location: '/next', 'Set-Cookie': 'sid=42; Path=/' } });
+        return new Response(200, gzipSync(Buffer.from(`cookie=${req.headers.get('Cookie')} HTTP/${req.protoMajor}`)), { headers: { 'Content-Encoding': 'gzip' } });
+      },
+      { secure: true },
+    );
     const c = new Client({ kernel, tlsConfig: { ca: cert.cert }, cookiejar: new CookieJar() });
     onCleanup(() => c.close());
     const r = await c.get(`https://127.0.0.1:${port}/start`);

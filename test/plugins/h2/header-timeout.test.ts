@@ -70,7 +70,12 @@ describe('readHeaderTimeout over HTTP/2', () => {
     const reader = new FrameReader(sock);
     sock.write(Buffer.concat([PREFACE, settings(), get(1, '/first')]));
     await waitFor(() => reader.of(T.DATA).some((f) => f.stream === 1), 3000, 'the first response');
-    const blk = block([[':method', 'GET'], [':scheme', 'http'], [':path', '/stuck'], [':authority', 'localhost']]);
+    const blk = block([
+      [':method', 'GET'],
+      [':scheme', 'http'],
+      [':path', '/stuck'],
+      [':authority', 'localhost'],
+    ]);
     const start = performance.now();
     sock.write(frame(T.HEADERS, 0x1, 3, blk.subarray(0, 12))); // END_STREAM, no END_HEADERS
     await waitFor(() => reader.of(T.GOAWAY).length > 0 && reader.closed, 3000, 'GOAWAY and close');
@@ -85,7 +90,12 @@ describe('readHeaderTimeout over HTTP/2', () => {
     const port = await server();
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
-    const head = block([[':method', 'POST'], [':scheme', 'http'], [':path', '/slow'], [':authority', 'localhost']]);
+    const head = block([
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', '/slow'],
+      [':authority', 'localhost'],
+    ]);
     sock.write(Buffer.concat([PREFACE, settings(), frame(T.HEADERS, 0x4, 1, head)]));
     // One byte every RHT/3 for about 4 × readHeaderTimeout, then the end of the body.
     for (let i = 0; i < 12; i++) {
@@ -95,7 +105,12 @@ describe('readHeaderTimeout over HTTP/2', () => {
     }
     sock.write(frame(T.DATA, 0x1, 1));
     await waitFor(() => reader.of(T.DATA).some((f) => f.stream === 1 && (f.flags & 1) !== 0), 3000, 'the response');
-    const body = Buffer.concat(reader.of(T.DATA).filter((f) => f.stream === 1).map((f) => f.payload)).toString();
+    const body = Buffer.concat(
+      reader
+        .of(T.DATA)
+        .filter((f) => f.stream === 1)
+        .map((f) => f.payload),
+    ).toString();
     expect(body).toBe('/slow 12');
     expect(reader.of(T.GOAWAY)).toHaveLength(0);
   });

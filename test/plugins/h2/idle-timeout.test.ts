@@ -45,10 +45,13 @@ describe('idleTimeout over HTTP/2', () => {
   it('does not count a stream still going as idle time; counts from its end', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const { port } = await startServer(async (req) => {
-      if (req.target === '/hold') await held;
-      return new Response(200, 'done');
-    }, { idleTimeout: IDLE });
+    const { port } = await startServer(
+      async (req) => {
+        if (req.target === '/hold') await held;
+        return new Response(200, 'done');
+      },
+      { idleTimeout: IDLE },
+    );
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
     sock.write(Buffer.concat([PREFACE, settings(), get(1, '/hold')]));

@@ -26,10 +26,13 @@ async function pingCountingServer(): Promise<{ port: number; pings: () => number
     st.end('ok');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  onCleanup(() => new Promise<void>((r) => {
-    for (const s of sessions) s.destroy();
-    server.close(() => r());
-  }));
+  onCleanup(
+    () =>
+      new Promise<void>((r) => {
+        for (const s of sessions) s.destroy();
+        server.close(() => r());
+      }),
+  );
   return { port: (server.address() as { port: number }).port, pings: () => pings };
 }
 
@@ -58,7 +61,13 @@ describe('idle ping', () => {
 
   it('rejects ping options that are not positive numbers (the kernel fails to boot, naming the option)', async () => {
     for (const bad of [{ pingIntervalMs: 0 }, { pingTimeoutMs: -1 }, { pingTimeoutMs: Number.NaN }]) {
-      const err = await createKernel().register(h2, bad).ready().then(() => null, (e: unknown) => e);
+      const err = await createKernel()
+        .register(h2, bad)
+        .ready()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect((err as { cause?: unknown }).cause).toBeInstanceOf(ArgumentError);
       expect(String((err as { cause: Error }).cause.message)).toMatch(/ping(Interval|Timeout)Ms must be a positive number/);
     }

@@ -85,9 +85,23 @@ describe(':authority and host', () => {
     const { port, seen } = await recordingServer();
     const sock = await rawSocket(port);
     const reader = new FrameReader(sock);
-    const head = (stream: number, extra: [string, string][]): Buffer =>
-      frame(T.HEADERS, 0x5, stream, block([[':method', 'GET'], [':scheme', 'http'], [':path', '/'], ...extra]));
-    sock.write(Buffer.concat([PREFACE, settings(), head(1, [['host', 'a.example'], ['host', 'b.example']]), head(3, [[':authority', 'a.example'], ['host', 'a.example'], ['host', 'a.example']]), head(5, [['host', 'a.example']])]));
+    const head = (stream: number, extra: [string, string][]): Buffer => frame(T.HEADERS, 0x5, stream, block([[':method', 'GET'], [':scheme', 'http'], [':path', '/'], ...extra]));
+    sock.write(
+      Buffer.concat([
+        PREFACE,
+        settings(),
+        head(1, [
+          ['host', 'a.example'],
+          ['host', 'b.example'],
+        ]),
+        head(3, [
+          [':authority', 'a.example'],
+          ['host', 'a.example'],
+          ['host', 'a.example'],
+        ]),
+        head(5, [['host', 'a.example']]),
+      ]),
+    );
     await waitFor(() => reader.resets().size === 2 && reader.of(T.HEADERS).some((f) => f.stream === 5), 5000, 'two resets and one answer');
     expect([...reader.resets().keys()].sort()).toEqual([1, 3]);
     for (const code of reader.resets().values()) expect(code).toBe(1); // PROTOCOL_ERROR

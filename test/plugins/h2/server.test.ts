@@ -64,16 +64,23 @@ describe('request headers over HTTP/2', () => {
     const b = await nodeRequest(s, { ':method': 'POST', ':path': '/b', host: 'given', 'content-type': 'text/plain' }, 'body');
     expect(b.body.toString()).toBe('undefined||given');
     s.close();
-    expect(seen[0]).toEqual([['X-One', '1'], ['X-Multi', 'a'], ['X-Multi', 'b'], ['User-Agent', 'ua'], ['Host', `127.0.0.1:${port}`]]);
-    expect(seen[1]).toEqual([['Host', 'given'], ['Content-Type', 'text/plain']]);
+    expect(seen[0]).toEqual([
+      ['X-One', '1'],
+      ['X-Multi', 'a'],
+      ['X-Multi', 'b'],
+      ['User-Agent', 'ua'],
+      ['Host', `127.0.0.1:${port}`],
+    ]);
+    expect(seen[1]).toEqual([
+      ['Host', 'given'],
+      ['Content-Type', 'text/plain'],
+    ]);
   });
 });
 
 describe('the date field', () => {
   it('is sent as an IMF-fixdate, and a Date the handler set is kept', async () => {
-    const { port } = await startServer((req) =>
-      req.target === '/own' ? new Response(200, 'x', { headers: { Date: 'Sun, 06 Nov 1994 08:49:37 GMT' } }) : new Response(200, 'x'),
-    );
+    const { port } = await startServer((req) => (req.target === '/own' ? new Response(200, 'x', { headers: { Date: 'Sun, 06 Nov 1994 08:49:37 GMT' } }) : new Response(200, 'x')));
     const s = nodeSession(`http://127.0.0.1:${port}`);
     const a = await nodeRequest(s, { ':path': '/' });
     expect(String(a.headers.date)).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
@@ -109,7 +116,11 @@ describe('h2 over TLS by ALPN', () => {
 
   it('without the h2 plugin a TLS server does not offer h2 even when ALPNProtocols lists it', async () => {
     const bare = await createKernel().ready();
-    const s = await serve((req) => new Response(200, `HTTP/${req.protoMajor}`), { kernel: bare, port: 0, tls: { key: (await import('../../helpers/h2.js')).cert.key, cert: (await import('../../helpers/h2.js')).cert.cert, ALPNProtocols: ['h2', 'http/1.1'] } });
+    const s = await serve((req) => new Response(200, `HTTP/${req.protoMajor}`), {
+      kernel: bare,
+      port: 0,
+      tls: { key: (await import('../../helpers/h2.js')).cert.key, cert: (await import('../../helpers/h2.js')).cert.cert, ALPNProtocols: ['h2', 'http/1.1'] },
+    });
     onCleanup(() => s.forceClose());
     const a = await run(CURL, ['-sS', '-k', '--http2', `https://127.0.0.1:${s.port}/`]);
     expect(a.stdout).toBe('HTTP/1');

@@ -35,7 +35,13 @@ describe('h2 server: sending trailers', () => {
     const { port, errors } = await startServer(() => {
       const b = partsBody(['secret', '-body']);
       bodies.push(b);
-      return new Response(200, b, { headers: { 'X-Handler': '1' }, trailers: [['X-Ok', '1'], ['Authorization', 'Bearer t']] });
+      return new Response(200, b, {
+        headers: { 'X-Handler': '1' },
+        trailers: [
+          ['X-Ok', '1'],
+          ['Authorization', 'Bearer t'],
+        ],
+      });
     });
     const s = nodeSession(`http://127.0.0.1:${port}`);
     const r = await nodeRequest(s, { ':path': '/' });
@@ -65,9 +71,13 @@ describe('h2 server: sending trailers', () => {
 
   it('a forbidden trailer added while the body streams resets the stream instead of going out', async () => {
     const { port } = await startServer(() => {
-      const res: Response = new Response(200, partsBody(['a', 'b'], (i) => {
-        if (i === 2) res.trailers.push('Content-Type', 'text/html');
-      }), { trailers: [['X-Ok', '1']] });
+      const res: Response = new Response(
+        200,
+        partsBody(['a', 'b'], (i) => {
+          if (i === 2) res.trailers.push('Content-Type', 'text/html');
+        }),
+        { trailers: [['X-Ok', '1']] },
+      );
       return res;
     });
     const r = await nodeRequest(nodeSession(`http://127.0.0.1:${port}`), { ':path': '/' });
@@ -121,7 +131,13 @@ describe('h2 client: trailers', () => {
     });
     const c = await h2Client();
     const body = partsBody(['a', 'b']);
-    const req = new KRequest('POST', '/', { body, trailers: [['X-Ok', '1'], ['Host', 'evil.example']] });
+    const req = new KRequest('POST', '/', {
+      body,
+      trailers: [
+        ['X-Ok', '1'],
+        ['Host', 'evil.example'],
+      ],
+    });
     req.url = `http://127.0.0.1:${port}/`;
     const err = await c.dispatch(req, { http2PriorKnowledge: true }).then(
       () => null,

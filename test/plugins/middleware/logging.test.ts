@@ -48,12 +48,15 @@ describe('request handlers', () => {
     let sent = false;
     const h = loggingMiddleware(
       async () =>
-        new Response(200, new CallbackBody((dst) => {
-          if (sent) return 0;
-          sent = true;
-          dst[0] = 0x78;
-          return 1;
-        })),
+        new Response(
+          200,
+          new CallbackBody((dst) => {
+            if (sent) return 0;
+            sent = true;
+            dst[0] = 0x78;
+            return 1;
+          }),
+        ),
       { logger, level: 'debug' },
     );
     const { port } = await startServer(h);
@@ -64,9 +67,12 @@ describe('request handlers', () => {
   it('a throw is logged at error level with the error and status 500, then rethrown (the server answers 500)', async () => {
     const { logger, entries } = capture();
     const err = new Error('kaput');
-    const h = loggingMiddleware(() => {
-      throw err;
-    }, { logger });
+    const h = loggingMiddleware(
+      () => {
+        throw err;
+      },
+      { logger },
+    );
     const { port, errors } = await startServer(h);
     expect((await exchange(port, get('/x'))).res.status).toBe(500);
     expect(entries).toHaveLength(1);
@@ -85,12 +91,15 @@ describe('request handlers', () => {
 describe('stream handlers', () => {
   it('finishes the response (closeWrite) before logging; peer is ip:port; length from Content-Length', async () => {
     const { logger, entries } = capture();
-    const h = loggingMiddleware(async (s: Stream) => {
-      s.setStatus(202);
-      s.setHeader('Content-Length', '3');
-      await s.write('abc');
-      // No closeWrite: the middleware does it.
-    }, { logger });
+    const h = loggingMiddleware(
+      async (s: Stream) => {
+        s.setStatus(202);
+        s.setHeader('Content-Length', '3');
+        await s.write('abc');
+        // No closeWrite: the middleware does it.
+      },
+      { logger },
+    );
     const { port } = await startStreamServer(h);
     const c = await rawClient(port);
     await c.write(get('/st'));
@@ -102,14 +111,17 @@ describe('stream handlers', () => {
 
   it('a stream the handler upgraded is logged with status 101 at the switch, while the new protocol still runs', async () => {
     const { logger, entries } = capture();
-    const h = loggingMiddleware(async (s: Stream) => {
-      const { socket } = s.upgrade();
-      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
-      // The new protocol: runs until the client says bye.
-      socket.on('data', () => socket.end('BYE'));
-      socket.resume();
-      await once(socket, 'close');
-    }, { logger });
+    const h = loggingMiddleware(
+      async (s: Stream) => {
+        const { socket } = s.upgrade();
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+        // The new protocol: runs until the client says bye.
+        socket.on('data', () => socket.end('BYE'));
+        socket.resume();
+        await once(socket, 'close');
+      },
+      { logger },
+    );
     const { port } = await startStreamServer(h);
     const c = await rawClient(port);
     await c.write('GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
@@ -129,16 +141,22 @@ describe('stream handlers', () => {
   it('a handler that throws after the upgrade is logged at error level with the 101 it sent, not 200', async () => {
     const { logger, entries } = capture();
     const err = new Error('session broke');
-    const h = loggingMiddleware(async (s: Stream) => {
-      const { socket } = s.upgrade();
-      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
-      throw err;
-    }, { logger });
+    const h = loggingMiddleware(
+      async (s: Stream) => {
+        const { socket } = s.upgrade();
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+        throw err;
+      },
+      { logger },
+    );
     const { port, errors } = await startStreamServer(h);
     const c = await rawClient(port);
     await c.write('GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
     await waitFor(() => entries.length === 2, 3000, 'the switch and the failure');
-    expect(entries.map((e) => [e.level, e.obj.status])).toEqual([['info', 101], ['error', 101]]);
+    expect(entries.map((e) => [e.level, e.obj.status])).toEqual([
+      ['info', 101],
+      ['error', 101],
+    ]);
     expect(entries[1]!.obj.err).toBe(err);
     await waitFor(() => errors.length === 1, 3000, 'the error reported to the server');
     expect(errors[0]!.error).toBe(err);
@@ -146,10 +164,13 @@ describe('stream handlers', () => {
 
   it('a body shorter than its Content-Length is logged as that failure, status 500, and the server answers 500', async () => {
     const { logger, entries } = capture();
-    const h = loggingMiddleware(async (s: Stream) => {
-      s.setHeader('Content-Length', '10');
-      await s.write('abc');
-    }, { logger });
+    const h = loggingMiddleware(
+      async (s: Stream) => {
+        s.setHeader('Content-Length', '10');
+        await s.write('abc');
+      },
+      { logger },
+    );
     const { port, errors } = await startStreamServer(h);
     expect((await exchange(port, get('/short'))).res.status).toBe(500);
     expect(entries).toHaveLength(1);
@@ -161,11 +182,14 @@ describe('stream handlers', () => {
 
   it('a throw after a chunked head went out logs the status that was sent', async () => {
     const { logger, entries } = capture();
-    const h = loggingMiddleware(async (s: Stream) => {
-      s.setStatus(206);
-      await s.write('partial');
-      throw new Error('mid-body');
-    }, { logger });
+    const h = loggingMiddleware(
+      async (s: Stream) => {
+        s.setStatus(206);
+        await s.write('partial');
+        throw new Error('mid-body');
+      },
+      { logger },
+    );
     const { port } = await startStreamServer(h);
     const c = await rawClient(port);
     await c.write(get('/mid'));
@@ -211,7 +235,10 @@ describe('wrapping a Router', () => {
     const b = await startServer(timed);
     expect((await exchange(a.port, get('/p'))).res.text).toBe('p');
     expect((await exchange(b.port, get('/t/4'))).res.text).toBe('t4');
-    expect(entries.map((e) => [e.obj.target, e.obj.status])).toEqual([['/p', 200], ['/t/4', 200]]);
+    expect(entries.map((e) => [e.obj.target, e.obj.status])).toEqual([
+      ['/p', 200],
+      ['/t/4', 200],
+    ]);
   });
 });
 
@@ -226,9 +253,12 @@ describe('loggers', () => {
     });
     const logger = pino({ base: null }, dest);
     const ok = loggingMiddleware(() => new Response(200, 'ok'), { logger });
-    const bad = loggingMiddleware(() => {
-      throw new TypeError('bad thing');
-    }, { logger });
+    const bad = loggingMiddleware(
+      () => {
+        throw new TypeError('bad thing');
+      },
+      { logger },
+    );
     const { port } = await startServer(ok);
     const b = await startServer(bad);
     await exchange(port, get('/p'));

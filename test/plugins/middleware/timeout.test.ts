@@ -7,16 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import {
-  ArgumentError,
-  CallbackBody,
-  CanceledError,
-  Request,
-  RequestContext,
-  Response,
-  type RequestHandler,
-  type StreamHandler,
-} from '../../../kernel/index.js';
+import { ArgumentError, CallbackBody, CanceledError, Request, RequestContext, Response, type RequestHandler, type StreamHandler } from '../../../kernel/index.js';
 import { handlerTimeout } from '../../../plugins/middleware/index.js';
 import { getParam, Router } from '../../../plugins/router/index.js';
 import { deferred, exchange, get, startServer, startStreamServer } from '../../helpers/server.js';
@@ -128,7 +119,13 @@ describe('handlerTimeout', () => {
     const closed = deferred();
     const h = handlerTimeout(10)(async (req) => {
       await canceledSignal(req.ctx);
-      return new Response(200, new CallbackBody(() => 0, () => closed.resolve()));
+      return new Response(
+        200,
+        new CallbackBody(
+          () => 0,
+          () => closed.resolve(),
+        ),
+      );
     });
     expect((await h(new Request('GET', '/'))).status).toBe(503);
     await closed.promise;

@@ -12,15 +12,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ArgumentError, Client, ParseError, Request, Response, readAll } from '../../../kernel/index.js';
-import {
-  Batch,
-  Form,
-  Multipart,
-  contentType,
-  parseMultipart,
-  parseMultipartForm,
-  parseMultipartMixed,
-} from '../../../plugins/index.js';
+import { Batch, Form, Multipart, contentType, parseMultipart, parseMultipartForm, parseMultipartMixed } from '../../../plugins/index.js';
 import { onCleanup, startServer } from '../../helpers/server.js';
 
 const execFileP = promisify(execFile);
@@ -83,7 +75,10 @@ describe('Form', () => {
     // A stream that already started reading is sent as a stream (chunked), from where it is.
     const started = createReadStream(binPath);
     await new Promise<void>((resolve) => started.once('readable', () => resolve()));
-    const generic = new Form([['f', started], ['g', Readable.from([Buffer.from('xyz')])]]);
+    const generic = new Form([
+      ['f', started],
+      ['g', Readable.from([Buffer.from('xyz')])],
+    ]);
     expect(generic.length).toBe(-1);
     const parts = parseMultipartForm(contentType(generic), await readAll(generic))!;
     expect(Buffer.from(parts[0]!.data).equals(binData)).toBe(true);
@@ -105,12 +100,14 @@ describe('Form', () => {
 
   it('streams a Readable part by part and close() destroys unread streams', async () => {
     let pulled = 0;
-    const src = Readable.from((function* () {
-      for (let i = 0; i < 3; i++) {
-        pulled++;
-        yield Buffer.from(`chunk${i}`);
-      }
-    })());
+    const src = Readable.from(
+      (function* () {
+        for (let i = 0; i < 3; i++) {
+          pulled++;
+          yield Buffer.from(`chunk${i}`);
+        }
+      })(),
+    );
     // A given type: the head goes out before the stream is pulled (an empty type would need its first bytes).
     const form = new Form([['s', new Multipart(null, src, 'application/octet-stream')]], { boundary: 'b' });
     const first = new Uint8Array(8);
@@ -233,7 +230,10 @@ describe('Form: an empty part content type is detected from the data (WHATWG MIM
   it('an unread fs read stream is sniffed from its first bytes (and the form still knows its length)', async () => {
     const pngPath = path.join(dir, 'picture'); // no extension
     await writeFile(pngPath, PNG);
-    const form = new Form([['f', createReadStream(pngPath)], ['g', createReadStream(pngPath, { start: 8 })]]);
+    const form = new Form([
+      ['f', createReadStream(pngPath)],
+      ['g', createReadStream(pngPath, { start: 8 })],
+    ]);
     const declared = form.length;
     const bytes = await readAll(form);
     expect(declared).toBe(bytes.length);
@@ -248,13 +248,22 @@ describe('Form: an empty part content type is detected from the data (WHATWG MIM
   it('a stream part is sniffed from its first bytes when sent, across small chunks, and streamed on', async () => {
     let pulled = 0;
     const chunks = [PNG.subarray(0, 1), PNG.subarray(1, 5), PNG.subarray(5), Buffer.alloc(100_000, 7)];
-    const src = Readable.from((function* () {
-      for (const c of chunks) {
-        pulled++;
-        yield c;
-      }
-    })());
-    const form = new Form([['s', src], ['t', Readable.from(['plain ', 'text'])], ['u', Readable.from([])]], { boundary: 'SS' });
+    const src = Readable.from(
+      (function* () {
+        for (const c of chunks) {
+          pulled++;
+          yield c;
+        }
+      })(),
+    );
+    const form = new Form(
+      [
+        ['s', src],
+        ['t', Readable.from(['plain ', 'text'])],
+        ['u', Readable.from([])],
+      ],
+      { boundary: 'SS' },
+    );
     expect(form.length).toBe(-1);
     expect(pulled).toBe(0); // nothing is read before the body is
     const bytes = await readAll(form);
@@ -272,7 +281,11 @@ describe('Form: an empty part content type is detected from the data (WHATWG MIM
     });
     const client = new Client();
     onCleanup(() => client.close());
-    const form = new Form([['img', new Multipart(null, PNG)], ['doc', Readable.from([PDF])], ['txt', new Multipart('notes', Buffer.from('hello'))]]);
+    const form = new Form([
+      ['img', new Multipart(null, PNG)],
+      ['doc', Readable.from([PDF])],
+      ['txt', new Multipart('notes', Buffer.from('hello'))],
+    ]);
     const res = await client.post(`http://127.0.0.1:${port}/`, { body: form });
     expect(JSON.parse(text(res.body as Uint8Array))).toEqual([
       ['img', 'image/png', PNG.length],
@@ -366,7 +379,10 @@ describe('over real loopback', () => {
     const { port } = await startServer((req) => {
       const parts = parseMultipartForm(req);
       if (parts === undefined) return new Response(400, 'not multipart');
-      return new Response(200, JSON.stringify(parts.map((p) => ({ name: p.name, filename: p.filename, type: p.contentType, size: p.data.length, sum: Buffer.from(p.data).reduce((a, c) => (a + c) % 65521, 0) }))));
+      return new Response(
+        200,
+        JSON.stringify(parts.map((p) => ({ name: p.name, filename: p.filename, type: p.contentType, size: p.data.length, sum: Buffer.from(p.data).reduce((a, c) => (a + c) % 65521, 0) }))),
+      );
     });
     const client = new Client();
     onCleanup(() => client.close());
@@ -387,7 +403,12 @@ describe('over real loopback', () => {
   it('parses a body produced by curl -F byte for byte (and a Form with its boundary produces the same bytes)', async () => {
     const { port } = await startServer((req) => {
       const body = req.body instanceof Uint8Array ? req.body : new Uint8Array(0);
-      return new Response(200, body, { headers: [['Content-Type', 'application/octet-stream'], ['X-Echo-Type', req.headers.get('Content-Type') ?? '']] });
+      return new Response(200, body, {
+        headers: [
+          ['Content-Type', 'application/octet-stream'],
+          ['X-Echo-Type', req.headers.get('Content-Type') ?? ''],
+        ],
+      });
     });
     const outPath = path.join(dir, 'curl-out');
     const { stdout } = await execFileP('curl', ['-sS', '-H', 'Expect:', '-o', outPath, '-D', '-', '-F', 'a=1', '-F', `f=@${binPath}`, `http://127.0.0.1:${port}/echo`]);
@@ -401,7 +422,15 @@ describe('over real loopback', () => {
     expect(text(parts[0]!.data)).toBe('1');
     expect(Buffer.from(parts[1]!.data).equals(binData)).toBe(true);
     const boundary = /boundary=(.*)$/.exec(echoType)![1]!;
-    const mine = await readAll(new Form([['a', '1'], ['f', createReadStream(binPath)]], { boundary }));
+    const mine = await readAll(
+      new Form(
+        [
+          ['a', '1'],
+          ['f', createReadStream(binPath)],
+        ],
+        { boundary },
+      ),
+    );
     expect(Buffer.from(mine).equals(bytes)).toBe(true);
   });
 });

@@ -174,10 +174,7 @@ describe('50 MiB streamed Form upload', () => {
     const { port, errors } = await startServer((req) => {
       const parts = parseMultipartForm(req);
       if (parts === undefined) return new Response(400, 'not multipart');
-      return new Response(
-        200,
-        JSON.stringify(parts.map((p) => ({ name: p.name, filename: p.filename, size: p.data.length, sha256: createHash('sha256').update(p.data).digest('hex') }))),
-      );
+      return new Response(200, JSON.stringify(parts.map((p) => ({ name: p.name, filename: p.filename, size: p.data.length, sha256: createHash('sha256').update(p.data).digest('hex') }))));
     });
     const client = new Client();
     onCleanup(() => client.close());

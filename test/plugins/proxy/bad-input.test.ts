@@ -5,14 +5,7 @@
  * later than the connect timeout.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  ArgumentError,
-  CanceledError,
-  ConnectError,
-  ParseError,
-  ProtocolError,
-  TimeoutError,
-} from '../../../kernel/index.js';
+import { ArgumentError, CanceledError, ConnectError, ParseError, ProtocolError, TimeoutError } from '../../../kernel/index.js';
 import { MAX_INTERIM_RESPONSES } from '../../../kernel/protocol.js';
 import { CONNECT_MAX_HEADER_BYTES, ProxyError, ProxyStatusError, SOCKS5_REPLIES, Socks5Error } from '../../../plugins/proxy/index.js';
 import { afterBytes, afterHead, freePort, rawProxy } from '../../helpers/proxies.js';
@@ -103,7 +96,7 @@ describe('HTTP proxy: bad CONNECT answers', () => {
     expect((err.cause as ProtocolError).limit).toBe('maxLineBytes');
   });
 
-  it('endless interim (1xx) answers are a ProtocolError after the kernel\'s cap, not a wait for the connect timeout', async () => {
+  it("endless interim (1xx) answers are a ProtocolError after the kernel's cap, not a wait for the connect timeout", async () => {
     const p = await rawProxy((s) =>
       afterHead(s, () => {
         const pump = (): void => {
@@ -146,10 +139,12 @@ describe('SOCKS5 proxy: bad answers', () => {
   });
 
   it('closing after the greeting, during CONNECT', async () => {
-    const p = await rawProxy((s) => afterBytes(s, 3, () => {
-      s.write(Buffer.from([5, 0]));
-      afterBytes(s, 5, () => s.end(Buffer.from([5, 0])));
-    }));
+    const p = await rawProxy((s) =>
+      afterBytes(s, 3, () => {
+        s.write(Buffer.from([5, 0]));
+        afterBytes(s, 5, () => s.end(Buffer.from([5, 0])));
+      }),
+    );
     const err = await failsWithin((await through(`socks5h://127.0.0.1:${p.port}`)).get(TARGET), 1500);
     expect(err.message).toMatch(/closed the connection during the SOCKS5 CONNECT to origin\.test:8443 \(after 4 bytes of reply\)/);
   });
@@ -218,15 +213,17 @@ describe('no hang beyond connectTimeout', () => {
   });
 
   it('a proxy dripping a valid head one byte at a time: TimeoutError at connectTimeout', async () => {
-    const p = await rawProxy((s) => afterHead(s, () => {
-      const text = `HTTP/1.1 200 OK\r\n${'X-Slow: 1\r\n'.repeat(1000)}`;
-      let i = 0;
-      const t = setInterval(() => {
-        if (s.destroyed || i >= text.length) clearInterval(t);
-        else s.write(text[i++]!);
-      }, 20);
-      s.on('close', () => clearInterval(t));
-    }));
+    const p = await rawProxy((s) =>
+      afterHead(s, () => {
+        const text = `HTTP/1.1 200 OK\r\n${'X-Slow: 1\r\n'.repeat(1000)}`;
+        let i = 0;
+        const t = setInterval(() => {
+          if (s.destroyed || i >= text.length) clearInterval(t);
+          else s.write(text[i++]!);
+        }, 20);
+        s.on('close', () => clearInterval(t));
+      }),
+    );
     const err = await failsWithin((await through(`http://127.0.0.1:${p.port}`, 400)).get(TARGET), 1500);
     expect(err).toBeInstanceOf(TimeoutError);
     expect((err as TimeoutError).operation).toBe('connect');

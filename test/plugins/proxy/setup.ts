@@ -3,14 +3,7 @@
  * plugin (plus whatever else a test lists), clients closed after each test, and origins that
  * record what reached them.
  */
-import {
-  Client,
-  Response,
-  createKernel,
-  type AnyPlugin,
-  type ClientOptions,
-  type Kernel,
-} from '../../../kernel/index.js';
+import { Client, Response, createKernel, type AnyPlugin, type ClientOptions, type Kernel } from '../../../kernel/index.js';
 import { selfSignedCertificate, type SelfSignedCertificate } from '../../../tls/self-signed.js';
 import { proxy, type ProxyPluginOptions } from '../../../plugins/proxy/index.js';
 import { onCleanup, startServer } from '../../helpers/server.js';

@@ -185,7 +185,11 @@ describe('SOCKS5 bytes', () => {
     await rejection(client.get('https://203.0.113.7/'));
     await rejection(client.get('http://[2001:db8::1]:81/'));
     const name = Buffer.from('example.test');
-    expect(s.seen.map((x) => x.greeting)).toEqual([[5, 1, 0], [5, 1, 0], [5, 1, 0]]);
+    expect(s.seen.map((x) => x.greeting)).toEqual([
+      [5, 1, 0],
+      [5, 1, 0],
+      [5, 1, 0],
+    ]);
     expect(s.seen[0]!.request).toEqual([5, 1, 0, 3, name.length, ...name, 0x1f, 0x90]);
     expect(s.seen[1]!.request).toEqual([5, 1, 0, 1, 203, 0, 113, 7, 1, 187]);
     expect(s.seen[2]!.request).toEqual([5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 81]);
@@ -204,9 +208,12 @@ describe('SOCKS5 bytes', () => {
 
 describe('WebSockets through proxies (WebSockets.open with `proxy`)', () => {
   async function echoServer(tls = false) {
-    const server = await WebSockets.listen(async (ws) => {
-      for await (const msg of ws) await ws.send(msg);
-    }, { host: '127.0.0.1', port: 0, ...(tls ? { tls: { key: certificate().key, cert: certificate().cert } } : {}) });
+    const server = await WebSockets.listen(
+      async (ws) => {
+        for await (const msg of ws) await ws.send(msg);
+      },
+      { host: '127.0.0.1', port: 0, ...(tls ? { tls: { key: certificate().key, cert: certificate().cert } } : {}) },
+    );
     onCleanup(() => WebSockets.forceClose(server));
     return server.port;
   }

@@ -4,19 +4,7 @@
  * and `response.url`.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  ArgumentError,
-  BytesBody,
-  Client,
-  createKernel,
-  Request,
-  RequestContext,
-  Response,
-  type ClientEvent,
-  type RedirectEvent,
-  type Server,
-  type Stream,
-} from '../../../kernel/index.js';
+import { ArgumentError, BytesBody, Client, createKernel, Request, RequestContext, Response, type ClientEvent, type RedirectEvent, type Server, type Stream } from '../../../kernel/index.js';
 import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { DEFAULT_REDIRECT_LIMIT, presets, redirects, TooManyRedirectsError } from '../../../plugins/index.js';
 import { bootKernel, makeClient, onCleanup, record, startServer, startStreamServer, type Seen } from '../../helpers/redirects.js';
@@ -27,13 +15,16 @@ type Route = (req: Request, url: URL) => Response | Promise<Response>;
 async function origin(routes: Record<string, Route>, options: { tls?: { key: string; cert: string } } = {}): Promise<{ base: string; seen: Seen[]; server: Server; port: number }> {
   const seen: Seen[] = [];
   const scheme = options.tls !== undefined ? 'https' : 'http';
-  const { server, port } = await startServer(async (req) => {
-    record(seen, req);
-    const url = new URL(req.target, `${scheme}://127.0.0.1`);
-    const route = routes[url.pathname];
-    if (route !== undefined) return route(req, url);
-    return new Response(404, `no route ${url.pathname}`);
-  }, options.tls !== undefined ? { tls: options.tls } : {});
+  const { server, port } = await startServer(
+    async (req) => {
+      record(seen, req);
+      const url = new URL(req.target, `${scheme}://127.0.0.1`);
+      const route = routes[url.pathname];
+      if (route !== undefined) return route(req, url);
+      return new Response(404, `no route ${url.pathname}`);
+    },
+    options.tls !== undefined ? { tls: options.tls } : {},
+  );
   return { base: `${scheme}://127.0.0.1:${port}`, seen, server, port };
 }
 
@@ -306,7 +297,7 @@ describe('redirects: credentials and headers', () => {
     expect((await nextHop(k, 'http://h/a', 302, 'https://h/b', { Cookie: 'a=1' }))?.headers.has('Cookie')).toBe(false);
   });
 
-  it('forwardHeaders: false sends only User-Agent (and a kept body\'s headers) on the next hop', async () => {
+  it("forwardHeaders: false sends only User-Agent (and a kept body's headers) on the next hop", async () => {
     const o = await origin({ '/go': () => redirect(307, '/land'), '/land': echo });
     const client = await makeClient();
     const res = await client.post(`${o.base}/go`, { headers: { 'X-Custom': 'dropped', 'Content-Type': 'text/plain', Authorization: 'Bearer t' }, body: 'b', forwardHeaders: false });

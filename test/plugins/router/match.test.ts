@@ -262,7 +262,10 @@ describe('register forms and options', () => {
 
   it('positional notFound and methodNotAllowed; Allow is added to a custom 405 without changing its Response', async () => {
     const shared = new Response(405, 'nope');
-    const r = new Router(() => new Response(404, 'lost'), () => shared).get('/x', named('x'));
+    const r = new Router(
+      () => new Response(404, 'lost'),
+      () => shared,
+    ).get('/x', named('x'));
     expect(await call(r, 'GET', '/y')).toMatchObject({ status: 404, body: 'lost' });
     expect(await call(r, 'POST', '/x')).toMatchObject({ status: 405, body: 'nope', allow: 'GET, HEAD' });
     expect(shared.headers.has('Allow')).toBe(false);

@@ -44,9 +44,11 @@ describe('serve(router): a Router as a request handler', () => {
   });
 
   it('a handler that throws is a 500 and the server keeps serving', async () => {
-    const r = new Router().get('/boom', () => {
-      throw new Error('boom');
-    }).get('/ok', () => new Response(200, 'ok'));
+    const r = new Router()
+      .get('/boom', () => {
+        throw new Error('boom');
+      })
+      .get('/ok', () => new Response(200, 'ok'));
     const { port, errors } = await startServer(r);
     expect((await exchange(port, get('/boom'))).res.status).toBe(500);
     expect((await exchange(port, get('/ok'))).res.text).toBe('ok');
@@ -206,7 +208,10 @@ describe('curl against a Router', () => {
 
 describe('bad targets', () => {
   it('odd and hostile targets get 404 (or their route), and the server keeps serving', async () => {
-    const r = new Router().get('/users/{id}', echo).get('/files/**', echo).get('/', () => new Response(200, 'root'));
+    const r = new Router()
+      .get('/users/{id}', echo)
+      .get('/files/**', echo)
+      .get('/', () => new Response(200, 'root'));
     const { port, errors } = await startServer(r);
     const cases: [string, number][] = [
       ['OPTIONS * HTTP/1.1', 404],

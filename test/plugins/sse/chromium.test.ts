@@ -49,30 +49,46 @@ describe('Chromium EventSource', () => {
       const last = req.headers.get('Last-Event-ID');
       feeds.push(last);
       if (last === undefined) {
-        return sseStream(async (s) => {
-          await s.write(new SSEEvent('hello', { id: '1', retry: 100 }));
-          // The browser must show the first event while the producer waits.
-          await g.promise;
-          await s.write(new SSEEvent('line 1\nline 2', { event: 'named', id: '2' }));
-          // Ending the response makes EventSource reconnect after `retry`.
-        }, 200, { request: req });
+        return sseStream(
+          async (s) => {
+            await s.write(new SSEEvent('hello', { id: '1', retry: 100 }));
+            // The browser must show the first event while the producer waits.
+            await g.promise;
+            await s.write(new SSEEvent('line 1\nline 2', { event: 'named', id: '2' }));
+            // Ending the response makes EventSource reconnect after `retry`.
+          },
+          200,
+          { request: req },
+        );
       }
-      return sseStream(async (s) => {
-        await s.write(new SSEEvent(`resumed after ${last}`, { id: '3' }));
-        await s.comment('idle');
-        // Keep this connection open until the page closes it.
-        await new Promise<void>((resolve) => s.ctx.onCancel(() => resolve()));
-      }, 200, { request: req });
+      return sseStream(
+        async (s) => {
+          await s.write(new SSEEvent(`resumed after ${last}`, { id: '3' }));
+          await s.comment('idle');
+          // Keep this connection open until the page closes it.
+          await new Promise<void>((resolve) => s.ctx.onCancel(() => resolve()));
+        },
+        200,
+        { request: req },
+      );
     };
     const { port } = await startServer(handler);
     const page = await browser.newPage();
     try {
       await page.goto(`http://127.0.0.1:${port}/`);
-      await within(page.waitForFunction(() => (globalThis as unknown as PageGlobals).got.length >= 1), 10_000, 'first event in the page');
+      await within(
+        page.waitForFunction(() => (globalThis as unknown as PageGlobals).got.length >= 1),
+        10_000,
+        'first event in the page',
+      );
       const first = await page.evaluate(() => (globalThis as unknown as PageGlobals).got.slice());
       expect(first).toEqual([{ type: 'message', data: 'hello', id: '1' }]);
       g.open();
-      await within(page.waitForFunction(() => (globalThis as unknown as PageGlobals).got.length >= 3), 10_000, 'the named event and the resumed one');
+      await within(
+        page.waitForFunction(() => (globalThis as unknown as PageGlobals).got.length >= 3),
+        10_000,
+        'the named event and the resumed one',
+      );
       const got = await page.evaluate(() => (globalThis as unknown as PageGlobals).got.slice());
       expect(got).toEqual([
         { type: 'message', data: 'hello', id: '1' },

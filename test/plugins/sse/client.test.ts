@@ -46,11 +46,15 @@ describe('sseCallback', () => {
   it('calls back with each event as it arrives; the call resolves at the end with an empty body', async () => {
     const g = gate();
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('one', { id: '1' }));
-        await g.promise;
-        await s.write(new SSEEvent('two', { event: 'e', retry: 100 }));
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('one', { id: '1' }));
+          await g.promise;
+          await s.write(new SSEEvent('two', { event: 'e', retry: 100 }));
+        },
+        200,
+        { request: req },
+      ),
     );
     const client = await boot();
     const got: SSEEvent[] = [];
@@ -60,7 +64,11 @@ describe('sseCallback', () => {
         got.push(ev);
       },
     });
-    await within(waitFor(() => got.length === 1), 3000, 'the first event while the server waits');
+    await within(
+      waitFor(() => got.length === 1),
+      3000,
+      'the first event while the server waits',
+    );
     expect(got[0]).toMatchObject({ data: 'one', id: '1', event: null, retry: null });
     g.open();
     const res = await within(call, 3000, 'the call resolves when the stream ends');
@@ -120,9 +128,13 @@ describe('sseCallback', () => {
 
   it('awaits an async callback before the next event', async () => {
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        for (let i = 0; i < 5; i++) await s.write(new SSEEvent(String(i)));
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          for (let i = 0; i < 5; i++) await s.write(new SSEEvent(String(i)));
+        },
+        200,
+        { request: req },
+      ),
     );
     const client = await boot();
     let active = 0;
@@ -145,17 +157,21 @@ describe('sseCallback', () => {
     let producerFailure: unknown = null;
     const stopped = gate();
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        try {
-          for (let i = 0; ; i++) {
-            await s.write(new SSEEvent(String(i)));
-            await new Promise((r) => setTimeout(r, 5));
+      sseStream(
+        async (s) => {
+          try {
+            for (let i = 0; ; i++) {
+              await s.write(new SSEEvent(String(i)));
+              await new Promise((r) => setTimeout(r, 5));
+            }
+          } catch (err) {
+            producerFailure = err;
+            stopped.open();
           }
-        } catch (err) {
-          producerFailure = err;
-          stopped.open();
-        }
-      }, 200, { request: req }),
+        },
+        200,
+        { request: req },
+      ),
     );
     const client = await boot();
     const boom = new Error('enough');
@@ -172,10 +188,14 @@ describe('sseCallback', () => {
 
   it('sseMaxLen bounds one event (and the plugin option sets the default)', async () => {
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('short'));
-        await s.write(new SSEEvent('l'.repeat(200)));
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('short'));
+          await s.write(new SSEEvent('l'.repeat(200)));
+        },
+        200,
+        { request: req },
+      ),
     );
     const client = await boot();
     const got: string[] = [];
@@ -212,16 +232,20 @@ describe('sseCallback', () => {
   it('canceling the call (signal) mid-stream rejects with CanceledError and stops the server producer', async () => {
     const stopped = gate();
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        try {
-          for (;;) {
-            await s.write(new SSEEvent('tick'));
-            await new Promise((r) => setTimeout(r, 5));
+      sseStream(
+        async (s) => {
+          try {
+            for (;;) {
+              await s.write(new SSEEvent('tick'));
+              await new Promise((r) => setTimeout(r, 5));
+            }
+          } catch {
+            stopped.open();
           }
-        } catch {
-          stopped.open();
-        }
-      }, 200, { request: req }),
+        },
+        200,
+        { request: req },
+      ),
     );
     const client = await boot();
     const ac = new AbortController();

@@ -24,26 +24,32 @@ async function serverOf(answers: ((req: Request, n: number) => Response)[]): Pro
   return { url: `http://127.0.0.1:${port}/feed`, hits };
 }
 
-const events = (...evs: SSEEvent[]) => (req: Request): Response =>
-  sseStream(async (s) => {
-    for (const e of evs) await s.write(e);
-  }, 200, { request: req });
+const events =
+  (...evs: SSEEvent[]) =>
+  (req: Request): Response =>
+    sseStream(
+      async (s) => {
+        for (const e of evs) await s.write(e);
+      },
+      200,
+      { request: req },
+    );
 
 describe('sseConnect', () => {
   it('reconnects after the server retry, sending Last-Event-ID, until its signal aborts', async () => {
-    const { url, hits } = await serverOf([
-      events(new SSEEvent('a', { id: '1', retry: 60 }), new SSEEvent('b', { id: '2' })),
-      events(new SSEEvent('c', { id: '3' })),
-      events(new SSEEvent('d')),
-    ]);
+    const { url, hits } = await serverOf([events(new SSEEvent('a', { id: '1', retry: 60 }), new SSEEvent('b', { id: '2' })), events(new SSEEvent('c', { id: '3' })), events(new SSEEvent('d'))]);
     const ac = new AbortController();
     const got: string[] = [];
     const opened: number[] = [];
     await within(
-      sseConnect(url, (ev) => {
-        got.push(`${ev.data}:${ev.id}`);
-        if (ev.data === 'd') ac.abort();
-      }, { signal: ac.signal, retryDelay: 10_000, onOpen: (res) => void opened.push(res.status) }),
+      sseConnect(
+        url,
+        (ev) => {
+          got.push(`${ev.data}:${ev.id}`);
+          if (ev.data === 'd') ac.abort();
+        },
+        { signal: ac.signal, retryDelay: 10_000, onOpen: (res) => void opened.push(res.status) },
+      ),
       5000,
       'sseConnect resolves once aborted',
     );
@@ -63,16 +69,24 @@ describe('sseConnect', () => {
     });
     const ctx = new RequestContext();
     const got: string[] = [];
-    await sseConnect(`http://127.0.0.1:${port}/`, (ev) => {
-      got.push(ev.data);
-      if (got.length === 2) ctx.cancel();
-    }, { context: ctx, retryDelay: 1 });
+    await sseConnect(
+      `http://127.0.0.1:${port}/`,
+      (ev) => {
+        got.push(ev.data);
+        if (got.length === 2) ctx.cancel();
+      },
+      { context: ctx, retryDelay: 1 },
+    );
     expect(got).toEqual(['whole', 'resumed from 1']);
   });
 
   it('sends lastEventId on the first connection; a 204 ends it', async () => {
     const { url, hits } = await serverOf([() => new Response(204)]);
-    await within(sseConnect(url, () => undefined, { lastEventId: '41' }), 3000, '204 resolves');
+    await within(
+      sseConnect(url, () => undefined, { lastEventId: '41' }),
+      3000,
+      '204 resolves',
+    );
     expect(hits.map((h) => h.lastEventId)).toEqual(['41']);
   });
 
@@ -92,21 +106,29 @@ describe('sseConnect', () => {
     const { url, hits } = await serverOf([
       () => new Response(503, 'busy'),
       (req) =>
-        sseStream(async (s) => {
-          await s.write(new SSEEvent('partial', { id: '5' }));
-          // A producer failure cuts the connection off mid-stream.
-          throw new Error('backend died');
-        }, 200, { request: req }),
+        sseStream(
+          async (s) => {
+            await s.write(new SSEEvent('partial', { id: '5' }));
+            // A producer failure cuts the connection off mid-stream.
+            throw new Error('backend died');
+          },
+          200,
+          { request: req },
+        ),
       events(new SSEEvent('fine')),
     ]);
     const errors: unknown[] = [];
     const ac = new AbortController();
     const got: string[] = [];
     await within(
-      sseConnect(url, (ev) => {
-        got.push(ev.data);
-        if (ev.data === 'fine') ac.abort();
-      }, { signal: ac.signal, retryDelay: 5, onError: (e) => void errors.push(e) }),
+      sseConnect(
+        url,
+        (ev) => {
+          got.push(ev.data);
+          if (ev.data === 'fine') ac.abort();
+        },
+        { signal: ac.signal, retryDelay: 5, onError: (e) => void errors.push(e) },
+      ),
       5000,
       'recovers',
     );
@@ -121,17 +143,27 @@ describe('sseConnect', () => {
     const { url, hits } = await serverOf([() => new Response(503, 'down')]);
     const giveUp = new Error('give up');
     let seen = 0;
-    await expect(sseConnect(url, () => undefined, { retryDelay: 1, onError: () => {
-      if (++seen === 3) throw giveUp;
-    } })).rejects.toBe(giveUp);
+    await expect(
+      sseConnect(url, () => undefined, {
+        retryDelay: 1,
+        onError: () => {
+          if (++seen === 3) throw giveUp;
+        },
+      }),
+    ).rejects.toBe(giveUp);
     expect(hits).toHaveLength(3);
 
     // Port 1 on loopback: nothing listens there.
     const errors: unknown[] = [];
-    await expect(sseConnect('http://127.0.0.1:1/', () => undefined, { retryDelay: 1, onError: (e) => {
-      errors.push(e);
-      throw e;
-    } })).rejects.toBeDefined();
+    await expect(
+      sseConnect('http://127.0.0.1:1/', () => undefined, {
+        retryDelay: 1,
+        onError: (e) => {
+          errors.push(e);
+          throw e;
+        },
+      }),
+    ).rejects.toBeDefined();
     expect(errors).toHaveLength(1);
     expect((errors[0] as Error).name).toBe('ConnectError');
   });
@@ -139,23 +171,33 @@ describe('sseConnect', () => {
   it('a callback that throws ends it with that error, without reconnecting', async () => {
     const { url, hits } = await serverOf([events(new SSEEvent('x'), new SSEEvent('y'))]);
     const boom = new Error('stop here');
-    await expect(sseConnect(url, () => {
-      throw boom;
-    }, { retryDelay: 1 })).rejects.toBe(boom);
+    await expect(
+      sseConnect(
+        url,
+        () => {
+          throw boom;
+        },
+        { retryDelay: 1 },
+      ),
+    ).rejects.toBe(boom);
     expect(hits).toHaveLength(1);
   });
 
   it('canceling while it waits to reconnect resolves at once', async () => {
     const { url } = await serverOf([events(new SSEEvent('only'))]);
     const ctx = new RequestContext();
-    const p = sseConnect(url, () => {
-      // The stream ends after this event; the reconnect waits 60 s unless canceled.
-      setTimeout(() => ctx.cancel('done'), 20);
-    }, { context: ctx, retryDelay: 60_000 });
+    const p = sseConnect(
+      url,
+      () => {
+        // The stream ends after this event; the reconnect waits 60 s unless canceled.
+        setTimeout(() => ctx.cancel('done'), 20);
+      },
+      { context: ctx, retryDelay: 60_000 },
+    );
     await within(p, 3000, 'resolves on cancel during the wait');
   });
 
-  it('runs on a given client (its kernel\'s plugins apply) and leaves it open', async () => {
+  it("runs on a given client (its kernel's plugins apply) and leaves it open", async () => {
     const { url } = await serverOf([events(new SSEEvent('via client'))]);
     const kernel = createKernel().register(sse);
     await kernel.ready();
@@ -166,12 +208,20 @@ describe('sseConnect', () => {
     });
     const ac = new AbortController();
     const got: string[] = [];
-    await sseConnect(url, (ev) => {
-      got.push(ev.data);
-      ac.abort();
-    }, { client, signal: ac.signal, sseCallback: () => {
-      throw new Error('never: sseConnect parses itself');
-    } });
+    await sseConnect(
+      url,
+      (ev) => {
+        got.push(ev.data);
+        ac.abort();
+      },
+      {
+        client,
+        signal: ac.signal,
+        sseCallback: () => {
+          throw new Error('never: sseConnect parses itself');
+        },
+      },
+    );
     expect(got).toEqual(['via client']);
     expect(client.isOpen).toBe(true);
   });

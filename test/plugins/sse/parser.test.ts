@@ -90,7 +90,12 @@ describe('SSEParser: WHATWG rules', () => {
 
   it('keeps the last event id across events; an empty id clears it; an id with NUL is ignored', () => {
     const evs = parseEverySplit('id: 1\ndata: a\n\ndata: b\n\nid: 2\u0000x\ndata: c\n\nid\ndata: d\n\n');
-    expect(evs.map((e) => [e.data, e.id])).toEqual([['a', '1'], ['b', '1'], ['c', '1'], ['d', null]]);
+    expect(evs.map((e) => [e.data, e.id])).toEqual([
+      ['a', '1'],
+      ['b', '1'],
+      ['c', '1'],
+      ['d', null],
+    ]);
     // The NUL id was observed: it is in fields.
     expect(evs[2]!.fields.id).toBe('2\u0000x');
   });

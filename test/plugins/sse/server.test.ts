@@ -18,13 +18,17 @@ describe('sseStream on the server', () => {
     const g = gate();
     let afterGate = false;
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('first', { id: '1' }));
-        // The client must have the first event before the producer goes on.
-        await g.promise;
-        afterGate = true;
-        await s.write(new SSEEvent('second', { id: '2', event: 'update' }));
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('first', { id: '1' }));
+          // The client must have the first event before the producer goes on.
+          await g.promise;
+          afterGate = true;
+          await s.write(new SSEEvent('second', { id: '2', event: 'update' }));
+        },
+        200,
+        { request: req },
+      ),
     );
     const r = await readSSE(port);
     expect(r.res.statusCode).toBe(200);
@@ -47,19 +51,23 @@ describe('sseStream on the server', () => {
     const stopped = gate();
     const { port } = await startStreamServer(
       streamHandler((req) =>
-        sseStream(async (s) => {
-          await s.write(new SSEEvent('one'));
-          await g.promise;
-          try {
-            for (;;) {
-              await s.write(new SSEEvent('more'));
-              await new Promise((r) => setTimeout(r, 5));
+        sseStream(
+          async (s) => {
+            await s.write(new SSEEvent('one'));
+            await g.promise;
+            try {
+              for (;;) {
+                await s.write(new SSEEvent('more'));
+                await new Promise((r) => setTimeout(r, 5));
+              }
+            } catch (err) {
+              failure = err;
+              stopped.open();
             }
-          } catch (err) {
-            failure = err;
-            stopped.open();
-          }
-        }, 200, { request: req }),
+          },
+          200,
+          { request: req },
+        ),
       ),
     );
     const r = await readSSE(port);
@@ -75,12 +83,15 @@ describe('sseStream on the server', () => {
   it('curl -N sees each event as written, and the exact wire form', async () => {
     const g = gate();
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('line one\nline two', { event: 'multi', id: 'a', retry: 2500 }));
-        await g.promise;
-        await s.comment('heartbeat');
-        await s.write(new SSEEvent('{"n":2}'));
-      }, { request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('line one\nline two', { event: 'multi', id: 'a', retry: 2500 }));
+          await g.promise;
+          await s.comment('heartbeat');
+          await s.write(new SSEEvent('{"n":2}'));
+        },
+        { request: req },
+      ),
     );
     const curl = spawn('/usr/bin/curl', ['-sS', '-N', '--http1.1', `http://127.0.0.1:${port}/events`], { stdio: ['ignore', 'pipe', 'pipe'] });
     onCleanup(() => {
@@ -109,12 +120,16 @@ describe('sseStream on the server', () => {
   it('an event over maxLen is refused whole; the stream goes on', async () => {
     const seen: unknown[] = [];
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('small'));
-        // 'data: ' + 40 bytes + '\n' = 47 > 32
-        await s.write(new SSEEvent('x'.repeat(40))).catch((e: unknown) => seen.push(e));
-        await s.write(new SSEEvent('after'));
-      }, 200, { maxLen: 32, request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('small'));
+          // 'data: ' + 40 bytes + '\n' = 47 > 32
+          await s.write(new SSEEvent('x'.repeat(40))).catch((e: unknown) => seen.push(e));
+          await s.write(new SSEEvent('after'));
+        },
+        200,
+        { maxLen: 32, request: req },
+      ),
     );
     const r = await readSSE(port);
     await within(r.ended, 3000, 'end');
@@ -177,20 +192,24 @@ describe('sseStream on the server', () => {
     const { port } = await startServer((req) => {
       if (req.target === '/ping') return new Response(200, 'pong');
       request = req;
-      return sseStream(async (s) => {
-        try {
-          for (;;) {
-            await s.write(new SSEEvent(`tick ${written}`));
-            written++;
-            await new Promise((r) => setTimeout(r, 5));
+      return sseStream(
+        async (s) => {
+          try {
+            for (;;) {
+              await s.write(new SSEEvent(`tick ${written}`));
+              written++;
+              await new Promise((r) => setTimeout(r, 5));
+            }
+          } catch (err) {
+            failure = err;
+            producerCtxCanceled = s.ctx.canceled && s.ctx.signal.aborted;
+          } finally {
+            done.open();
           }
-        } catch (err) {
-          failure = err;
-          producerCtxCanceled = s.ctx.canceled && s.ctx.signal.aborted;
-        } finally {
-          done.open();
-        }
-      }, 200, { request: req });
+        },
+        200,
+        { request: req },
+      );
     });
     const r = await readSSE(port);
     await within(r.next(), 3000, 'an event');
@@ -242,12 +261,16 @@ describe('sseStream on the server', () => {
   it('a producer that throws: the server reports it and cuts the response off', async () => {
     const boom = new Error('producer broke');
     const started = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('before'));
-        // Queued but not yet sent when the producer throws: still delivered, then the cut.
-        void s.write(new SSEEvent('queued'));
-        throw boom;
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('before'));
+          // Queued but not yet sent when the producer throws: still delivered, then the cut.
+          void s.write(new SSEEvent('queued'));
+          throw boom;
+        },
+        200,
+        { request: req },
+      ),
     );
     const r = await readSSE(started.port);
     await expect(within(r.ended, 3000, 'cut off')).rejects.toThrow();
@@ -260,10 +283,14 @@ describe('sseStream on the server', () => {
     let failure: unknown = null;
     const done = gate();
     const { port } = await startServer((req) =>
-      sseStream(async (s) => {
-        await s.write(new SSEEvent('x')).catch((e: unknown) => (failure = e));
-        done.open();
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          await s.write(new SSEEvent('x')).catch((e: unknown) => (failure = e));
+          done.open();
+        },
+        200,
+        { request: req },
+      ),
     );
     const r = await readSSE(port, '/', 'HEAD');
     expect(r.res.headers['content-type']).toBe('text/event-stream');
@@ -357,12 +384,16 @@ describe('sseStream and the server closing', () => {
     const first = gate();
     let stream: SSEStream | null = null;
     const { server, port } = await startServer((req) =>
-      sseStream(async (s) => {
-        stream = s;
-        await s.write(new SSEEvent('first'));
-        first.open();
-        await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
-      }, 200, { request: req }),
+      sseStream(
+        async (s) => {
+          stream = s;
+          await s.write(new SSEEvent('first'));
+          first.open();
+          await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+        },
+        200,
+        { request: req },
+      ),
     );
     const r = await readSSE(port);
     await first.promise;
@@ -379,14 +410,18 @@ describe('sseStream and the server closing', () => {
       let stream: SSEStream | null = null;
       const { server, port } = await startServer(
         (req) =>
-          sseStream(async (s) => {
-            stream = s;
-            await s.write(new SSEEvent('first'));
-            first.open();
-            await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
-            // Later writes are refused: the producer stops.
-            await s.write(new SSEEvent('too late')).catch(() => undefined);
-          }, 200, follows ? { request: req } : {}),
+          sseStream(
+            async (s) => {
+              stream = s;
+              await s.write(new SSEEvent('first'));
+              first.open();
+              await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+              // Later writes are refused: the producer stops.
+              await s.write(new SSEEvent('too late')).catch(() => undefined);
+            },
+            200,
+            follows ? { request: req } : {},
+          ),
         { closeGracePeriod: GRACE },
       );
       const r = await readSSE(port);
@@ -408,11 +443,15 @@ describe('sseStream and the server closing', () => {
     const first = gate();
     const server = await serve(
       (req) =>
-        sseStream(async (s) => {
-          await s.write(new SSEEvent('first'));
-          first.open();
-          await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
-        }, 200, { request: req }),
+        sseStream(
+          async (s) => {
+            await s.write(new SSEEvent('first'));
+            first.open();
+            await new Promise((resolve) => s.ctx.signal.addEventListener('abort', resolve));
+          },
+          200,
+          { request: req },
+        ),
       { host: '127.0.0.1', port: 0, kernel: await h2Kernel(), closeGracePeriod: GRACE },
     );
     forceCloseAfter(server);

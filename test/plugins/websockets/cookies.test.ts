@@ -33,10 +33,14 @@ describe('WebSocket handshake through the client taps', () => {
     const kernel = await createKernel().register([cookies, websockets]).ready();
     const jar = new CookieJar();
     const talk = async (): Promise<void> =>
-      WebSockets.open(url, async (ws) => {
-        await ws.send('hi');
-        expect(await ws.receive()).toBe('hi');
-      }, { kernel, cookiejar: jar });
+      WebSockets.open(
+        url,
+        async (ws) => {
+          await ws.send('hi');
+          expect(await ws.receive()).toBe('hi');
+        },
+        { kernel, cookiejar: jar },
+      );
     await talk();
     await talk();
     expect(seen).toEqual([undefined, 'sid=abc']);
@@ -45,7 +49,7 @@ describe('WebSocket handshake through the client taps', () => {
     expect(seen[2]).toBeUndefined();
   });
 
-  it("runs a third-party onRequest tap on the handshake, and fails the upgrade when a tap answers it", async () => {
+  it('runs a third-party onRequest tap on the handshake, and fails the upgrade when a tap answers it', async () => {
     const { url, seen } = await cookieServer();
     const tagger = definePlugin({
       name: 'tagger',

@@ -73,7 +73,7 @@ describe('WebSockets: the frame codec', () => {
       }
     }
     const all = Buffer.concat(wire);
-    for (let at = 0; at < all.length; ) {
+    for (let at = 0; at < all.length;) {
       const n = 1 + rnd(rnd(3) === 0 ? 20 : 40000);
       await c.client.write(all.subarray(at, at + n));
       at += n;
@@ -175,7 +175,7 @@ describe('WebSockets: the frame codec', () => {
     );
   });
 
-  it('with permessage-deflate agreed as no_context_takeover and 9-bit windows by ws\'s client, messages of every size echo', async () => {
+  it("with permessage-deflate agreed as no_context_takeover and 9-bit windows by ws's client, messages of every size echo", async () => {
     const { url } = await startWs(echo, { compress: true });
     const client = new WsClient(url, { perMessageDeflate: { serverNoContextTakeover: true, clientNoContextTakeover: true, serverMaxWindowBits: 9, clientMaxWindowBits: 9, threshold: 0 } });
     onCleanup(() => client.terminate());

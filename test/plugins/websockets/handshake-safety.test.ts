@@ -19,13 +19,10 @@ import { echo, frame, onCleanup, rawClient, startWs, within } from '../../helper
 async function servers(options: WebSocketServerOptions = {}): Promise<{ name: string; port: number; sessions: () => number }[]> {
   let a = 0;
   let b = 0;
-  const listened = await startWs(
-    async (ws) => {
-      a++;
-      await echo(ws);
-    },
-    options,
-  );
+  const listened = await startWs(async (ws) => {
+    a++;
+    await echo(ws);
+  }, options);
   const streamed = await startStreamServer((stream) =>
     WebSockets.upgrade(
       stream,
@@ -48,9 +45,7 @@ async function handshake(port: number, o: { host?: string; origin?: string[]; ve
   const key = randomBytes(16).toString('base64');
   const origins = (o.origin ?? []).map((v) => `Origin: ${v}\r\n`).join('');
   const host = o.host === '' ? '' : `Host: ${o.host ?? `127.0.0.1:${port}`}\r\n`;
-  await c.write(
-    `GET /chat HTTP/${o.version ?? '1.1'}\r\n${host}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n${origins}${o.extra ?? ''}\r\n`,
-  );
+  await c.write(`GET /chat HTTP/${o.version ?? '1.1'}\r\n${host}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n${origins}${o.extra ?? ''}\r\n`);
   if (o.after !== undefined) await c.write(o.after);
   await within(
     (async () => {

@@ -84,18 +84,27 @@ describe('MessageZlib', () => {
   it('stops at maxPayload with a RangeError, and fails input that is not deflate', async () => {
     const bomb = zlib.deflateRawSync(Buffer.alloc(10 * 1024 * 1024), { finishFlush: zlib.constants.Z_SYNC_FLUSH }).subarray(0, -4);
     const z = new MessageZlib({}, true, 1024 * 1024);
-    const err = await decompress(z, bomb).then(() => null, (e: unknown) => e);
+    const err = await decompress(z, bomb).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(RangeError);
     z.cleanup();
     // The bound is the message's, not each frame's: two fragments of 600 KB pass 1 MiB together.
     const parts = new MessageZlib({}, true, 1024 * 1024);
     const piece = zlib.deflateRawSync(Buffer.alloc(600 * 1024, 7), { finishFlush: zlib.constants.Z_SYNC_FLUSH });
     expect((await decompress(parts, piece, false)).length).toBe(600 * 1024);
-    const err1 = await decompress(parts, piece.subarray(0, piece.length - 4), true).then(() => null, (e: unknown) => e);
+    const err1 = await decompress(parts, piece.subarray(0, piece.length - 4), true).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err1).toBeInstanceOf(RangeError);
     parts.cleanup();
     const bad = new MessageZlib({}, true, 0);
-    const err2 = await decompress(bad, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00])).then(() => null, (e: unknown) => e);
+    const err2 = await decompress(bad, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00])).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err2).toBeInstanceOf(Error);
     expect(err2).not.toBeInstanceOf(RangeError);
     bad.cleanup();

@@ -181,7 +181,10 @@ describe('WebSockets: empty messages under compression', () => {
         new FrameConnection(socket, new Uint8Array(0), { isServer, maxPayload: 0, maxFragments: 0, closeTimeout: 5000, deflate: new MessageZlib(params, isServer, 0) });
       const server = codec(ss, true);
       const client = codec(cs, false);
-      for (const [from, to] of [[client, server], [server, client]] as const) {
+      for (const [from, to] of [
+        [client, server],
+        [server, client],
+      ] as const) {
         const got: (string | number[])[] = [];
         const all = new Promise<void>((resolve, reject) => {
           // A message that does not inflate fails the connection (1007): no waiting for the rest.
@@ -344,7 +347,7 @@ describe('WebSockets: handshake failures and timeouts', () => {
     }
   });
 
-  it('a connect failure is the connect step\'s error', async () => {
+  it("a connect failure is the connect step's error", async () => {
     const s = net.createServer();
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
     const port = (s.address() as net.AddressInfo).port;
@@ -359,10 +362,14 @@ describe('WebSockets: handshake failures and timeouts', () => {
       serverCode = ws.closeCode;
     });
     const ac = new AbortController();
-    const p = WebSockets.open(url, async (ws) => {
-      ac.abort();
-      await ws.receive();
-    }, { signal: ac.signal });
+    const p = WebSockets.open(
+      url,
+      async (ws) => {
+        ac.abort();
+        await ws.receive();
+      },
+      { signal: ac.signal },
+    );
     await expect(p).rejects.toMatchObject({ closeCode: 1001 });
     await waitFor(() => serverCode !== null, 3000, 'the server to see the close');
     expect(serverCode).toBe(1001);
@@ -392,11 +399,13 @@ describe('WebSockets: server control and upgrades', () => {
     );
     trackServer(server);
     const url = `ws://127.0.0.1:${server.port}/ws`;
-    expect(await WebSockets.open(url, async (ws) => {
-      const m = await ws.receive();
-      await ws.send('bye');
-      return m;
-    })).toBe('hello /ws');
+    expect(
+      await WebSockets.open(url, async (ws) => {
+        const m = await ws.receive();
+        await ws.send('bye');
+        return m;
+      }),
+    ).toBe('hello /ws');
     await waitFor(() => ended, 3000, 'upgrade() to resolve after the handler');
     expect((await httpClient().get(`http://127.0.0.1:${server.port}/`)).status).toBe(200);
   });
