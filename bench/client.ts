@@ -225,7 +225,7 @@ async function startServer(launch: Launch, cpu: number | null): Promise<ServerPr
   try {
     return await spawnListening(pinned(cpu, [process.execPath, ...launch.argv]), ROOT, env, track);
   } catch (err) {
-    throw new Error(`server ${(err as Error).message}`);
+    throw new Error(`server ${(err as Error).message}`, { cause: err });
   }
 }
 

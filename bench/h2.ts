@@ -60,7 +60,7 @@ const SELF = fileURLToPath(import.meta.url);
 
 async function serveKind(kind: ServerKind): Promise<void> {
   const tls = kind.endsWith('-h2') ? await certificate() : null;
-  let port = 0;
+  let port: number;
   let close: () => Promise<unknown> = async () => undefined;
   if (kind.startsWith('switchyard')) {
     const { createKernel, Response, serve } = await import('../kernel/index.js');

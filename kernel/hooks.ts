@@ -461,6 +461,7 @@ function resolveTable<T extends object>(table: T): Tapped<T> {
 
 // The slice of tapable's Hook the guard touches. `_args` is tapable's own copy of the
 // argument names (it sizes the compiled callers); the guard reads its length once.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tapable's taps are untyped functions of any arity
 type AnyFn = (...args: any[]) => any;
 type TapArg = string | { name?: unknown; stage?: unknown; before?: unknown };
 interface RawHook {
@@ -607,6 +608,8 @@ function wrapCallback(fn: AnyFn, arity: number, hook: string, tap: string): AnyF
   const run = (args: unknown[], cb: AnyFn): void => {
     let called = false;
     const next = (err?: unknown, result?: unknown): void => {
+      // The first answer counts: a tap that threw and calls back later does not run `cb` twice.
+      if (called) return;
       called = true;
       if (err) cb(attach(err, hook, tap));
       else cb(err, result);

@@ -56,6 +56,7 @@ export type PluginList = readonly (AnyPlugin | PluginList)[];
  * The options arguments of `kernel.register(plugin, …)`: optional when every option is,
  * required as soon as one is.
  */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- `{} extends Options`: true exactly when every option is optional
 export type OptionsArgs<Options> = {} extends Options ? [options?: Options] : [options: Options];
 
 /** Default of {@link KernelOptions.pluginTimeout}, as fastify's `pluginTimeout`. */

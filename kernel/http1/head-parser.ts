@@ -667,7 +667,7 @@ export class HeadParser {
       const ls = this.lineStart;
       let lim = ls + maxLine;
       if (lim > dEnd) lim = dEnd;
-      let c = 0;
+      let c: number;
       for (;;) {
         if (lim - q < 8) {
           while (q < lim && VALUE[acc[q]!] !== 0) q++;

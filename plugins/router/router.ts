@@ -34,6 +34,7 @@ export interface RouteInfo {
 }
 
 /** A Router is callable: a request handler and a stream handler in one. */
+// eslint-disable-next-line @typescript-eslint/no-unused-vars -- merged with the class below to make it callable; the parameter must match the class's
 export interface Router<H extends RouteHandler = RequestHandler> extends DualHandler {}
 
 /**
@@ -42,6 +43,7 @@ export interface Router<H extends RouteHandler = RequestHandler> extends DualHan
  * is the kind of handler its routes take: `Router` (request handlers, for `serve`) or
  * `Router<StreamHandler>` (for `listen`).
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class Router<H extends RouteHandler = RequestHandler> {
   declare private tree: RouteTree<H>;
   declare private notFound: H | null;

@@ -65,6 +65,7 @@ interface Queued {
 }
 
 /** The events of a {@link FrameConnection}, typed. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- typed events for the class below
 export interface FrameConnection {
   on(event: 'message', fn: (data: Buffer, isBinary: boolean) => void): this;
   on(event: 'pong', fn: (data: Buffer) => void): this;
@@ -130,6 +131,7 @@ export interface FrameConnectionOptions {
 }
 
 /** @internal One WebSocket connection's frames, both ways (see the module notes). */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the events interface above
 export class FrameConnection extends EventEmitter {
   /** 1 open, 2 closing, 3 closed (as ws and the browser API number them). */
   readyState = OPEN;

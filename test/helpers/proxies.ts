@@ -113,7 +113,7 @@ export async function startSquid(options: { auth?: { user: string; pass: string 
     await accepting(port, child, 'squid');
   } catch (err) {
     const cacheLog = existsSync(join(dir, 'cache.log')) ? readFileSync(join(dir, 'cache.log'), 'utf8') : '';
-    throw new Error(`${(err as Error).message}\n${stderr}\n${cacheLog}`);
+    throw new Error(`${(err as Error).message}\n${stderr}\n${cacheLog}`, { cause: err });
   }
   const log = (): string[] => {
     const f = join(dir, 'access.log');

@@ -683,6 +683,24 @@ describe('errors thrown by taps', () => {
     await expect(t.connect!.promise(connectOptions(), ctx)).rejects.toMatchObject({ message: 'early', tap: 'sync-throw-in-promise-tap' });
   });
 
+  it('a callback tap that throws and calls back later answers once: its error', async () => {
+    const kernel = createKernel();
+    kernels.push(kernel);
+    let late: ((err?: Error | null) => void) | null = null;
+    kernel.hooks.client.onRetry.tapAsync('throws-then-calls', (_s, _c, cb) => {
+      late = cb;
+      throw new Error('thrown');
+    });
+    await kernel.ready();
+    const req = new Request('GET', '/');
+    const answers: unknown[] = [];
+    kernel.tapped.client.onRetry!.callAsync({ attempt: 1, error: null, request: req, response: null }, new RequestContext(), (e) => answers.push(e));
+    late!();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatchObject({ message: 'thrown', tap: 'throws-then-calls' });
+  });
+
   it('wraps a thrown non-Error in a PluginError naming the tap', async () => {
     const kernel = createKernel();
     kernels.push(kernel);

@@ -93,6 +93,7 @@ describe('definePlugin', () => {
     const definition = {
       name: 'self',
       register() {
+        // eslint-disable-next-line @typescript-eslint/no-this-alias -- the test checks what `this` is inside register
         self = this;
       },
     };

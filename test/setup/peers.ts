@@ -58,7 +58,7 @@ export default function setup(): void {
     execFileSync('apt-get', ['update', '-qq'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
     execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   } catch (err) {
-    throw new Error(`installing the test peers failed (${(err as Error).message}); run it by hand:\n  ${command}`);
+    throw new Error(`installing the test peers failed (${(err as Error).message}); run it by hand:\n  ${command}`, { cause: err });
   }
   const still = missingPackages();
   if (still.length > 0) throw new Error(`after apt-get install, still missing: ${still.join(' ')}`);
