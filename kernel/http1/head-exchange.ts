@@ -6,6 +6,7 @@
  * body is read: the bytes that came after the head are returned for the next owner.
  */
 import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import type { Duplex } from 'node:stream';
 import { ParseError, ProtocolError } from '../errors.js';
 import type { Headers } from '../message/headers.js';
