@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createKernel } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { decompression } from '../../../plugins/index.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../helpers/peers.js';
+import { cleanEnv, findBinary, freePort, nginxHttpCommon, nginxPreamble, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../helpers/peers.js';
 import { cert } from '../../helpers/h2.js';
 
 let dir = '';
@@ -31,20 +31,8 @@ beforeAll(async () => {
   const port = await freePort();
   await writeFile(
     join(dir, 'nginx.conf'),
-    `
-master_process off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/tmp/body;
-  proxy_temp_path ${dir}/tmp/proxy;
-  fastcgi_temp_path ${dir}/tmp/fastcgi;
-  uwsgi_temp_path ${dir}/tmp/uwsgi;
-  scgi_temp_path ${dir}/tmp/scgi;
-  types { text/plain txt; application/octet-stream bin; }
+    `${nginxPreamble(dir)}
+http {${nginxHttpCommon(dir)}
   gzip on;
   gzip_types text/plain;
   server {
