@@ -615,19 +615,6 @@ export class HeadParser {
     return nb;
   }
 
-  private append(buf: Buffer, from: number, to: number): void {
-    const w = this.accLen;
-    const acc = this.reserve(w + (to - from));
-    // Split lines are mostly short pieces; a JS loop beats Buffer#copy's native call for them.
-    if (to - from <= 64) {
-      let o = w;
-      for (let i = from; i < to; i++) acc[o++] = buf[i]!;
-    } else {
-      acc.set(buf.subarray(from, to), w);
-    }
-    this.accLen = w + (to - from);
-  }
-
   /**
    * Continues a split head. Only LF is searched for; a line is parsed (in `acc`, strings
    * deferred to `flush`) when its LF arrives, but bare CRs and CTLs are caught on arrival so a
@@ -639,7 +626,9 @@ export class HeadParser {
     if (pos >= end) return -1;
     const w0 = this.accLen;
     if (w0 > this.lineStart && this.acc![w0 - 1] === CR && buf[pos] !== LF) {
-      this.append(buf, pos, pos + 1);
+      // The byte after the CR, so the line is judged with it, as a whole head would be.
+      this.reserve(w0 + 1)[w0] = buf[pos]!;
+      this.accLen = w0 + 1;
       this.probeLine(this.acc!, this.lineStart, this.accLen);
       throw new ParseError('bare CR (not followed by LF) in the head');
     }
