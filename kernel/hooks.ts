@@ -23,6 +23,7 @@ import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { AsyncSeriesBailHook, AsyncSeriesHook, SyncBailHook, SyncHook, SyncWaterfallHook } from 'tapable';
 import { ArgumentError, PluginError } from './errors.js';
+import { checkOptionKeys } from './option-keys.js';
 import type { RequestContext } from './message/context.js';
 import type { Request } from './message/request.js';
 import type { Response } from './message/response.js';
@@ -436,7 +437,7 @@ export function createHookTable(): HookTable {
   });
   const state = { closed: false };
   for (const table of [client, server]) {
-    for (const hook of Object.values(table) as RawHook[]) guard(hook, state, hook === (server.protocol as unknown) ? checkPreface : undefined);
+    for (const hook of Object.values(table) as RawHook[]) guard(hook, state, hook === (server.protocol as unknown) ? PROTOCOL_TAP : TAP);
   }
   return {
     hooks: Object.freeze({ client, server }),
@@ -476,10 +477,16 @@ interface RawHook {
 }
 
 /**
- * Checks the options a hook's taps may add (`preface` of `server.protocol`), returning the
- * options tapable stores; boot-time only.
+ * What a hook's tap options may hold: tapable's `name`, `stage` and `before`, and on some hooks
+ * more (`preface` of `server.protocol`) with a check that returns the options tapable stores;
+ * boot-time only.
  */
-type ExtraCheck = (path: string, name: string, options: TapArg) => TapArg;
+interface TapOptionRules {
+  readonly keys: ReadonlySet<string>;
+  readonly check?: (path: string, name: string, options: TapArg) => TapArg;
+}
+
+const TAP: TapOptionRules = { keys: new Set(['name', 'stage', 'before']) };
 
 /** A `server.protocol` tap's `preface`: a copy is kept, so the caller's array may change later. */
 function checkPreface(path: string, name: string, options: TapArg): TapArg {
@@ -493,11 +500,13 @@ function checkPreface(path: string, name: string, options: TapArg): TapArg {
   return { ...options, preface: Uint8Array.from(p) } as TapArg;
 }
 
+const PROTOCOL_TAP: TapOptionRules = { keys: new Set([...TAP.keys, 'preface']), check: checkPreface };
+
 /**
  * Replaces the hook's tap methods (own properties on every tapable hook) with checking,
  * wrapping versions. Calls (`call`, `callAsync`, `promise`) are untouched: zero per-call cost.
  */
-function guard(hook: RawHook, state: { readonly closed: boolean }, extra?: ExtraCheck): void {
+function guard(hook: RawHook, state: { readonly closed: boolean }, rules: TapOptionRules): void {
   const path = hook.name ?? '(hook)';
   const arity = hook._args?.length;
   if (arity === undefined || arity < 1 || arity > 3) {
@@ -506,17 +515,17 @@ function guard(hook: RawHook, state: { readonly closed: boolean }, extra?: Extra
   }
   const { tap, tapAsync, tapPromise, intercept } = hook;
   hook.tap = (options, fn) => {
-    const name = checkTap(path, 'tap', options, fn, state);
-    tap.call(hook, extra !== undefined ? extra(path, name, options) : options, wrapSync(fn, arity, path, name));
+    const name = checkTap(path, 'tap', options, fn, state, rules.keys);
+    tap.call(hook, rules.check !== undefined ? rules.check(path, name, options) : options, wrapSync(fn, arity, path, name));
   };
   // Sync hooks keep tapable's throwing tapAsync/tapPromise stubs ("not supported on a SyncHook").
   if (typeof hook.call !== 'function') {
     hook.tapAsync = (options, fn) => {
-      const name = checkTap(path, 'tapAsync', options, fn, state);
+      const name = checkTap(path, 'tapAsync', options, fn, state, rules.keys);
       tapAsync.call(hook, options, wrapCallback(fn, arity, path, name));
     };
     hook.tapPromise = (options, fn) => {
-      const name = checkTap(path, 'tapPromise', options, fn, state);
+      const name = checkTap(path, 'tapPromise', options, fn, state, rules.keys);
       tapPromise.call(hook, options, wrapPromise(fn, arity, path, name));
     };
   }
@@ -530,7 +539,7 @@ function guard(hook: RawHook, state: { readonly closed: boolean }, extra?: Extra
 }
 
 /** Validates a tap before tapable sees it; returns the tap's name. Boot-time only. */
-function checkTap(path: string, method: string, options: TapArg, fn: unknown, state: { readonly closed: boolean }): string {
+function checkTap(path: string, method: string, options: TapArg, fn: unknown, state: { readonly closed: boolean }, keys: ReadonlySet<string>): string {
   const raw = typeof options === 'string' ? options : typeof options === 'object' && options !== null ? options.name : undefined;
   const name = typeof raw === 'string' ? raw.trim() : '';
   if (state.closed) {
@@ -547,6 +556,8 @@ function checkTap(path: string, method: string, options: TapArg, fn: unknown, st
   if (typeof fn !== 'function') {
     throw new ArgumentError(`${path}.${method}('${name}', fn): fn must be a function, got ${fn === null ? 'null' : typeof fn}`);
   }
+  // A misspelt option (`prefce`, `stag`) would otherwise be dropped without a word.
+  if (typeof options === 'object' && options !== null) checkOptionKeys(options, keys, () => `${path}.${method}('${name}')`);
   if (typeof options === 'object' && options !== null && options.stage !== undefined && !Number.isFinite(options.stage)) {
     throw new ArgumentError(`${path}.${method}('${name}'): stage must be a finite number (use the Stage constants), got ${String(options.stage)}`);
   }

@@ -127,6 +127,29 @@ describe('server.protocol taps that declare a preface', () => {
     expect(errors.every((e) => e instanceof ArgumentError)).toBe(true);
     expect((errors[0] as Error).message).toBe("server.protocol.tap('bad'): preface must be a Uint8Array of 1 to 1024 bytes, the bytes a connection of the tap's protocol opens with, got string");
   });
+
+  it('a misspelt tap option is refused with the nearest valid one, on this hook and on every other', async () => {
+    const errors: unknown[] = [];
+    await kernelWith((k) => {
+      const tries = [
+        () => k.hooks.server.protocol.tap({ name: 'typo', prefce: b('PRI') } as never, () => undefined),
+        () => k.hooks.client.poolKey.tap({ name: 'typo', stag: 1 } as never, (key) => key),
+        () => k.hooks.client.onRetry.tapPromise({ name: 'typo', preface: b('PRI') } as never, async () => undefined),
+      ];
+      for (const t of tries) {
+        try {
+          t();
+        } catch (err) {
+          errors.push(err);
+        }
+      }
+    });
+    expect(errors.map((e) => (e instanceof ArgumentError ? e.message : e))).toEqual([
+      `server.protocol.tap('typo'): unknown option "prefce" (did you mean preface?)`,
+      `client.poolKey.tap('typo'): unknown option "stag" (did you mean stage?)`,
+      expect.stringContaining(`client.onRetry.tapPromise('typo'): unknown option "preface"`),
+    ]);
+  });
 });
 
 describe('ALPN without protocol taps', () => {
