@@ -275,7 +275,8 @@ interface RawWriteBuffer extends Buffer {
 // handling, which showed up as half the cost of encoding a small response.
 const RAW_WRITE = typeof (Buffer.prototype as Partial<RawWriteBuffer>).latin1Write === 'function' && typeof (Buffer.prototype as Partial<RawWriteBuffer>).utf8Write === 'function';
 
-function writeLatin1(buf: Buffer, s: string, offset: number): void {
+/** @internal Writes the latin1 string `s` into `buf` at `offset` (the caller made room). */
+export function writeLatin1(buf: Buffer, s: string, offset: number): void {
   if (RAW_WRITE) (buf as RawWriteBuffer).latin1Write(s, offset);
   else buf.write(s, offset, 'latin1');
 }
@@ -285,13 +286,22 @@ function writeLatin1(buf: Buffer, s: string, offset: number): void {
  * a small response goes out in a single write. A string body is encoded as UTF-8.
  */
 export function encodeMessage(head: string, body: string | Uint8Array | null): Buffer {
-  const headLen = head.length;
   if (body === null || body.length === 0) return Buffer.from(head, 'latin1');
-  const bodyLen = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
-  const out = Buffer.allocUnsafe(headLen + bodyLen);
-  writeLatin1(out, head, 0);
-  if (typeof body !== 'string') out.set(body, headLen);
-  else if (RAW_WRITE) (out as RawWriteBuffer).utf8Write(body, headLen);
-  else out.write(body, headLen, 'utf8');
+  const out = Buffer.allocUnsafe(messageLength(head, body));
+  encodeMessageInto(out, 0, head, body);
   return out;
+}
+
+/** @internal The byte length of {@link encodeMessage}'s result. */
+export function messageLength(head: string, body: string | Uint8Array): number {
+  return head.length + (typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length);
+}
+
+/** @internal {@link encodeMessage} into `out` at `at`, which has room for {@link messageLength} bytes. */
+export function encodeMessageInto(out: Buffer, at: number, head: string, body: string | Uint8Array): void {
+  writeLatin1(out, head, at);
+  const b = at + head.length;
+  if (typeof body !== 'string') out.set(body, b);
+  else if (RAW_WRITE) (out as RawWriteBuffer).utf8Write(body, b);
+  else out.write(body, b, 'utf8');
 }

@@ -32,6 +32,7 @@ import { PeerAddr } from './peer.js';
 import { statusFor } from './error-status.js';
 import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
+import { OutBatch } from './out-batch.js';
 import { bytesSent } from '../socket-progress.js';
 
 /** @internal What a connection needs from its server. */
@@ -105,8 +106,13 @@ export class H1Connection implements H1WireConnection {
   private writeBlocked = false;
   // Batching: responses produced while processing one read go out in one write.
   private batching = false;
-  private out: (Buffer | string)[] = [];
-  private outBytes = 0;
+  private readonly out = new OutBatch();
+  /**
+   * The clock when this read's first timer was armed (-1: none yet). The timers armed while a
+   * read is handled share one clock reading (pipelined requests arm two each), so a wait may
+   * end early by at most the time that read took to handle.
+   */
+  private readAt = -1;
   // Timers exist only when the server has timeouts. One timer times the head, body and idle
   // waits: it is left running between them and fires by the earliest deadline (see arm).
   private timer: NodeJS.Timeout | null = null;
@@ -221,6 +227,7 @@ export class H1Connection implements H1WireConnection {
     }
     if (phase >= P_CLOSED) return;
     this.batching = true;
+    this.readAt = -1;
     try {
       this.process(chunk, 0);
     } finally {
@@ -235,7 +242,7 @@ export class H1Connection implements H1WireConnection {
       const phase = this.phase;
       if (phase === P_HEAD) {
         if (this.idle) {
-          if (this.outBytes > BATCH_HIGH_WATER) this.flush();
+          if (this.out.bytes > BATCH_HIGH_WATER) this.flush();
           if (this.socket.writableNeedDrain) {
             this.blockReads(buf, off);
             return;
@@ -712,14 +719,22 @@ export class H1Connection implements H1WireConnection {
   send(data: Uint8Array | string): Promise<void> | undefined {
     if (this.phase === P_CLOSED || this.socket.destroyed) return undefined;
     if (this.batching) {
-      const b = typeof data === 'string' ? Buffer.from(data, 'latin1') : (data as Buffer);
-      this.out.push(b);
-      this.outBytes += b.length;
+      this.out.add(data);
       return undefined;
     }
     const ok = typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data);
     if (ok) return undefined;
     return this.waitDrain();
+  }
+
+  /** {@link H1WireConnection.sendMessage}. */
+  sendMessage(head: string, body: Uint8Array | string): Promise<void> | undefined {
+    if (this.phase === P_CLOSED || this.socket.destroyed) return undefined;
+    if (this.batching) {
+      this.out.addMessage(head, body);
+      return undefined;
+    }
+    return this.send(encodeMessage(head, body));
   }
 
   private drainWaiters: (() => void)[] = [];
@@ -765,10 +780,9 @@ export class H1Connection implements H1WireConnection {
   };
 
   private flush(): void {
-    const out = this.out;
+    if (this.out.bytes === 0) return;
+    const out = this.out.take();
     const n = out.length;
-    if (n === 0) return;
-    this.outBytes = 0;
     const sock = this.socket;
     if (sock.destroyed) {
       out.length = 0;
@@ -781,8 +795,8 @@ export class H1Connection implements H1WireConnection {
       let total = 0;
       for (let i = 0; i < n; i++) total += out[i]!.length;
       if (total <= COALESCE_BYTES) {
-        // Many small responses (pipelining): one copy into one buffer beats a writev of many.
-        ok = sock.write(Buffer.concat(out as Buffer[], total));
+        // Small pieces around a large one: one copy into one buffer beats a writev of many.
+        ok = sock.write(Buffer.concat(out, total));
       } else {
         // Large bodies: hand the pieces to one writev instead of copying them together.
         sock.cork();
@@ -851,7 +865,7 @@ export class H1Connection implements H1WireConnection {
     // Drop what was read or queued for this connection now, not when the object goes.
     this.stash = null;
     this.stashed = 0;
-    this.out.length = 0;
+    this.out.take().length = 0;
     this.queue.length = 0;
     if (this.timer !== null) this.stopTimer();
     if (this.writeTimer !== null) {
@@ -901,7 +915,11 @@ export class H1Connection implements H1WireConnection {
       this.timerKind = T_NONE;
       return;
     }
-    const due = performance.now() + ms;
+    let now: number;
+    if (!this.batching) now = performance.now();
+    else if (this.readAt < 0) now = this.readAt = performance.now();
+    else now = this.readAt;
+    const due = now + ms;
     this.timerKind = kind;
     this.due = due;
     if (this.timer !== null) {

@@ -33,6 +33,8 @@ export interface H1WireConnection extends Pick<ExchangeWire, 'writable' | 'bodyE
   takeSocket(): { socket: Duplex } & UpgradeInfo;
   /** Queues bytes (latin1 for strings) on the socket; a Promise when the socket asks to wait. */
   send(data: Uint8Array | string): Promise<void> | undefined;
+  /** Queues a head (latin1) and a body (a string as UTF-8) as one piece; a Promise when the socket asks to wait. */
+  sendMessage(head: string, body: Uint8Array | string): Promise<void> | undefined;
   /** True when nothing sent waits in the connection or its socket (the last bytes were taken at once). */
   readonly flushed: boolean;
   /** Whether the connection closes after this exchange, given the response asks to (`close`) or not. */
@@ -210,7 +212,13 @@ export class H1Wire implements ExchangeWire {
         if (head === null) return this.sendBody(this.kept(bytes, owned || end), end);
         this.pending = null;
         // Head and body in one write; a large last piece goes on its own rather than be copied.
-        if (!end || bytes.length < COPY_BEHIND_HEAD) return this.sendBody(encodeMessage(head, bytes), end);
+        if (end && bytes.length < COPY_BEHIND_HEAD) {
+          this.sentAny = true;
+          const w = this.conn.sendMessage(head, bytes);
+          this.complete();
+          return w;
+        }
+        if (!end) return this.sendBody(encodeMessage(head, bytes), false);
         this.sentAny = true;
         void this.conn.send(head);
         return this.sendBody(utf8(bytes), end);
