@@ -54,8 +54,8 @@ export function statusHasNoBody(status: number): boolean {
 // Outgoing messages: what a head says about its body, and how the body bytes follow.
 
 /**
- * One framing decision for an outgoing message, as {@link requestFraming} makes it: the field
- * its head carries and how its body goes out. A plain record with no methods, so a connection
+ * One framing decision for an outgoing message, as {@link requestFraming} (or
+ * {@link responseFraming}) makes it: the field its head carries and how its body goes out. A plain record with no methods, so a connection
  * can keep one and have it refilled for every message it sends.
  */
 export interface FramingPlan {
@@ -91,28 +91,29 @@ export function expectsBody(method: string): boolean {
  * Throws `ArgumentError` for inconsistent framing headers, before any byte is written.
  */
 export function requestFraming(method: string, headers: Headers, length: number, into: FramingPlan = framingPlan()): FramingPlan {
-  return planFraming(headers, length, !expectsBody(method), false, into);
+  frameBody(headers, length, !expectsBody(method), false, into);
+  return into;
 }
 
 /**
- * @internal The framing rules both directions share: the caller's framing headers when
- * consistent, else a known length (none for an empty body when `omitZero`), else chunked, or raw
- * bytes delimited by close when `rawIfUnknown` (a response to an HTTP/1.0 peer).
+ * The framing of a message that has a body, in both directions: the framing fields of `own`
+ * when it carries any (checked by {@link ownFraming}), else a known length (no field for an
+ * empty body when `omitZero`), else chunked, or bytes delimited by close when `rawIfUnknown`.
+ * Fills `into` when given; without `own` and `into` it allocates nothing.
  */
-export function planFraming(headers: Headers, length: number, omitZero: boolean, rawIfUnknown: boolean, into: FramingPlan): FramingPlan {
-  const cli = headers.indexOf('Content-Length');
-  const tei = headers.indexOf('Transfer-Encoding');
-  if (cli >= 0 || tei >= 0) return ownFraming(headers, cli, tei, length, into);
-  if (length >= 0) {
-    into.field = length === 0 && omitZero ? 'none' : length;
-    into.kind = 'length';
-    into.length = length;
-  } else {
-    into.field = rawIfUnknown ? 'none' : 'chunked';
-    into.kind = rawIfUnknown ? 'close' : 'chunked';
-    into.length = -1;
+function frameBody(own: Headers | null, length: number, omitZero: boolean, rawIfUnknown: boolean, into: FramingPlan | null): BodyKind {
+  if (own !== null) {
+    const cli = own.indexOf('Content-Length');
+    const tei = own.indexOf('Transfer-Encoding');
+    if (cli >= 0 || tei >= 0) return ownFraming(own, cli, tei, length, into ?? framingPlan()).kind;
   }
-  return into;
+  const kind: BodyKind = length >= 0 ? 'length' : rawIfUnknown ? 'close' : 'chunked';
+  if (into !== null) {
+    into.field = kind === 'length' ? (length === 0 && omitZero ? 'none' : length) : kind === 'chunked' ? 'chunked' : 'none';
+    into.kind = kind;
+    into.length = kind === 'length' ? length : -1;
+  }
+  return kind;
 }
 
 /** The caller's own framing headers, checked by the rules the parser reads them with. */
@@ -158,36 +159,67 @@ export function responseHasNoBody(status: number, method: string): boolean {
 }
 
 /**
- * How the body of a response the server sends is delimited (RFC 9112 §6.1-6.3): `none` for an
- * answer to HEAD and for a status that never has a body (1xx, 204, 304); `length`
- * (Content-Length) when the body's `length` is known (-1: unknown); else `chunked`, or `close`
- * (bytes until the connection closes) for an HTTP/1.0 client (`minor` 0), which cannot read
- * chunked.
+ * True for a 2xx answer to CONNECT on HTTP/1.1: the connection becomes a tunnel right after its
+ * head, so it has no body and no Content-Length or Transfer-Encoding (RFC 9110 §9.3.6).
  */
-export function responseFraming(status: number, method: string, length: number, minor: number): BodyKind {
-  if (responseHasNoBody(status, method)) return 'none';
-  if (length >= 0) return 'length';
-  return minor === 0 ? 'close' : 'chunked';
+export function opensTunnel(status: number, method: string): boolean {
+  return status >= 200 && status < 300 && method === 'CONNECT';
 }
 
 /**
- * The head of a response framed as `kind` ({@link responseFraming}): the status line, the
- * fields of `headers`, the framing field, then `fields` (whole `Name: value\r\n` lines the
- * connection adds, such as Date and Connection) and the empty line. A latin1 string.
+ * How the body of a response is delimited on an HTTP/1.1 connection (RFC 9112 §6.1-6.3, RFC
+ * 9110 §9.3.6), for the server's wire and `writeResponse` alike:
+ * - `none` for an answer to HEAD, a status that never has a body (1xx, 204, 304) and a 2xx
+ *   answer to CONNECT ({@link opensTunnel});
+ * - with `own` (the response's headers, when their framing fields are the caller's to set and
+ *   are honored), the Content-Length or Transfer-Encoding it carries, checked as for
+ *   {@link requestFraming} (and chunked refused to an HTTP/1.0 client);
+ * - else `length` (Content-Length) when the body's `length` is known (-1: unknown); else
+ *   `chunked`, or `close` (bytes until the connection closes) for an HTTP/1.0 client (`minor`
+ *   0), which cannot read chunked.
  *
- * The framing fields are this function's: Content-Length and Transfer-Encoding in `headers`
- * are left out and `Content-Length: length` or `Transfer-Encoding: chunked` is added for
- * `length` and `chunked`. Without a body (`none`) the head says what a GET would have: for a
- * HEAD answer or a 304 the framing fields `headers` carries stay as they are; failing those, a
- * HEAD answer says `Content-Length: length` when `length` is known; 1xx and 204 carry none.
+ * `into`, when given, gets the decision with the body's byte count (the declared one for an
+ * honored Content-Length). Without `own` and `into` this allocates nothing.
+ * Throws `ArgumentError` for framing fields of `own` that cannot be honored.
+ */
+export function responseFraming(status: number, method: string, length: number, minor: number, own: Headers | null = null, into: FramingPlan | null = null): BodyKind {
+  if (responseHasNoBody(status, method) || opensTunnel(status, method)) {
+    if (into !== null) {
+      into.field = 'none';
+      into.kind = 'none';
+      into.length = -1;
+    }
+    return 'none';
+  }
+  const kind = frameBody(own, length, false, minor === 0, into);
+  if (kind === 'chunked' && minor === 0) fail('cannot send a chunked body to an HTTP/1.0 client; remove Transfer-Encoding or set a length');
+  return kind;
+}
+
+/**
+ * The head of a response framed as `kind` ({@link responseFraming}) answering a request with
+ * `method`: the status line, the fields of `headers`, the framing field, then `fields` (whole
+ * `Name: value\r\n` lines the connection adds, such as Date and Connection) and the empty line.
+ * A latin1 string.
+ *
+ * The framing fields are this function's unless `own` is set and `headers` carries some: then
+ * they were honored ({@link responseFraming} with `own`) and stay as they are, with none added.
+ * Otherwise Content-Length and Transfer-Encoding in `headers` are left out and
+ * `Content-Length: length` or `Transfer-Encoding: chunked` is added for `length` and `chunked`.
+ * Without a body (`none`) the head says what a GET would have: for a HEAD answer or a 304 the
+ * framing fields `headers` carries stay as they are; failing those, a HEAD answer says
+ * `Content-Length: length` when `length` is known; 1xx, 204 and a 2xx to CONNECT carry none.
  * Throws `ArgumentError` for an invalid status, reason, field name or value.
  */
-export function buildResponseHead(status: number, reason: string, headers: Headers, kind: BodyKind, length: number, fields: string): string {
+export function buildResponseHead(status: number, reason: string, headers: Headers, kind: BodyKind, length: number, fields: string, method = '', own = false): string {
   let head = serializeStatusLine(status, reason);
   if (kind === 'none') {
-    const keep = status >= 200 && status !== 204 && (headers.has('Content-Length') || headers.has('Transfer-Encoding'));
+    const mayFrame = status >= 200 && status !== 204 && !opensTunnel(status, method);
+    const keep = mayFrame && (headers.has('Content-Length') || headers.has('Transfer-Encoding'));
     head += serializeFields(headers, -1, !keep);
-    if (!keep && length >= 0 && status >= 200 && status !== 204 && status !== 304) head += `Content-Length: ${length}\r\n`;
+    if (!keep && mayFrame && length >= 0 && status !== 304) head += `Content-Length: ${length}\r\n`;
+  } else if (own && (headers.has('Content-Length') || headers.has('Transfer-Encoding'))) {
+    head += serializeFields(headers, -1, false);
   } else {
     head += serializeFields(headers, -1, true);
     if (kind === 'length') head += `Content-Length: ${length}\r\n`;

@@ -9,8 +9,8 @@ import { AbstractBody, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { framingPlan, planFraming, requestFraming, type FramingPlan } from './framing.js';
-import { CHUNK_ROOM, encodeChunk, encodeMessage, frameChunkInPlace, framingField, serializeFields, serializeLastChunk, serializeRequestHead, serializeStatusLine } from './serialize.js';
+import { buildResponseHead, framingPlan, requestFraming, responseFraming, type FramingPlan } from './framing.js';
+import { CHUNK_ROOM, encodeChunk, encodeMessage, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from './serialize.js';
 
 /**
  * Where serialized bytes go: a Node `Writable` (`net.Socket`, `tls.TLSSocket`, ...) or anything
@@ -120,10 +120,13 @@ export async function writeRequest(sink: ByteSink, request: Request): Promise<vo
  * `response.request`) and resolves once every byte has been handed to the sink.
  *
  * - Status line with `response.reason`, or the standard reason phrase when it is empty.
- * - No body for 1xx, 204, 304, a HEAD request, or a 2xx answer to CONNECT. 1xx and 204 never
- *   carry Content-Length or Transfer-Encoding (such headers are left out); 304 and HEAD
- *   responses keep the framing headers as given, and a HEAD response whose body length is known
- *   gets the Content-Length a GET would have had.
+ * - Framing and head as the server sends them ({@link responseFraming},
+ *   {@link buildResponseHead}), except that framing headers already in `response.headers` are
+ *   honored when consistent with the body. No body for 1xx, 204, 304, a HEAD request, or a 2xx
+ *   answer to CONNECT. 1xx, 204 and a 2xx answer to CONNECT never carry Content-Length or
+ *   Transfer-Encoding (such headers are left out); 304 and HEAD responses keep the framing
+ *   headers as given, and a HEAD response whose body length is known gets the Content-Length a
+ *   GET would have had.
  * - Otherwise framing as in {@link writeRequest} (Content-Length 0 is always sent), except that
  *   an unknown-length body to an HTTP/1.0 request is sent raw and delimited by closing the
  *   connection (`Connection: close` is added; the caller must close after writing).
@@ -139,32 +142,17 @@ export async function writeResponse(sink: ByteSink, response: Response, request:
     const status = response.status;
     const method = request !== null ? request.method : '';
     const headers = response.headers;
-    const http10 = request !== null && request.protoMajor === 1 && request.protoMinor === 0;
-    let close = response.close || (request !== null && request.close);
-    let p: FramingPlan;
-    let dropFraming = false;
-    if (status < 200 || status === 204) {
-      p = framingPlan();
-      dropFraming = true;
-    } else if (status === 304 || (method === 'CONNECT' && status < 300)) {
-      p = framingPlan();
-    } else if (method === 'HEAD') {
-      const hasFraming = headers.has('Content-Length') || headers.has('Transfer-Encoding');
-      const len = response.contentLength >= 0 ? response.contentLength : body instanceof AbstractBody ? body.length : -1;
-      p = framingPlan();
-      if (!hasFraming && len >= 0) p.field = len;
-    } else {
-      p = planFraming(headers, knownLength(response.contentLength, body), false, http10, framingPlan());
-      if (p.kind === 'chunked' && http10) fail('cannot send a chunked body to an HTTP/1.0 client; remove Transfer-Encoding or set a length');
-      if (p.kind === 'close') close = true;
-    }
-    let head = serializeStatusLine(status, response.reason) + serializeFields(headers, -1, dropFraming) + framingField(p.field);
+    const minor = request !== null && request.protoMajor === 1 && request.protoMinor === 0 ? 0 : 1;
+    const length = knownLength(response.contentLength, body);
+    const p = framingPlan();
+    const kind = responseFraming(status, method, length, minor, headers, p);
+    let fields = '';
     if (!headers.has('Connection')) {
-      if (close) head += 'Connection: close\r\n';
-      else if (http10 && status >= 200) head += 'Connection: keep-alive\r\n';
+      if (response.close || (request !== null && request.close) || kind === 'close') fields = 'Connection: close\r\n';
+      else if (minor === 0 && status >= 200) fields = 'Connection: keep-alive\r\n';
     }
-    head += '\r\n';
-    const tail = p.kind === 'chunked' ? serializeLastChunk(response.trailers) : null;
+    const head = buildResponseHead(status, response.reason, headers, kind, length, fields, method, true);
+    const tail = kind === 'chunked' ? serializeLastChunk(response.trailers) : null;
     await writeBody(sink, head, body, p, tail, response.trailers);
   } finally {
     if (body instanceof AbstractBody) body.close();

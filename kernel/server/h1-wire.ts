@@ -12,7 +12,7 @@
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { eqIgnoreCase, type Headers } from '../message/headers.js';
-import { buildResponseHead, responseFraming, type BodyKind } from '../http1/framing.js';
+import { buildResponseHead, opensTunnel, responseFraming, type BodyKind } from '../http1/framing.js';
 import { CONN_CLOSE, connectionFlags } from '../http1/head-parser.js';
 import { encodeChunk, encodeMessage, serializeLastChunk } from '../http1/serialize.js';
 import { dateField } from './date.js';
@@ -157,10 +157,11 @@ export class H1Wire implements ExchangeWire {
       if (c) fields += 'Connection: close\r\n';
       else if (this.minor === 0) fields += 'Connection: keep-alive\r\n';
     }
-    const head = buildResponseHead(status, reason, headers, kind, contentLength, fields);
+    const head = buildResponseHead(status, reason, headers, kind, contentLength, fields, this.method);
     this.kind = kind;
-    // A 101 hands the connection over: nothing more is read on it as HTTP/1.1.
-    this.close = c || status === 101;
+    // A 101 hands the connection over, and a 2xx to CONNECT announces a tunnel the handler did
+    // not take (it would have upgraded the stream): nothing more is read on it as HTTP/1.1.
+    this.close = c || status === 101 || opensTunnel(status, this.method);
     if (end || kind === 'none') {
       this.pending = head;
       // Held: a stream handler may still fail; the head goes at end().

@@ -583,6 +583,19 @@ describe('round trips', () => {
     expect(await bodyText(parsed.body)).toBe('ok');
   });
 
+  it('a 2xx answer to CONNECT has no body and drops framing headers; a non-2xx one keeps them', async () => {
+    const connect = new Request('CONNECT', 'origin.example:443');
+    for (const field of [
+      ['Content-Length', '2'],
+      ['Transfer-Encoding', 'chunked'],
+    ] as [string, string][]) {
+      const { wire } = await roundTripResponse(new Response(200, 'ok', { headers: [field, ['X-A', '1']] }), connect, '');
+      expect(wire).toBe('HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n');
+    }
+    const refused = await roundTripResponse(new Response(407, 'no', { headers: [['Content-Length', '2']] }), connect, 'no');
+    expect(refused.wire).toBe('HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nno');
+  });
+
   it('unknown length to an HTTP/1.0 client is sent raw and closes', async () => {
     const req = await readRequest(b('GET / HTTP/1.0\r\n\r\n'));
     const sink = new MemorySink();

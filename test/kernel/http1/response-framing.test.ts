@@ -20,6 +20,13 @@ describe('responseFraming', () => {
     expect(responseFraming(500, 'POST', 0, 0)).toBe('length');
   });
 
+  it('no body for a 2xx answer to CONNECT; a non-2xx one keeps its body', () => {
+    expect(responseFraming(200, 'CONNECT', 2, 1)).toBe('none');
+    expect(responseFraming(299, 'CONNECT', -1, 1)).toBe('none');
+    expect(responseFraming(407, 'CONNECT', 2, 1)).toBe('length');
+    expect(responseFraming(300, 'CONNECT', -1, 1)).toBe('chunked');
+  });
+
   it('unknown length: chunked for HTTP/1.1, until close for HTTP/1.0', () => {
     expect(responseFraming(200, 'GET', -1, 1)).toBe('chunked');
     expect(responseFraming(200, 'GET', -1, 0)).toBe('close');
@@ -51,6 +58,12 @@ describe('buildResponseHead', () => {
     expect(buildResponseHead(304, '', h(), 'none', 0, '')).toBe('HTTP/1.1 304 Not Modified\r\n\r\n');
     expect(buildResponseHead(204, '', h(['Content-Length', '0'], ['X-A', '1']), 'none', 0, '')).toBe('HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n');
     expect(buildResponseHead(101, '', h(['Transfer-Encoding', 'chunked'], ['Upgrade', 'x']), 'none', -1, '')).toBe('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n');
+  });
+
+  it('a 2xx to CONNECT carries no framing field, whatever the handler set; a non-2xx one keeps them', () => {
+    expect(buildResponseHead(200, '', h(['Content-Length', '2'], ['X-A', '1']), 'none', 2, '', 'CONNECT')).toBe('HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\n');
+    expect(buildResponseHead(200, '', h(['Transfer-Encoding', 'chunked']), 'none', -1, '', 'CONNECT')).toBe('HTTP/1.1 200 OK\r\n\r\n');
+    expect(buildResponseHead(407, '', h(['X-A', '1']), 'length', 2, '', 'CONNECT')).toBe('HTTP/1.1 407 Proxy Authentication Required\r\nX-A: 1\r\nContent-Length: 2\r\n\r\n');
   });
 
   it('refuses a field value that would inject a line, and a bad reason', () => {
