@@ -36,10 +36,7 @@ export function requestBodyKind(head: HeadParser): BodyKind {
  * a Transfer-Encoding means chunked.
  */
 export function responseBodyKind(head: HeadParser, requestMethod?: string | null): BodyKind {
-  const s = head.status;
-  if (s < 200 || s === 204 || s === 304) return 'none';
-  if (requestMethod === 'HEAD') return 'none';
-  if (requestMethod === 'CONNECT' && s < 300) return 'none';
+  if (h1ResponseHasNoBody(head.status, requestMethod ?? '')) return 'none';
   if (head.hasTransferEncoding) return 'chunked';
   if (head.contentLength >= 0) return 'length';
   return 'close';
@@ -55,8 +52,9 @@ export function statusHasNoBody(status: number): boolean {
 
 /**
  * One framing decision for an outgoing message, as {@link requestFraming} (or
- * {@link responseFraming}) makes it: the field its head carries and how its body goes out. A plain record with no methods, so a connection
- * can keep one and have it refilled for every message it sends.
+ * {@link responseFraming}) makes it: the field its head carries and how its body goes out. A
+ * plain record with no methods, so a connection can keep one and have it refilled for every
+ * message it sends.
  */
 export interface FramingPlan {
   /** The framing field for the head serializer (`serializeRequestHead`, `serializeResponseHead`). */
@@ -166,6 +164,11 @@ export function opensTunnel(status: number, method: string): boolean {
   return status >= 200 && status < 300 && method === 'CONNECT';
 }
 
+/** True when an HTTP/1.1 response has no body: {@link responseHasNoBody}, or {@link opensTunnel}; the one rule for reading and sending one. */
+export function h1ResponseHasNoBody(status: number, method: string): boolean {
+  return responseHasNoBody(status, method) || opensTunnel(status, method);
+}
+
 /**
  * How the body of a response is delimited on an HTTP/1.1 connection (RFC 9112 §6.1-6.3, RFC
  * 9110 §9.3.6), for the server's wire and `writeResponse` alike:
@@ -183,7 +186,7 @@ export function opensTunnel(status: number, method: string): boolean {
  * Throws `ArgumentError` for framing fields of `own` that cannot be honored.
  */
 export function responseFraming(status: number, method: string, length: number, minor: number, own: Headers | null = null, into: FramingPlan | null = null): BodyKind {
-  if (responseHasNoBody(status, method) || opensTunnel(status, method)) {
+  if (h1ResponseHasNoBody(status, method)) {
     if (into !== null) {
       into.field = 'none';
       into.kind = 'none';

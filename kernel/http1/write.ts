@@ -9,7 +9,7 @@ import { AbstractBody, type Body } from '../message/body.js';
 import type { Headers } from '../message/headers.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { buildResponseHead, framingPlan, requestFraming, responseFraming, type FramingPlan } from './framing.js';
+import { buildResponseHead, framingPlan, h1ResponseHasNoBody, requestFraming, responseFraming, type FramingPlan } from './framing.js';
 import { CHUNK_ROOM, encodeChunk, encodeMessage, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from './serialize.js';
 
 /**
@@ -86,6 +86,11 @@ function knownLength(contentLength: number, body: Body): number {
   return actual;
 }
 
+/** The length a message declares, unchecked: explicit `contentLength`, else a streamed body's `length` (-1 unknown). */
+function declaredLength(contentLength: number, body: Body): number {
+  return contentLength >= 0 ? contentLength : body instanceof AbstractBody ? body.length : -1;
+}
+
 /**
  * Writes `request` to `sink` in HTTP/1.1 format and resolves once every byte has been handed to
  * the sink (respecting backpressure).
@@ -143,7 +148,8 @@ export async function writeResponse(sink: ByteSink, response: Response, request:
     const method = request !== null ? request.method : '';
     const headers = response.headers;
     const minor = request !== null && request.protoMajor === 1 && request.protoMinor === 0 ? 0 : 1;
-    const length = knownLength(response.contentLength, body);
+    // An answer without a body only states a length (HEAD: the GET's), so it is taken as declared.
+    const length = h1ResponseHasNoBody(status, method) ? declaredLength(response.contentLength, body) : knownLength(response.contentLength, body);
     const p = framingPlan();
     const kind = responseFraming(status, method, length, minor, headers, p);
     let fields = '';

@@ -551,6 +551,13 @@ describe('round trips', () => {
     expect((streamed.body as AbstractBody).closed).toBe(true);
   });
 
+  it('a HEAD answer states the declared length as it is: no body is sent to check it against', async () => {
+    const sink = new MemorySink();
+    await writeResponse(sink, new Response(200, 'abc', { contentLength: 5 }), new Request('HEAD', '/'));
+    expect(sink.text).toBe('HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 5\r\n\r\n');
+    await expect(writeResponse(new MemorySink(), new Response(200, 'abc', { contentLength: 5 }), new Request('GET', '/'))).rejects.toThrow(/does not match the 3-byte string body/);
+  });
+
   it('204 and 1xx never carry a body or framing headers; 304 keeps its headers', async () => {
     const r204 = await roundTripResponse(
       new Response(204, 'ignored', {
