@@ -26,8 +26,9 @@
  *
  * Forward mode is chosen by `client.onRequest` and only used when `client.connect` picks the
  * same proxy for that request. Otherwise a plain `http:` origin goes through a CONNECT tunnel,
- * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes
- * (`WebSockets.open`, which runs no `onRequest`) and h2c prior knowledge (`httpVersion: 'h2'`).
+ * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes (a
+ * request with `Upgrade`, as `WebSockets.open` sends; an upgrade is hop-by-hop, RFC 9110 §7.8,
+ * so a forwarding proxy would answer it itself) and h2c prior knowledge (`httpVersion: 'h2'`).
  * A policy given to a `Transport` is its clients' default call option, so it forwards too.
  */
 import { ArgumentError, Stage, checkPluginOptions, type OptionCheck, definePlugin, getCallOptions, type Request } from '../../kernel/index.js';
@@ -94,7 +95,8 @@ export const proxy = definePlugin({
       if (cfg === null && added === undefined) return;
       // The kernel's rule for the HTTP version (h2c prior knowledge cannot be forwarded: it tunnels).
       const h2 = (call.httpVersion ?? (call.http2PriorKnowledge === true ? 'h2' : 'auto')) === 'h2';
-      const ep = cfg === null || h2 ? null : forwardProxy(cfg, req.url);
+      // Nor can an upgrade handshake: Upgrade is hop-by-hop, the proxy would refuse it (squid: 426).
+      const ep = cfg === null || h2 || req.headers.has('Upgrade') ? null : forwardProxy(cfg, req.url);
       ctx.set(kForward, ep ?? undefined);
       if (added !== undefined && (ep === null || ep.authorization !== added) && req.headers.get('Proxy-Authorization') === added) {
         req.headers.delete('Proxy-Authorization');
