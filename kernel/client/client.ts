@@ -22,6 +22,7 @@ import {
   checkCallOptions,
   DEFAULT_RESPONSE_HEADER_TIMEOUT,
   checkCallOptionNames,
+  checkHttpVersion,
   KERNEL_CALL_OPTIONS,
   type CallOptions,
   type VerbHeaders,
@@ -128,6 +129,8 @@ export class Client {
   private defaultPlan: CallPlan | null = null;
   /** True when no client hook acts per attempt (known once the kernel is ready): calls take {@link Client.requestPlain}. */
   private plain: boolean;
+  /** The kernel was found to speak HTTP/2 on plain connections (it cannot change once booted): no need to ask again. */
+  private speaksH2c = false;
   /** Negotiate HTTP/2 on secure connections: the client's `preferHttp2`, else its transport's. */
   readonly preferHttp2: boolean;
 
@@ -532,6 +535,11 @@ export class Client {
           const err0 = ctx.error();
           if (err0 !== null) throw err0;
           const origin = originOf(req.url);
+          // HTTP/2 demanded on a plain http:// URL (this hop's: a redirect may lead there) is h2c.
+          if (acquire.httpVersion === 'h2' && origin.protocol === 'http:' && !this.speaksH2c) {
+            checkHttpVersion(k, 'h2', 'http:', `${req.method} ${req.url}`);
+            this.speaksH2c = true;
+          }
           const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
           res = await session.dispatch(req, ctx, timeouts);
         }

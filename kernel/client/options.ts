@@ -8,7 +8,7 @@ import type { HookHost } from '../hook-host.js';
 import type { Body } from '../message/body.js';
 import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
 import { describe } from '../describe.js';
-import { callOptionOwner, needsPlugin, pluginCallOptionNames, setKernelCallOptions } from '../plugin-options.js';
+import { callOptionOwner, needsPlugin, pluginCallOptionNames, protocolMissing, setKernelCallOptions } from '../plugin-options.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
 import type { Response } from '../message/response.js';
@@ -293,11 +293,24 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
     throw new ArgumentError(`${where}: maxResponseBytes must be a whole number of bytes >= 0 (0 = no bound), got ${String(o.maxResponseBytes)}`);
   }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
-  // HTTP/2 is the plugins' (h2 by ALPN or demanded over TLS, h2c on plain http://): without them
-  // the call would quietly speak HTTP/1.1. First-party names, as the kernel has no other way to know them.
-  if (o.http2PriorKnowledge === true && (kernel === null || !kernel.isRegistered('h2c'))) throw needsPlugin(where, 'http2PriorKnowledge', 'h2c', kernel !== null);
-  if (o.httpVersion === 'h2' && (kernel === null || !kernel.isRegistered('h2'))) throw needsPlugin(where, "httpVersion: 'h2'", 'h2', kernel !== null);
+  // HTTP/2 is spoken by plugins (h2 over TLS, h2c on plain http://): without one the call would
+  // quietly speak HTTP/1.1. The URL's scheme is checked when the call connects (see checkHttpVersion).
+  if (o.http2PriorKnowledge === true) throwIf(protocolMissing(kernel, 'h2c', where, 'http2PriorKnowledge'));
+  if (o.httpVersion === 'h2') throwIf(protocolMissing(kernel, 'h2', where, "httpVersion: 'h2'"));
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
+}
+
+/**
+ * Throws unless `kernel` speaks what `httpVersion` (the call's, resolved) asks for on a URL of
+ * `protocol`: `'h2'` on `http:` is HTTP/2 with prior knowledge (h2c), which a plugin must speak,
+ * or the connection would quietly be HTTP/1.1. `where` starts the message.
+ */
+export function checkHttpVersion(kernel: HookHost | null, httpVersion: string, protocol: string, where: string): void {
+  if (httpVersion === 'h2' && protocol === 'http:') throwIf(protocolMissing(kernel, 'h2c', where, "httpVersion: 'h2' on an http:// URL"));
+}
+
+function throwIf(err: ArgumentError | null): void {
+  if (err !== null) throw err;
 }
 
 function isWritable(x: unknown): boolean {
