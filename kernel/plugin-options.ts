@@ -98,6 +98,32 @@ export function pluginCallOptionNames(): Iterable<string> {
   return callOptionTable.names();
 }
 
+/** Call options plugins let a `Transport` carry as the default of its clients' calls (see `definePlugin`'s `transportOptions`). */
+const transportOptionNames = new Set<string>();
+
+/** @internal Records the call options of `plugin` a `Transport` takes; each must be one of `callOptions`. */
+export function declareTransportOptions(plugin: string, names: readonly string[], callOptions: Readonly<Record<string, OptionCheck>> | undefined): void {
+  if (!Array.isArray(names)) throw new ArgumentError(`definePlugin('${plugin}'): transportOptions must be an array of names of its callOptions`);
+  for (const name of names) {
+    if (typeof name !== 'string' || callOptions === undefined || !Object.hasOwn(callOptions, name)) {
+      throw new ArgumentError(
+        `definePlugin('${plugin}'): transportOptions lists ${typeof name === 'string' ? JSON.stringify(name) : describe(name)}, which is not one of its callOptions; a Transport carries only call options the plugin reads`,
+      );
+    }
+  }
+  for (const name of names) transportOptionNames.add(name);
+}
+
+/** True when a plugin defined so far lets a `Transport` carry call option `key`. */
+export function isTransportOption(key: string): boolean {
+  return transportOptionNames.has(key);
+}
+
+/** Names of every call option a `Transport` may carry (for suggestions). */
+export function pluginTransportOptionNames(): Iterable<string> {
+  return transportOptionNames.values();
+}
+
 /** Plugins that speak each client protocol (see `definePlugin`'s `clientProtocols`), in the order they were defined. */
 const protocolSpeakers = new Map<string, string[]>();
 

@@ -160,8 +160,6 @@ export interface CallOptions extends TimeoutOptions {
   context?: RequestContext;
   /** An AbortSignal that cancels the call. */
   signal?: AbortSignal;
-  /** Proxy policy for this call (proxy plugin). */
-  proxy?: unknown;
   /** Throw `StatusError` for a status of 300 or above that is not a redirect. Default true. */
   statusException?: boolean;
   /** Basic authentication `[user, password]`. */
@@ -216,13 +214,6 @@ export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 setKernelCallOptions(KERNEL_CALL_OPTIONS);
 
-/**
- * `proxy` is typed by the kernel (a `Transport` carries it as the default of its clients) but
- * read by the proxy plugin, which declares it; this stands in when that plugin's module is not
- * loaded at all.
- */
-const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
-
 /** What to say for an object of other names given where call options go. */
 const BODY_HINT = 'a request body goes in { body: … } (an object there is sent form-encoded), or in { json: … } to send it as JSON';
 
@@ -243,7 +234,7 @@ function describeWhere(w: string | (() => string)): string {
 export function checkCallOptionNames(o: object, where: string, kernel: HookHost | null, known: ReadonlySet<string>, headersHint?: string): void {
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
-    const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
+    const owner = callOptionOwner(key);
     if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
     const v = (o as Record<string, unknown>)[key];
     if (v === undefined) continue;

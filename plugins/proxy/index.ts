@@ -29,7 +29,8 @@
  * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes (a
  * request with `Upgrade`, as `WebSockets.open` sends; an upgrade is hop-by-hop, RFC 9110 §7.8,
  * so a forwarding proxy would answer it itself) and h2c prior knowledge (`httpVersion: 'h2'`).
- * A policy given to a `Transport` is its clients' default call option, so it forwards too.
+ * A policy given to a `Transport` is its clients' default call option (the plugin declares
+ * `proxy` as one a transport may carry), so it forwards too.
  */
 import { ArgumentError, Stage, checkPluginOptions, type OptionCheck, definePlugin, getCallOptions, type Request } from '../../kernel/index.js';
 import { ProxyConfig } from './config.js';
@@ -48,6 +49,12 @@ const NAME = 'proxy';
 /** What the `proxy` option takes: a policy, a proxy URL, or `null` (direct). */
 export type ProxyOption = ProxyConfig | string | URL | null;
 
+/** The proxy plugin's call option (per call, `Client`, `Transport`, `WebSockets.open`). */
+export interface ProxyOptions {
+  /** Proxy policy: a `ProxyConfig`, a proxy URL string (shorthand for `new ProxyConfig(url)`), or `null` for direct. Default: the plugin's own `proxy` option, else direct. */
+  proxy?: ProxyOption;
+}
+
 /** Options of the proxy plugin (`kernel.register(proxy, { … })`). */
 export interface ProxyPluginOptions {
   /** The policy of calls whose client, transport and call options set none. Default: direct. */
@@ -55,7 +62,7 @@ export interface ProxyPluginOptions {
 }
 
 /** The plugin's option (per call, `Client`, `Transport`, `register`) and its check. */
-const CALL_OPTIONS: Readonly<Record<keyof ProxyPluginOptions, OptionCheck>> = {
+const CALL_OPTIONS: Readonly<Record<keyof ProxyOptions, OptionCheck>> = {
   proxy: (v) => (v === null || v === false || v instanceof ProxyConfig || v instanceof URL || typeof v === 'string' ? null : 'a ProxyConfig, a proxy URL string or null'),
 };
 
@@ -68,6 +75,8 @@ const kForward = Symbol('proxy.forward');
 export const proxy = definePlugin({
   name: NAME,
   callOptions: CALL_OPTIONS,
+  // A Transport carries a policy as the default of its clients' calls.
+  transportOptions: ['proxy'],
   register(kernel, options: ProxyPluginOptions) {
     checkPluginOptions(options, CALL_OPTIONS, 'register(proxy, …)');
     const fallback = options.proxy === undefined ? null : toConfig(options.proxy, 'register(proxy, …): proxy');

@@ -146,6 +146,8 @@ describe('unknown option names', () => {
     expect(thrown(() => new HTTP.Client({ headers: { a: '1' } } as HTTP.ClientOptions))).toBe('new Client(): unknown option "headers" (did you mean defaultHeaders?)');
     expect(thrown(() => new HTTP.Client({ followRedirects: false } as HTTP.ClientOptions))).toBe('new Client(): unknown option "followRedirects" (did you mean redirect?)');
     expect(thrown(() => new HTTP.Transport({ maxIdle: 3 } as HTTP.TransportOptions))).toBe('new Transport(): unknown option "maxIdle" (did you mean maxIdlePerHost (or maxIdleTotal)?)');
+    // The proxy plugin's option is one a Transport carries: a near miss of it is named too.
+    expect(thrown(() => new HTTP.Transport({ proxi: 'http://127.0.0.1:9' } as HTTP.TransportOptions))).toBe('new Transport(): unknown option "proxi" (did you mean proxy?)');
   });
 
   it('serve() and WebSockets.listen', async () => {

@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { ArgumentError, Client, createKernel, definePlugin, listen, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
 import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
+// Its definition declares the proxy call option, which the probe plugin below (named 'proxy') stands in for.
+import '../../../plugins/proxy/index.js';
 import { GOING_AWAY_MS } from '../../../kernel/server/server.js';
 import { closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
 import { FrameConnection } from '../../../plugins/websockets/frame-connection.js';
