@@ -9,7 +9,8 @@
  *
  * - `client.poolKey`: the call's policy (a `ProxyConfig`, or null for direct) is its share of
  *   the pool key, so calls with different policies never share a connection, and it reaches
- *   `client.connect` with the connection the call opens.
+ *   `client.connect` with the connection the call opens (an upgrade handshake's connection,
+ *   outside the pool, is keyed the same way from its call options).
  * - `client.connect` at `Stage.PROXY`: for a new connection whose origin the policy sends
  *   through a proxy, opens it through that proxy and returns the socket (the kernel runs TLS
  *   over it for `https:` with SNI and ALPN, so HTTP/2 by ALPN works end to end). `https:`
@@ -85,9 +86,8 @@ export const proxy = definePlugin({
     kernel.hooks.client.poolKey.tap({ name: NAME, stage: Stage.PROXY }, (_key, ctx) => policy(getCallOptions(ctx).proxy));
 
     kernel.hooks.client.connect.tapPromise({ name: NAME, stage: Stage.PROXY }, async (o, ctx) => {
-      // A pooled connection carries the policy the poolKey tap chose for the call that opens it;
-      // an upgrade handshake's connection, outside the pool, carries its own proxy option.
-      const cfg = o.poolKey !== undefined ? (o.poolKey instanceof ProxyConfig ? o.poolKey : null) : policy(o.proxy);
+      // The policy the poolKey tap chose for the call (or upgrade handshake) that opens the connection.
+      const cfg = o.poolKey instanceof ProxyConfig ? o.poolKey : null;
       if (cfg === null) return undefined;
       const ep = cfg.select(o.protocol, o.host, o.port);
       if (ep === null) return undefined;

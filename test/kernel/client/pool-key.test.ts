@@ -5,7 +5,7 @@
  * Observed from the server side (accepted connections).
  */
 import { describe, expect, it } from 'vitest';
-import { createKernel, definePlugin, getCallOptions, Response, Transport, type CallOptions, type ClientOptions, type TransportOptions } from '../../../kernel/index.js';
+import { createKernel, definePlugin, getCallOptions, Request, Response, Transport, upgradeRequest, type CallOptions, type ClientOptions, type TransportOptions } from '../../../kernel/index.js';
 import { closeKernelAfter } from '../../helpers/cleanup.js';
 import { newClient, startServer, text } from '../../helpers/client.js';
 
@@ -89,6 +89,21 @@ describe('client.poolKey', () => {
     // The value is checked as the client's, by the plugin that declares it.
     expect(() => newClient({ kernel, transport: new Transport({ tenant: 5 } as TransportOptions) })).toThrow('new Client() (its transport): tenant must be a string, an object or null, got 5');
     t.close();
+  });
+
+  it("an upgrade handshake's connection, outside the pool, is keyed by the same taps from its call options", async () => {
+    const s = await startServer(() => new Response(200, 'no upgrade here'));
+    const seen: unknown[] = [];
+    const kernel = closeKernelAfter(await createKernel().register(tenants(seen)).ready());
+    const upgrade = async (callOptions?: CallOptions): Promise<void> => {
+      const req = new Request('GET', '/', { headers: { Connection: 'Upgrade', Upgrade: 'echo' }, host: `127.0.0.1:${s.port}` });
+      req.url = `${s.origin}/`;
+      const { socket } = await upgradeRequest(req, { kernel, ...(callOptions !== undefined ? { callOptions } : {}) });
+      socket.destroy();
+    };
+    await upgrade(as('eu'));
+    await upgrade();
+    expect(seen).toEqual(['eu', undefined]);
   });
 
   it('a Transport refuses any other name, with the nearest valid one', () => {
