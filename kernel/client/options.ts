@@ -164,9 +164,13 @@ export interface CallOptions extends TimeoutOptions {
   statusException?: boolean;
   /** Basic authentication `[user, password]`. */
   basicauth?: readonly [string, string];
-  /** `auto` (default), `h1`, or `h2` (HTTP/2; on http:// h2c prior knowledge, with the h2 plugin). */
+  /**
+   * `auto` (default), `h1`, or `h2` (HTTP/2: on https:// with a plugin that speaks h2, on
+   * http:// prior knowledge with one that speaks h2c, as the default h2 and h2c plugins do;
+   * without one, an `ArgumentError` rather than HTTP/1.1).
+   */
   httpVersion?: 'auto' | 'h1' | 'h2';
-  /** Speak HTTP/2 to plain `http://` origins without asking first (h2c prior knowledge, with the h2c plugin): `httpVersion: 'h2'` unless httpVersion is given. Default false. */
+  /** Speak HTTP/2 to plain `http://` origins without asking first (h2c prior knowledge, with a plugin that speaks h2c): `httpVersion: 'h2'` unless httpVersion is given. Default false. */
   http2PriorKnowledge?: boolean;
   /** 1: one-line summaries on stderr; 2: also the heads. */
   verbose?: 0 | 1 | 2;
