@@ -186,7 +186,7 @@ export async function runRequest(command: string, argv: readonly string[], io: I
         signal: abort.signal,
         ...(timeout > 0 ? { requestTimeout: timeout } : {}),
         ...(o.http1 === true ? { httpVersion: 'h1' as const } : o.http2 === true ? { httpVersion: 'h2' as const } : {}),
-        ...(o.proxy !== undefined ? { proxy: o.proxy } : {}),
+        ...(o.proxy !== undefined ? { proxy: o.proxy as string } : {}),
         ...(o.compressed === true ? { decompress: true } : {}),
         ...(jar !== undefined ? { cookiejar: jar } : {}),
         ...(basicauth !== undefined ? { basicauth } : {}),

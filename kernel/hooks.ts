@@ -88,12 +88,11 @@ export interface ConnectOptions {
   /** Connect timeout in ms (0 for none); it bounds DNS, TCP, proxy/SOCKS handshakes and TLS, so a tap must honour it too. */
   readonly timeoutMs: number;
   /**
-   * What the `client.poolKey` taps gave the call that opens this connection (the proxy plugin:
-   * the call's proxy policy); opaque to the kernel. Absent on connections outside the pool.
+   * What the `client.poolKey` taps gave the call that opens this connection (a proxy plugin:
+   * the call's proxy policy); opaque to the kernel. An upgrade handshake (`upgradeRequest`),
+   * whose connection is never pooled, runs the same taps with its call options.
    */
   readonly poolKey?: unknown;
-  /** The `proxy` option of an upgrade handshake (`upgradeRequest`), which opens a connection outside the pool; opaque to the kernel. */
-  readonly proxy?: unknown;
   /** Client TLS configuration, passed to `tls.connect`. */
   readonly tls?: Readonly<ConnectionOptions>;
 }
@@ -298,7 +297,9 @@ export interface ClientHooks {
    * `null` add nothing), and the value of the call that opens a connection reaches the
    * `connect` taps as `ConnectOptions.poolKey`. Derive it from the call's options
    * (`getCallOptions(ctx)`) and return the same object for the same choice: a new object per
-   * call means a new connection per call. Sync waterfall, once per call, only when tapped.
+   * call means a new connection per call. An upgrade handshake (`upgradeRequest`) runs them
+   * too, with its call options, for its connection outside the pool. Sync waterfall, once per
+   * call, only when tapped.
    */
   readonly poolKey: SyncWaterfall<[key: unknown, ctx: RequestContext]>;
   /**

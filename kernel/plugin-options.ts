@@ -98,6 +98,62 @@ export function pluginCallOptionNames(): Iterable<string> {
   return callOptionTable.names();
 }
 
+/** Call options plugins let a `Transport` carry as the default of its clients' calls (see `definePlugin`'s `transportOptions`). */
+const transportOptionNames = new Set<string>();
+
+/** @internal Records the call options of `plugin` a `Transport` takes; each must be one of `callOptions`. */
+export function declareTransportOptions(plugin: string, names: readonly string[], callOptions: Readonly<Record<string, OptionCheck>> | undefined): void {
+  if (!Array.isArray(names)) throw new ArgumentError(`definePlugin('${plugin}'): transportOptions must be an array of names of its callOptions`);
+  for (const name of names) {
+    if (typeof name !== 'string' || callOptions === undefined || !Object.hasOwn(callOptions, name)) {
+      throw new ArgumentError(
+        `definePlugin('${plugin}'): transportOptions lists ${typeof name === 'string' ? JSON.stringify(name) : describe(name)}, which is not one of its callOptions; a Transport carries only call options the plugin reads`,
+      );
+    }
+  }
+  for (const name of names) transportOptionNames.add(name);
+}
+
+/** True when a plugin defined so far lets a `Transport` carry call option `key`. */
+export function isTransportOption(key: string): boolean {
+  return transportOptionNames.has(key);
+}
+
+/** Names of every call option a `Transport` may carry (for suggestions). */
+export function pluginTransportOptionNames(): Iterable<string> {
+  return transportOptionNames.values();
+}
+
+/** Plugins that speak each client protocol (see `definePlugin`'s `clientProtocols`), in the order they were defined. */
+const protocolSpeakers = new Map<string, string[]>();
+
+/** @internal Records the client protocols `plugin` speaks. */
+export function declareClientProtocols(plugin: string, protocols: readonly string[]): void {
+  if (!Array.isArray(protocols) || !protocols.every((p) => typeof p === 'string' && p !== '')) {
+    throw new ArgumentError(`definePlugin('${plugin}'): clientProtocols must be an array of protocol names (ALPN identifiers such as 'h2'), got ${describe(protocols)}`);
+  }
+  for (const protocol of protocols) {
+    const speakers = protocolSpeakers.get(protocol);
+    if (speakers === undefined) protocolSpeakers.set(protocol, [plugin]);
+    // The same plugin defined again (a second copy of its module) is listed once.
+    else if (!speakers.includes(plugin)) speakers.push(plugin);
+  }
+}
+
+/**
+ * Null when `kernel` (null: the client has none) has a plugin that speaks client protocol
+ * `protocol`, else the error for `key` (the option that asks for it; `where` starts the message
+ * when given), naming the first plugin defined that speaks it.
+ */
+export function protocolMissing(kernel: { isRegistered(name: string): boolean } | null, protocol: string, where: string | null, key: string): ArgumentError | null {
+  const speakers = protocolSpeakers.get(protocol);
+  if (kernel !== null && speakers !== undefined && speakers.some((p) => kernel.isRegistered(p))) return null;
+  if (speakers !== undefined) return needsPlugin(where, key, speakers[0]!, kernel !== null);
+  return new ArgumentError(
+    `${where === null ? '' : `${where}: `}${key} needs a plugin that speaks ${protocol}, and no plugin loaded in this program declares it (definePlugin's clientProtocols): import and register one, or use the top-level \`switchyard\` entry, whose clients run on the default plugins`,
+  );
+}
+
 /** The plugin that reads server option `key` (of every plugin defined so far), or undefined. */
 export function serverOptionOwner(key: string): OptionOwner | undefined {
   return serverOptionTable.owner(key);

@@ -7,7 +7,7 @@ import { describe } from './describe.js';
 import { ArgumentError } from './errors.js';
 import type { Kernel, Plugin, RegisterResult } from './kernel.js';
 import { checkOptionKeys } from './option-keys.js';
-import { declareCallOptions, declareServerOptions, type OptionCheck } from './plugin-options.js';
+import { declareCallOptions, declareClientProtocols, declareServerOptions, declareTransportOptions, type OptionCheck } from './plugin-options.js';
 import { kPlugin } from './symbols.js';
 
 /** The argument of {@link definePlugin}. */
@@ -32,6 +32,21 @@ export interface PluginDefinition<Options> {
    */
   readonly callOptions?: Readonly<Record<string, OptionCheck>>;
   /**
+   * Which of this plugin's `callOptions` a `Transport` may carry as the default of its clients'
+   * calls (`new Transport({ proxy })`; typed by declaration merging on `TransportOptions`). A
+   * client on that transport takes them under its own options: its own value, `null` too,
+   * wins. Each name must be one of `callOptions`.
+   */
+  readonly transportOptions?: readonly string[];
+  /**
+   * The protocols this plugin's `client.session` taps speak, as ALPN identifiers: `'h2'`
+   * (HTTP/2 over TLS, negotiated or demanded), `'h2c'` (HTTP/2 on plain connections, prior
+   * knowledge). A call that demands one (`httpVersion: 'h2'`, `http2PriorKnowledge: true`) on a
+   * client whose kernel has no plugin that speaks it is refused with an `ArgumentError` naming
+   * this plugin, instead of quietly speaking HTTP/1.1.
+   */
+  readonly clientProtocols?: readonly string[];
+  /**
    * The server options this plugin reads (`serve`, `listen`, `new Server`; typed by declaration
    * merging on `ServerOptions`), each with its {@link OptionCheck}, as `callOptions` are for
    * calls: a server checks their values when it is made, and a server whose kernel lacks the
@@ -55,7 +70,7 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   if (typeof definition !== 'object' || definition === null) {
     throw new ArgumentError(`definePlugin() takes { name, dependencies?, register }, got ${describe(definition)}`);
   }
-  const { name, dependencies = [], register, callOptions, serverOptions } = definition;
+  const { name, dependencies = [], register, callOptions, serverOptions, transportOptions, clientProtocols } = definition;
   if (typeof name !== 'string' || name.trim() === '' || name.trim() !== name) {
     throw new ArgumentError(`definePlugin(): name must be a non-empty string without surrounding spaces, got ${describe(name)}`);
   }
@@ -76,6 +91,8 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   }
   if (callOptions !== undefined) declareCallOptions(name, callOptions);
   if (serverOptions !== undefined) declareServerOptions(name, serverOptions);
+  if (transportOptions !== undefined) declareTransportOptions(name, transportOptions, callOptions);
+  if (clientProtocols !== undefined) declareClientProtocols(name, clientProtocols);
   return Object.freeze({
     name,
     dependencies: Object.freeze([...dependencies]),
@@ -85,4 +102,4 @@ export function definePlugin<Options = Record<string, never>>(definition: Plugin
   });
 }
 
-const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions', 'serverOptions']);
+const DEFINITION_KEYS: ReadonlySet<string> = new Set(['name', 'dependencies', 'register', 'callOptions', 'serverOptions', 'transportOptions', 'clientProtocols']);

@@ -22,6 +22,7 @@ import {
   checkCallOptions,
   DEFAULT_RESPONSE_HEADER_TIMEOUT,
   checkCallOptionNames,
+  checkHttpVersion,
   KERNEL_CALL_OPTIONS,
   type CallOptions,
   type VerbHeaders,
@@ -53,7 +54,8 @@ export interface ClientOptions extends TimeoutOptions, ClientCallDefaults, Omit<
    * The connection pool; a new one by default (made from the transport options here). With a
    * transport, the options that shape its connections (`maxIdlePerHost`, `maxIdleTotal`,
    * `tlsConfig`, `localAddr`) belong on it and are an `ArgumentError` here; `preferHttp2`,
-   * `proxy`, `maxLineBytes` and `maxHeaderBytes` given here apply to this client's requests.
+   * `maxLineBytes`, `maxHeaderBytes` and plugins' call options given here apply to this
+   * client's requests, over the transport's (`callDefaults`).
    */
   transport?: Transport;
   /** Headers added to every call unless the call sets them. */
@@ -128,6 +130,8 @@ export class Client {
   private defaultPlan: CallPlan | null = null;
   /** True when no client hook acts per attempt (known once the kernel is ready): calls take {@link Client.requestPlain}. */
   private plain: boolean;
+  /** The kernel was found to speak HTTP/2 on plain connections (it cannot change once booted): no need to ask again. */
+  private speaksH2c = false;
   /** Negotiate HTTP/2 on secure connections: the client's `preferHttp2`, else its transport's. */
   readonly preferHttp2: boolean;
 
@@ -149,7 +153,6 @@ export class Client {
       maxIdleTotal,
       tlsConfig,
       localAddr,
-      proxy,
       maxLineBytes,
       maxHeaderBytes,
       preferHttp2,
@@ -165,7 +168,7 @@ export class Client {
     if (transport !== undefined) refuseConnectionOptions({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr });
     // Names first: a misspelt option is named before any of its neighbours' values is judged.
     checkCallOptionNames(rest, 'new Client()', kernel, CLIENT_OPTIONS, CLIENT_HEADERS_HINT);
-    this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, proxy, maxLineBytes, maxHeaderBytes, preferHttp2 });
+    this.transport = transport ?? new Transport({ maxIdlePerHost, maxIdleTotal, tlsConfig, localAddr, maxLineBytes, maxHeaderBytes, preferHttp2 });
     if (preferHttp2 !== undefined && typeof preferHttp2 !== 'boolean') throw new ArgumentError('preferHttp2 must be a boolean');
     // The client's own choice wins over the transport's default, per request (see planOf).
     this.preferHttp2 = preferHttp2 ?? this.transport.preferHttp2;
@@ -173,15 +176,19 @@ export class Client {
     this.defaultQuery = queryPairs(defaultQuery);
     if (defaultBasicauth !== undefined && (!Array.isArray(defaultBasicauth) || defaultBasicauth.length !== 2)) throw new ArgumentError('defaultBasicauth must be [user, password]');
     this.defaultBasicauth = defaultBasicauth ?? null;
-    // Head limits and the proxy policy are call options too: the client's apply to each of its
-    // requests, over whatever transport. A policy given only to a shared Transport still counts
-    // as the client's (the proxy plugin reads it from the call options, to forward plain http
-    // rather than tunnel it); `proxy: null` (direct) on the client wins over it.
+    // Head limits are call options too: the client's apply to each of its requests, over
+    // whatever transport. The plugins' call options a shared Transport carries count as the
+    // client's (the plugins read them from the call options); the client's own value wins,
+    // `null` too.
     const own: CallOptions = { connectTimeout: 30_000 };
-    const policy = proxy !== undefined ? proxy : this.transport.proxy;
-    if (policy !== undefined) {
-      checkCallOptionNames({ proxy: policy }, proxy === undefined ? 'new Client() (its transport)' : 'new Client()', kernel, CLIENT_OPTIONS);
-      own.proxy = policy;
+    const carried = this.transport.callDefaults;
+    const mine = rest as Record<string, unknown>;
+    for (const key in carried) {
+      if (mine[key] !== undefined) continue;
+      // Given as undefined: the transport's value stands.
+      delete mine[key];
+      checkCallOptionNames({ [key]: carried[key] }, 'new Client() (its transport)', kernel, CLIENT_OPTIONS);
+      (own as Record<string, unknown>)[key] = carried[key];
     }
     if (maxLineBytes !== undefined) own.maxLineBytes = maxLineBytes;
     if (maxHeaderBytes !== undefined) own.maxHeaderBytes = maxHeaderBytes;
@@ -532,6 +539,11 @@ export class Client {
           const err0 = ctx.error();
           if (err0 !== null) throw err0;
           const origin = originOf(req.url);
+          // HTTP/2 demanded on a plain http:// URL (this hop's: a redirect may lead there) is h2c.
+          if (acquire.httpVersion === 'h2' && origin.protocol === 'http:' && !this.speaksH2c) {
+            checkHttpVersion(k, 'h2', 'http:', `${req.method} ${req.url}`);
+            this.speaksH2c = true;
+          }
           const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
           res = await session.dispatch(req, ctx, timeouts);
         }

@@ -33,7 +33,7 @@ export function checkLocalAddr(addr: unknown): string | undefined {
  * for its `connect` that rejects with the kernel's errors: `DNSError` for the name,
  * `ArgumentError` when `localAddress` cannot be bound (not an address of this machine, or of
  * another family than the peer), `ConnectError` (for `address`, default `host:port`) otherwise.
- * The kernel's own connect and the proxy plugin's both dial through here.
+ * The kernel's own connect and plugins' `client.connect` taps (a proxy tunnel) dial through here.
  */
 export function dialTcp(host: string, port: number, localAddress: string | undefined, address = hostPort(host, port)): { socket: net.Socket; connected: Promise<void> } {
   const socket = net.connect({ host, port, localAddress, noDelay: true });

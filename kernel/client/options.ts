@@ -8,7 +8,7 @@ import type { HookHost } from '../hook-host.js';
 import type { Body } from '../message/body.js';
 import { looksLikeHeader, unknownOptionError } from '../option-keys.js';
 import { describe } from '../describe.js';
-import { callOptionOwner, needsPlugin, pluginCallOptionNames, setKernelCallOptions } from '../plugin-options.js';
+import { callOptionOwner, needsPlugin, pluginCallOptionNames, protocolMissing, setKernelCallOptions } from '../plugin-options.js';
 import type { RequestContext } from '../message/context.js';
 import type { HeaderPair, Headers, HeadersInit } from '../message/headers.js';
 import type { Response } from '../message/response.js';
@@ -160,15 +160,17 @@ export interface CallOptions extends TimeoutOptions {
   context?: RequestContext;
   /** An AbortSignal that cancels the call. */
   signal?: AbortSignal;
-  /** Proxy policy for this call (proxy plugin). */
-  proxy?: unknown;
   /** Throw `StatusError` for a status of 300 or above that is not a redirect. Default true. */
   statusException?: boolean;
   /** Basic authentication `[user, password]`. */
   basicauth?: readonly [string, string];
-  /** `auto` (default), `h1`, or `h2` (HTTP/2; on http:// h2c prior knowledge, with the h2 plugin). */
+  /**
+   * `auto` (default), `h1`, or `h2` (HTTP/2: on https:// with a plugin that speaks h2, on
+   * http:// prior knowledge with one that speaks h2c, as the default h2 and h2c plugins do;
+   * without one, an `ArgumentError` rather than HTTP/1.1).
+   */
   httpVersion?: 'auto' | 'h1' | 'h2';
-  /** Speak HTTP/2 to plain `http://` origins without asking first (h2c prior knowledge, with the h2c plugin): `httpVersion: 'h2'` unless httpVersion is given. Default false. */
+  /** Speak HTTP/2 to plain `http://` origins without asking first (h2c prior knowledge, with a plugin that speaks h2c): `httpVersion: 'h2'` unless httpVersion is given. Default false. */
   http2PriorKnowledge?: boolean;
   /** 1: one-line summaries on stderr; 2: also the heads. */
   verbose?: 0 | 1 | 2;
@@ -216,13 +218,6 @@ export const KERNEL_CALL_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 setKernelCallOptions(KERNEL_CALL_OPTIONS);
 
-/**
- * `proxy` is typed by the kernel (a `Transport` carries it as the default of its clients) but
- * read by the proxy plugin, which declares it; this stands in when that plugin's module is not
- * loaded at all.
- */
-const PROXY_OWNER = Object.freeze({ plugin: 'proxy', check: () => null });
-
 /** What to say for an object of other names given where call options go. */
 const BODY_HINT = 'a request body goes in { body: … } (an object there is sent form-encoded), or in { json: … } to send it as JSON';
 
@@ -243,7 +238,7 @@ function describeWhere(w: string | (() => string)): string {
 export function checkCallOptionNames(o: object, where: string, kernel: HookHost | null, known: ReadonlySet<string>, headersHint?: string): void {
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
-    const owner = callOptionOwner(key) ?? (key === 'proxy' ? PROXY_OWNER : undefined);
+    const owner = callOptionOwner(key);
     if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
     const v = (o as Record<string, unknown>)[key];
     if (v === undefined) continue;
@@ -293,11 +288,24 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
     throw new ArgumentError(`${where}: maxResponseBytes must be a whole number of bytes >= 0 (0 = no bound), got ${String(o.maxResponseBytes)}`);
   }
   if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
-  // HTTP/2 is the plugins' (h2 by ALPN or demanded over TLS, h2c on plain http://): without them
-  // the call would quietly speak HTTP/1.1. First-party names, as the kernel has no other way to know them.
-  if (o.http2PriorKnowledge === true && (kernel === null || !kernel.isRegistered('h2c'))) throw needsPlugin(where, 'http2PriorKnowledge', 'h2c', kernel !== null);
-  if (o.httpVersion === 'h2' && (kernel === null || !kernel.isRegistered('h2'))) throw needsPlugin(where, "httpVersion: 'h2'", 'h2', kernel !== null);
+  // HTTP/2 is spoken by plugins (h2 over TLS, h2c on plain http://): without one the call would
+  // quietly speak HTTP/1.1. The URL's scheme is checked when the call connects (see checkHttpVersion).
+  if (o.http2PriorKnowledge === true) throwIf(protocolMissing(kernel, 'h2c', where, 'http2PriorKnowledge'));
+  if (o.httpVersion === 'h2') throwIf(protocolMissing(kernel, 'h2', where, "httpVersion: 'h2'"));
   if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
+}
+
+/**
+ * Throws unless `kernel` speaks what `httpVersion` (the call's, resolved) asks for on a URL of
+ * `protocol`: `'h2'` on `http:` is HTTP/2 with prior knowledge (h2c), which a plugin must speak,
+ * or the connection would quietly be HTTP/1.1. `where` starts the message.
+ */
+export function checkHttpVersion(kernel: HookHost | null, httpVersion: string, protocol: string, where: string): void {
+  if (httpVersion === 'h2' && protocol === 'http:') throwIf(protocolMissing(kernel, 'h2c', where, "httpVersion: 'h2' on an http:// URL"));
+}
+
+function throwIf(err: ArgumentError | null): void {
+  if (err !== null) throw err;
 }
 
 function isWritable(x: unknown): boolean {

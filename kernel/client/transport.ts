@@ -7,13 +7,18 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import { ArgumentError } from '../errors.js';
-import { checkOptionKeys } from '../option-keys.js';
+import { unknownOptionError } from '../option-keys.js';
+import { isTransportOption, pluginTransportOptionNames } from '../plugin-options.js';
 import type { ClientHooks, ClientSession, ConnectOptions, SessionPool, Tapped } from '../hooks.js';
 import type { RequestContext } from '../message/context.js';
 import { checkLocalAddr, openConnection } from './connect.js';
 import { H1ClientSession, type SessionOwner } from './h1-session.js';
 
-/** Options of {@link Transport}. */
+/**
+ * Options of {@link Transport}. Plugins add the call options a transport may carry as its
+ * clients' defaults (`definePlugin`'s `transportOptions`) by declaration merging
+ * (`declare module 'switchyard/kernel' { interface TransportOptions { … } }`).
+ */
 export interface TransportOptions {
   /** Idle connections kept per origin. Default 100. */
   maxIdlePerHost?: number;
@@ -25,8 +30,6 @@ export interface TransportOptions {
   tlsConfig?: ConnectionOptions;
   /** Source address of outbound connections: an IP literal of this machine (a request whose connection cannot bind it fails with `ArgumentError`). */
   localAddr?: string;
-  /** Proxy policy (the proxy plugin's `ProxyConfig`): the default of the clients on this transport, which pass it to the plugin as a call option. */
-  proxy?: unknown;
   /** Longest status or header line. Default 65536. */
   maxLineBytes?: number;
   /** Largest response head. Default 1 MiB. */
@@ -35,7 +38,11 @@ export interface TransportOptions {
   preferHttp2?: boolean;
 }
 
-const TRANSPORT_OPTIONS: ReadonlySet<string> = new Set(['maxIdlePerHost', 'maxIdleTotal', 'idleTimeout', 'tlsConfig', 'localAddr', 'proxy', 'maxLineBytes', 'maxHeaderBytes', 'preferHttp2']);
+/** The names `new Transport()` reads itself (plugins' call options it carries are declared by their plugins). */
+const TRANSPORT_OPTIONS: ReadonlySet<string> = new Set(['maxIdlePerHost', 'maxIdleTotal', 'idleTimeout', 'tlsConfig', 'localAddr', 'maxLineBytes', 'maxHeaderBytes', 'preferHttp2']);
+
+/** The carried call options of a transport given none. */
+const NO_CALL_DEFAULTS: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** Where a request goes: scheme, host and port. */
 export interface Origin {
@@ -101,8 +108,12 @@ export class Transport {
   readonly tlsConfig: ConnectionOptions | undefined;
   /** Source address, when set. */
   readonly localAddr: string | undefined;
-  /** Proxy policy, when set. */
-  readonly proxy: unknown;
+  /**
+   * The plugins' call options this transport was given (those a plugin lets a transport carry,
+   * such as the proxy plugin's `proxy`): the defaults of its clients' calls, under each
+   * client's own options. Opaque here: the plugins that declare them read and check them.
+   */
+  readonly callDefaults: Readonly<Record<string, unknown>>;
   /** @internal */
   readonly maxLineBytes: number;
   /** @internal */
@@ -120,7 +131,7 @@ export class Transport {
   /** A transport with its own pool. */
   constructor(options: TransportOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('Transport options must be an object');
-    checkOptionKeys(options, TRANSPORT_OPTIONS, 'new Transport()');
+    this.callDefaults = carriedOptions(options);
     this.maxIdlePerHost = int(options.maxIdlePerHost, 'maxIdlePerHost', 100);
     this.maxIdleTotal = int(options.maxIdleTotal, 'maxIdleTotal', 1000);
     this.idleTimeout = int(options.idleTimeout, 'idleTimeout', 90_000);
@@ -131,7 +142,6 @@ export class Transport {
     }
     this.tlsConfig = options.tlsConfig;
     this.localAddr = checkLocalAddr(options.localAddr);
-    this.proxy = options.proxy;
     if (options.preferHttp2 !== undefined && typeof options.preferHttp2 !== 'boolean') throw new ArgumentError('preferHttp2 must be a boolean');
     this.preferHttp2 = options.preferHttp2 ?? true;
   }
@@ -376,6 +386,22 @@ function buildKey(o: Origin, route: unknown, v: string): string {
     p = `|@${id}`;
   } else p = `|=${String(route)}`;
   return `${o.protocol}//${o.host}:${o.port}|${v}${p}`;
+}
+
+/**
+ * The plugins' call options among `options` (the set ones), checking every name: one that is
+ * neither the transport's own nor a call option a plugin lets a transport carry is an
+ * `ArgumentError` with the nearest valid name.
+ */
+function carriedOptions(options: object): Readonly<Record<string, unknown>> {
+  let carried: Record<string, unknown> | null = null;
+  for (const key in options) {
+    if (TRANSPORT_OPTIONS.has(key) || !Object.prototype.hasOwnProperty.call(options, key)) continue;
+    if (!isTransportOption(key)) throw unknownOptionError('new Transport()', key, [...TRANSPORT_OPTIONS, ...pluginTransportOptionNames()]);
+    const v = (options as Record<string, unknown>)[key];
+    if (v !== undefined) (carried ??= {})[key] = v;
+  }
+  return carried === null ? NO_CALL_DEFAULTS : Object.freeze(carried);
 }
 
 function int(v: unknown, name: string, dflt: number, min = 0): number {

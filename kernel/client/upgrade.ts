@@ -48,8 +48,6 @@ export interface UpgradeOptions extends ExchangeTimeoutOptions {
    * the caller's: it is never destroyed here, not even on failure (only our listeners go).
    */
   socket?: Duplex | null;
-  /** The proxy policy, passed to the `client.connect` taps (the proxy plugin); opaque here. */
-  proxy?: unknown;
   /** TLS options for `https:` (`ca`, `rejectUnauthorized`, `servername`, …). */
   tls?: Readonly<ConnectionOptions>;
   /** Local source address to bind: an IP literal (else `ArgumentError`, as when it cannot be bound). */
@@ -60,7 +58,11 @@ export interface UpgradeOptions extends ExchangeTimeoutOptions {
   maxHeaderBytes?: number;
   /** Cancellation and deadline of the caller; canceling it stops the handshake. */
   context?: RequestContext;
-  /** The call options the client taps read through `getCallOptions(ctx)` (such as `cookiejar`). Default none. */
+  /**
+   * The call options the client taps read through `getCallOptions(ctx)` (such as `cookiejar`),
+   * the `client.poolKey` taps too: what they give reaches the `client.connect` taps as
+   * `ConnectOptions.poolKey`, as for a call's connection. Default none.
+   */
   callOptions?: CallOptions;
   /** `operation` of the `TimeoutError` the exchange's timeouts raise. Default `request`; WebSockets use `websocket handshake`. */
   timeoutOperation?: TimeoutOperation;
@@ -146,7 +148,8 @@ export async function upgradeRequest(request: Request, options: UpgradeOptions =
         httpVersion: 'h1',
         localAddress,
         timeoutMs: connectTimeout,
-        proxy: options.proxy,
+        // Never pooled, but keyed as a call with these options would be: the connect taps have one path.
+        poolKey: hooks !== null && hooks.poolKey !== null ? hooks.poolKey.call(undefined, ctx) : undefined,
         tls: options.tls,
       };
       let given: Duplex | null = null;

@@ -51,6 +51,8 @@ export const h2 = definePlugin<H2PluginOptions>({
     http2Settings: (v) => (v === null || (typeof v === 'object' && !Array.isArray(v)) ? null : 'an HTTP2Settings or { initialWindowSize, connectionWindowSize }'),
   } satisfies Record<keyof H2Options, OptionCheck>,
   serverOptions: SERVER_OPTION_CHECKS,
+  // Its client.session tap speaks HTTP/2 over TLS (by ALPN, or demanded with httpVersion: 'h2').
+  clientProtocols: ['h2'],
   register(kernel, options) {
     const ping = pingOptions(options);
     pingByKernel.set(kernel, ping);

@@ -34,6 +34,8 @@ export const h2c = definePlugin({
   name: NAME,
   dependencies: ['h2'],
   serverOptions: { allowH2c: OptionChecks.boolean } satisfies Record<keyof H2cServerOptions, OptionCheck>,
+  // Its client.session tap speaks HTTP/2 on plain connections (prior knowledge).
+  clientProtocols: ['h2c'],
   register(kernel) {
     const stage = { name: NAME, stage: Stage.DEFAULT };
     // A plain connection that opens with the HTTP/2 preface is h2c: the server reads that far before asking.

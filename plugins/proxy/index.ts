@@ -9,7 +9,8 @@
  *
  * - `client.poolKey`: the call's policy (a `ProxyConfig`, or null for direct) is its share of
  *   the pool key, so calls with different policies never share a connection, and it reaches
- *   `client.connect` with the connection the call opens.
+ *   `client.connect` with the connection the call opens (an upgrade handshake's connection,
+ *   outside the pool, is keyed the same way from its call options).
  * - `client.connect` at `Stage.PROXY`: for a new connection whose origin the policy sends
  *   through a proxy, opens it through that proxy and returns the socket (the kernel runs TLS
  *   over it for `https:` with SNI and ALPN, so HTTP/2 by ALPN works end to end). `https:`
@@ -26,9 +27,11 @@
  *
  * Forward mode is chosen by `client.onRequest` and only used when `client.connect` picks the
  * same proxy for that request. Otherwise a plain `http:` origin goes through a CONNECT tunnel,
- * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes
- * (`WebSockets.open`, which runs no `onRequest`) and h2c prior knowledge (`httpVersion: 'h2'`).
- * A policy given to a `Transport` is its clients' default call option, so it forwards too.
+ * which is correct but needs a proxy that allows CONNECT to the port: upgrade handshakes (a
+ * request with `Upgrade`, as `WebSockets.open` sends; an upgrade is hop-by-hop, RFC 9110 §7.8,
+ * so a forwarding proxy would answer it itself) and h2c prior knowledge (`httpVersion: 'h2'`).
+ * A policy given to a `Transport` is its clients' default call option (the plugin declares
+ * `proxy` as one a transport may carry), so it forwards too.
  */
 import { ArgumentError, Stage, checkPluginOptions, type OptionCheck, definePlugin, getCallOptions, type Request } from '../../kernel/index.js';
 import { ProxyConfig } from './config.js';
@@ -47,6 +50,12 @@ const NAME = 'proxy';
 /** What the `proxy` option takes: a policy, a proxy URL, or `null` (direct). */
 export type ProxyOption = ProxyConfig | string | URL | null;
 
+/** The proxy plugin's call option (per call, `Client`, `Transport`, `WebSockets.open`). */
+export interface ProxyOptions {
+  /** Proxy policy: a `ProxyConfig`, a proxy URL string (shorthand for `new ProxyConfig(url)`), or `null` for direct. Default: the plugin's own `proxy` option, else direct. */
+  proxy?: ProxyOption;
+}
+
 /** Options of the proxy plugin (`kernel.register(proxy, { … })`). */
 export interface ProxyPluginOptions {
   /** The policy of calls whose client, transport and call options set none. Default: direct. */
@@ -54,7 +63,7 @@ export interface ProxyPluginOptions {
 }
 
 /** The plugin's option (per call, `Client`, `Transport`, `register`) and its check. */
-const CALL_OPTIONS: Readonly<Record<keyof ProxyPluginOptions, OptionCheck>> = {
+const CALL_OPTIONS: Readonly<Record<keyof ProxyOptions, OptionCheck>> = {
   proxy: (v) => (v === null || v === false || v instanceof ProxyConfig || v instanceof URL || typeof v === 'string' ? null : 'a ProxyConfig, a proxy URL string or null'),
 };
 
@@ -67,6 +76,8 @@ const kForward = Symbol('proxy.forward');
 export const proxy = definePlugin({
   name: NAME,
   callOptions: CALL_OPTIONS,
+  // A Transport carries a policy as the default of its clients' calls.
+  transportOptions: ['proxy'],
   register(kernel, options: ProxyPluginOptions) {
     checkPluginOptions(options, CALL_OPTIONS, 'register(proxy, …)');
     const fallback = options.proxy === undefined ? null : toConfig(options.proxy, 'register(proxy, …): proxy');
@@ -75,9 +86,8 @@ export const proxy = definePlugin({
     kernel.hooks.client.poolKey.tap({ name: NAME, stage: Stage.PROXY }, (_key, ctx) => policy(getCallOptions(ctx).proxy));
 
     kernel.hooks.client.connect.tapPromise({ name: NAME, stage: Stage.PROXY }, async (o, ctx) => {
-      // A pooled connection carries the policy the poolKey tap chose for the call that opens it;
-      // an upgrade handshake's connection, outside the pool, carries its own proxy option.
-      const cfg = o.poolKey !== undefined ? (o.poolKey instanceof ProxyConfig ? o.poolKey : null) : policy(o.proxy);
+      // The policy the poolKey tap chose for the call (or upgrade handshake) that opens the connection.
+      const cfg = o.poolKey instanceof ProxyConfig ? o.poolKey : null;
       if (cfg === null) return undefined;
       const ep = cfg.select(o.protocol, o.host, o.port);
       if (ep === null) return undefined;
@@ -94,7 +104,8 @@ export const proxy = definePlugin({
       if (cfg === null && added === undefined) return;
       // The kernel's rule for the HTTP version (h2c prior knowledge cannot be forwarded: it tunnels).
       const h2 = (call.httpVersion ?? (call.http2PriorKnowledge === true ? 'h2' : 'auto')) === 'h2';
-      const ep = cfg === null || h2 ? null : forwardProxy(cfg, req.url);
+      // Nor can an upgrade handshake: Upgrade is hop-by-hop, the proxy would refuse it (squid: 426).
+      const ep = cfg === null || h2 || req.headers.has('Upgrade') ? null : forwardProxy(cfg, req.url);
       ctx.set(kForward, ep ?? undefined);
       if (added !== undefined && (ep === null || ep.authorization !== added) && req.headers.get('Proxy-Authorization') === added) {
         req.headers.delete('Proxy-Authorization');

@@ -103,6 +103,15 @@ const OPEN_OPTIONS: ReadonlySet<string> = new Set([
   'host',
 ] satisfies (keyof WebSocketOpenOptions)[]);
 
+/** The plugins' call options `open` takes (`cookiejar`, `proxy`), for the handshake's client taps; undefined when none is set. */
+function pluginCallOptions(o: WebSocketOpenOptions): CallOptions | undefined {
+  if (o.cookiejar === undefined && o.proxy === undefined) return undefined;
+  const out: CallOptions = {};
+  if (o.cookiejar !== undefined) out.cookiejar = o.cookiejar;
+  if (o.proxy !== undefined) out.proxy = o.proxy;
+  return out;
+}
+
 /**
  * Opens a WebSocket to a `ws://` or `wss://` URL, or over `socket` (a byte stream the caller
  * connected and keeps owning: never ended or destroyed here; pass `host` and `target`), runs
@@ -157,11 +166,10 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
       kernel,
       socket: owned ? null : borrow(to),
       ...pickExchangeTimeouts(options),
-      proxy: options.proxy,
       tls: options.tls,
       localAddress: options.localAddr,
       context: ctx,
-      callOptions: options.cookiejar !== undefined ? ({ cookiejar: options.cookiejar } as CallOptions) : undefined,
+      callOptions: pluginCallOptions(options),
       timeoutOperation: 'websocket handshake',
       // RFC 6455 first: the client.onUpgrade taps only see a handshake that is valid.
       check: (res) => {

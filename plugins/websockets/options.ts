@@ -4,6 +4,7 @@
  */
 import type { ConnectionOptions } from 'node:tls';
 import type { CookieJar } from '../cookies/index.js';
+import type { ProxyOption } from '../proxy/index.js';
 import { ArgumentError, isToken, type ExchangeTimeoutOptions, type HeadersInit, type Kernel, type Request, type RequestContext, type ServeOptions } from '../../kernel/index.js';
 
 /** Default `maxFrameSize`: 16 MiB (the reference's `maxframesize`). */
@@ -102,8 +103,8 @@ export interface WebSocketOpenOptions extends WebSocketLimits, ExchangeTimeoutOp
   subprotocols?: readonly string[];
   /** Offer permessage-deflate (RFC 7692). Default false. */
   compress?: boolean;
-  /** Proxy policy, for the proxy plugin's `client.connect` tap. */
-  proxy?: unknown;
+  /** Proxy policy (the proxy plugin's call option): a `ProxyConfig`, a proxy URL string, or `null` for direct. */
+  proxy?: ProxyOption;
   /**
    * A cookie jar for the handshake, for the cookies plugin's taps: its cookies for the URL go
    * in the request, and `Set-Cookie` headers of the response (101 or a refusal) are stored.

@@ -76,6 +76,24 @@ export async function slips(url: string, c: HTTP.Client, name: string, count: nu
   // @ts-expect-error misspelt
   await HTTP.sseConnect(url, () => undefined, { retrydelay: 5 });
 
+  // The proxy plugin's option, wherever a policy goes: a call, a Client, a Transport, WebSockets.open.
+  const policy = new HTTP.ProxyConfig('http://127.0.0.1:3128');
+  await HTTP.request('GET', url, { proxy: 'http://127.0.0.1:3128' });
+  await HTTP.get(url, { proxy: null });
+  void new HTTP.Client({ proxy: policy });
+  void new HTTP.Client({ transport: new HTTP.Transport({ proxy: policy }), proxy: null });
+  await HTTP.WebSockets.open(url, () => undefined, { proxy: policy });
+  // @ts-expect-error misspelt
+  await HTTP.get(url, { proxi: policy });
+  // @ts-expect-error misspelt
+  void new HTTP.Client({ proxi: policy });
+  // @ts-expect-error misspelt
+  void new HTTP.Transport({ proxi: policy });
+  // @ts-expect-error a policy is a ProxyConfig, a proxy URL or null
+  await HTTP.get(url, { proxy: 3128 });
+  // @ts-expect-error a policy is a ProxyConfig, a proxy URL or null
+  await HTTP.WebSockets.open(url, () => undefined, { proxy: 3128 });
+
   // Server options the h2 and h2c plugins declare are server options like the kernel's own.
   const ok = (): HTTP.Response => new HTTP.Response(200);
   await HTTP.serve(ok, { port: 0, maxConcurrentStreams: 50, allowH2c: false, http2Settings: new HTTP.HTTP2Settings({ initialWindowSize: 1 << 20 }) });

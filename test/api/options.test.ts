@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../index.js';
-import { cookies, redirects, retries } from '../../plugins/index.js';
-import { closeAfter, forceCloseAfter } from '../helpers/cleanup.js';
+import { cookies, h2, redirects, retries } from '../../plugins/index.js';
+import { closeAfter, closeKernelAfter, forceCloseAfter } from '../helpers/cleanup.js';
 
 async function serveHere(handler: HTTP.RequestHandler): Promise<string> {
   const server = forceCloseAfter(await HTTP.serve(handler, { host: '127.0.0.1', port: 0 }));
@@ -146,6 +146,8 @@ describe('unknown option names', () => {
     expect(thrown(() => new HTTP.Client({ headers: { a: '1' } } as HTTP.ClientOptions))).toBe('new Client(): unknown option "headers" (did you mean defaultHeaders?)');
     expect(thrown(() => new HTTP.Client({ followRedirects: false } as HTTP.ClientOptions))).toBe('new Client(): unknown option "followRedirects" (did you mean redirect?)');
     expect(thrown(() => new HTTP.Transport({ maxIdle: 3 } as HTTP.TransportOptions))).toBe('new Transport(): unknown option "maxIdle" (did you mean maxIdlePerHost (or maxIdleTotal)?)');
+    // The proxy plugin's option is one a Transport carries: a near miss of it is named too.
+    expect(thrown(() => new HTTP.Transport({ proxi: 'http://127.0.0.1:9' } as HTTP.TransportOptions))).toBe('new Transport(): unknown option "proxi" (did you mean proxy?)');
   });
 
   it('serve() and WebSockets.listen', async () => {
@@ -216,5 +218,21 @@ describe('HTTP/2 asked for on a kernel without its plugin', () => {
     expect(await rejected(c.get(URL_, { httpVersion: 'h2' }))).toMatch(/^request\("GET", …\): httpVersion: 'h2' needs the h2 plugin/);
     // HTTP/1.1 and 'auto' need nothing.
     expect(() => client({ kernel: bare, httpVersion: 'h1', http2PriorKnowledge: false })).not.toThrow();
+  });
+
+  it("httpVersion: 'h2' on an http:// URL needs h2c, instead of a quiet HTTP/1.1 on a kernel with h2 alone", async () => {
+    const url = await serveHere((req) => new HTTP.Response(200, `HTTP/${req.protoMajor}.${req.protoMinor}`));
+    const c = client({ kernel: closeKernelAfter(await HTTP.createKernel().register(h2).ready()) });
+    expect(await rejected(c.get(`${url}/`, { httpVersion: 'h2' }))).toMatch(
+      /^GET http:\/\/127\.0\.0\.1:\d+\/: httpVersion: 'h2' on an http:\/\/ URL needs the h2c plugin, which this client's kernel does not have: register it on this kernel \(kernel\.register\(h2c\)\)/,
+    );
+    // The same client speaks HTTP/1.1 when asked nothing else.
+    expect((await c.get(`${url}/`)).text()).toBe('HTTP/1.1');
+  });
+
+  it('a plugin that declares the protocol it speaks satisfies the check, whatever its name', () => {
+    const ownH2c = HTTP.definePlugin({ name: 'own-h2c', clientProtocols: ['h2c'], register() {} });
+    expect(() => client({ kernel: HTTP.createKernel().register(ownH2c), http2PriorKnowledge: true })).not.toThrow();
+    expect(thrown(() => HTTP.definePlugin({ name: 'bad', clientProtocols: 'h2' as never, register() {} }))).toMatch(/^definePlugin\('bad'\): clientProtocols must be an array of protocol names/);
   });
 });

@@ -286,7 +286,7 @@ describe('unreachable and unsupported proxies', () => {
 
   it('a proxy option of the wrong type is an ArgumentError', async () => {
     const client = await makeClient();
-    await expect(client.get(TARGET, { proxy: 42 })).rejects.toThrow(ArgumentError);
+    await expect(client.get(TARGET, { proxy: 42 as never })).rejects.toThrow(ArgumentError);
     await expect(client.get(TARGET, { proxy: 'socks4://127.0.0.1:1' })).rejects.toThrow(/unsupported proxy scheme/);
   });
 });

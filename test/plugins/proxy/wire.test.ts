@@ -231,6 +231,15 @@ describe('WebSockets through proxies (WebSockets.open with `proxy`)', () => {
     await squid.waitLog(new RegExp(`TCP_TUNNEL/200 .* CONNECT origin\\.test:${tport} `));
   });
 
+  it('ws:// through the policy the plugin was registered with tunnels too (CONNECT), as a handshake cannot be forwarded', async () => {
+    const squid = await startSquid({ hosts: { 'origin.test': '127.0.0.1' } });
+    const kernel = await bootKernel([websockets], { proxy: squid.url });
+    const port = await echoServer();
+    const echoed = await WebSockets.open(`ws://origin.test:${port}/`, async (ws) => (await ws.send('default policy'), await ws.receive()), { kernel });
+    expect(echoed).toBe('default policy');
+    await squid.waitLog(new RegExp(`TCP_TUNNEL/200 .* CONNECT origin\\.test:${port} `));
+  });
+
   it('ws:// through microsocks', async () => {
     const socks = await startMicrosocks();
     const kernel = await bootKernel([websockets]);

@@ -6,9 +6,11 @@
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, Client, createKernel, definePlugin, listen, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
+import { ArgumentError, Client, createKernel, definePlugin, getCallOptions, listen, Stage, TimeoutError, type Response } from '../../../kernel/index.js';
 import { selfSignedCertificate } from '../../../tls/self-signed.js';
 import { WebSocket, WebSocketError, WebSocketHandshakeError, WebSockets, websockets } from '../../../plugins/websockets/index.js';
+// Its definition declares the proxy call option, which the probe plugin below (named 'proxy') stands in for.
+import '../../../plugins/proxy/index.js';
 import { GOING_AWAY_MS } from '../../../kernel/server/server.js';
 import { closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
 import { FrameConnection } from '../../../plugins/websockets/frame-connection.js';
@@ -565,11 +567,13 @@ describe('WebSockets: kernel hooks on the client', () => {
     const seen: string[] = [];
     let refuse = false;
     // Named 'proxy': it stands in for the proxy plugin, which owns the proxy option (a kernel without one refuses it).
+    // As that plugin does, it keys the connection by the call's proxy option and reads the key when connecting.
     const probe = definePlugin({
       name: 'proxy',
       register(kernel) {
+        kernel.hooks.client.poolKey.tap({ name: 'probe', stage: Stage.PROXY }, (_key, ctx) => getCallOptions(ctx).proxy);
         kernel.hooks.client.connect.tap({ name: 'probe', stage: Stage.PROXY }, (o) => {
-          seen.push(`connect ${o.host}:${o.port} ${o.alpnProtocols.join()} ${String(o.proxy)}`);
+          seen.push(`connect ${o.host}:${o.port} ${o.alpnProtocols.join()} ${String(o.poolKey)}`);
         });
         kernel.hooks.client.onUpgrade.tap('probe', (req, res: Response) => {
           seen.push(`upgrade ${req.target} ${res.status}`);
