@@ -461,6 +461,27 @@ function resolveTable<T extends object>(table: T): Tapped<T> {
   return Object.freeze(out) as Tapped<T>;
 }
 
+/**
+ * @internal An async bail hook's taps as one plain function when every tap was made with `tap`
+ * (synchronous) and no interceptor watches the hook, else `null`: it returns the first result
+ * other than `undefined`, or throws what a tap threw, as the hook's `promise()` would resolve or
+ * reject, without a promise per call. Resolved after `ready()` (the taps cannot change then).
+ */
+export function syncBail<A, B, R>(hook: AsyncSeriesBailHook<[A, B], R> | null): ((a: A, b: B) => R | undefined) | null {
+  if (hook === null) return null;
+  const raw = hook as unknown as { taps: readonly { type: string; fn: (a: A, b: B) => R | undefined }[]; interceptors: readonly unknown[] };
+  if (raw.interceptors.length > 0 || raw.taps.some((t) => t.type !== 'sync')) return null;
+  const fns = raw.taps.map((t) => t.fn);
+  if (fns.length === 1) return fns[0]!;
+  return (a, b) => {
+    for (let i = 0; i < fns.length; i++) {
+      const r = fns[i]!(a, b);
+      if (r !== undefined) return r;
+    }
+    return undefined;
+  };
+}
+
 // The slice of tapable's Hook the guard touches. `_args` is tapable's own copy of the
 // argument names (it sizes the compiled callers); the guard reads its length once.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tapable's taps are untyped functions of any arity

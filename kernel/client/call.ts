@@ -74,6 +74,8 @@ export class Call {
   private links = 0;
   /** What {@link Call.settle} does with a failed exchange. */
   private onFailure: ((call: Call, err: unknown) => Response | Promise<Response>) | null = null;
+  /** What {@link Call.settle} does with the exchange's response head, when not {@link Call.complete} at once. */
+  private onHead: ((call: Call, res: Response) => Response | Promise<Response>) | null = null;
 
   constructor(options: CallOptions) {
     this.options = options;
@@ -165,17 +167,24 @@ export class Call {
 
   /**
    * Ends a buffered call whose one exchange is `p` (see {@link Call.complete}); a failed
-   * exchange goes to `onFailure`, which retries it or ends the call.
+   * exchange goes to `onFailure`, which retries it or ends the call; the response head, with
+   * its URL set, to `onHead` when given (which runs the attempt's hooks and ends the call).
    */
-  settle(p: Promise<Response>, onFailure: (call: Call, err: unknown) => Response | Promise<Response>): Promise<Response> {
+  settle(
+    p: Promise<Response>,
+    onFailure: (call: Call, err: unknown) => Response | Promise<Response>,
+    onHead: ((call: Call, res: Response) => Response | Promise<Response>) | null = null,
+  ): Promise<Response> {
     this.onFailure = onFailure;
+    this.onHead = onHead;
     // Bound methods, not arrow functions: the handlers share no context object made per call.
     return p.then(this.settled.bind(this), this.failed.bind(this));
   }
 
   private settled(res: Response): Response | Promise<Response> {
     res.url = this.request.url;
-    return this.complete(res);
+    const onHead = this.onHead;
+    return onHead === null ? this.complete(res) : onHead(this, res);
   }
 
   private failed(err: unknown): Response | Promise<Response> {

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { ArgumentError } from '../errors.js';
 import { describe } from '../describe.js';
 import { urlHint } from '../message/uri.js';
-import type { ClientHooks, Tapped } from '../hooks.js';
+import { syncBail, type ClientHooks, type RetryDecision, type RetryState, type Tapped } from '../hooks.js';
 import type { HookHost } from '../hook-host.js';
 import { AbstractBody, bodyLength, type Body } from '../message/body.js';
 import type { RequestContext } from '../message/context.js';
@@ -128,8 +128,20 @@ export class Client {
   private isOpenFlag = true;
   /** Exchange and acquire options of calls that pass no options (made on the first such call). */
   private defaultPlan: CallPlan | null = null;
-  /** True when no client hook acts per attempt (known once the kernel is ready): calls take {@link Client.requestPlain}. */
+  /**
+   * True when every client hook that acts per attempt is untapped or has only synchronous taps
+   * (known once the kernel is ready): calls take {@link Client.requestPlain}, or
+   * {@link Client.requestTapped} when some of those hooks are tapped.
+   */
   private plain: boolean;
+  /** Some hook that acts per attempt (`onRequest`, `onResponseHead`, `onRetry`) is tapped. */
+  private attemptTaps = false;
+  /** The synchronous taps of `onRequest` as one function (see {@link syncBail}), or null. */
+  private onRequestSync: ((req: Request, ctx: RequestContext) => Response | void | undefined) | null = null;
+  /** The synchronous taps of `onResponseHead` as one function, or null. */
+  private onResponseHeadSync: ((res: Response, ctx: RequestContext) => Request | void | undefined) | null = null;
+  /** The synchronous taps of `onRetry` as one function, or null. */
+  private onRetrySync: ((state: RetryState, ctx: RequestContext) => RetryDecision | void | undefined) | null = null;
   /** The kernel was found to speak HTTP/2 on plain connections (it cannot change once booted): no need to ask again. */
   private speaksH2c = false;
   /** Negotiate HTTP/2 on secure connections: the client's `preferHttp2`, else its transport's. */
@@ -235,7 +247,7 @@ export class Client {
     } catch (err) {
       return Promise.reject(err);
     }
-    const p = call.trace === null && this.plain ? this.requestPlain(call) : this.requestFull(call);
+    const p = call.trace === null && this.plain ? (this.attemptTaps ? this.requestTapped(call) : this.requestPlain(call)) : this.requestFull(call);
     const sink = call.options.responseStream;
     // A call that fails before or while writing the body does not leave the sink open (see writeToSink).
     return sink === undefined ? p : p.catch((err: unknown) => abandonSink(sink, err));
@@ -279,6 +291,88 @@ export class Client {
       (e: unknown) => call.fail(e),
     );
   };
+
+  /**
+   * {@link Client.requestPlain} for a kernel whose per-attempt hooks have synchronous taps only:
+   * they run as plain calls (no promise, no async frame) in the order and with the arguments the
+   * attempt loop gives them. While every tap has nothing to do (returns nothing) the call ends
+   * here; a tap's answer, a redirect hop, a retry decision, an error, or no pooled session with
+   * room hands the call to {@link Client.run} at that point, so nothing runs twice.
+   */
+  private requestTapped(call: Call): Promise<Response> {
+    const ctx = call.ctx;
+    const req = call.request;
+    const url = req.url;
+    let plan: CallPlan;
+    let route: unknown;
+    try {
+      plan = this.planFor(call.options);
+      route = routeOf(this.hooks, ctx);
+    } catch (err) {
+      return rejectCall(call, err);
+    }
+    setAttempt(ctx, 1);
+    let p: Promise<Response>;
+    try {
+      const onRequest = this.onRequestSync;
+      if (onRequest !== null) {
+        const r = onRequest(req, ctx);
+        if (r !== undefined) return this.resume(call, AT_REQUESTED, r, null);
+      }
+      const err0 = ctx.error();
+      if (err0 !== null) throw err0;
+      const acquire = plan.acquire;
+      const origin = req.url === url && call.origin !== null ? call.origin : originOf(req.url);
+      // The attempt loop checks that the kernel speaks h2c before it asks for such a session.
+      if (acquire.httpVersion === 'h2' && origin.protocol === 'http:' && !this.speaksH2c) return this.resume(call, AT_REQUESTED, undefined, null);
+      const session = this.transport.acquireIdle(origin, acquire, route);
+      if (session === null) return this.resume(call, AT_REQUESTED, undefined, null);
+      // A tap shown the head sees it before the body is read, as in the attempt loop.
+      const headTaps = this.onResponseHeadSync !== null || this.onRetrySync !== null;
+      p = session.dispatch(req, ctx, headTaps || call.options.responseStream !== undefined ? plan.timeouts : plan.buffered);
+    } catch (err) {
+      return this.resume(call, AT_FAILED, err, null);
+    }
+    return call.settle(p, this.failedTapped, this.headTapped);
+  }
+
+  /** A {@link Client.requestTapped} exchange failed: the attempt loop takes the error as if it had thrown there. */
+  private readonly failedTapped = (call: Call, err: unknown): Promise<Response> => this.resume(call, AT_FAILED, err, null);
+
+  /** A {@link Client.requestTapped} exchange's response head (its URL set): the `onResponseHead` and `onRetry` taps, then the body. */
+  private readonly headTapped = (call: Call, res: Response): Response | Promise<Response> => {
+    const ctx = call.ctx;
+    const onHead = this.onResponseHeadSync;
+    if (onHead !== null) {
+      let next: Request | void | undefined;
+      try {
+        next = onHead(res, ctx);
+      } catch (err) {
+        return this.resume(call, AT_FAILED, err, res);
+      }
+      if (next !== undefined) return this.resume(call, AT_HEAD, next, res);
+    }
+    const onRetry = this.onRetrySync;
+    if (onRetry !== null) {
+      let decision: RetryDecision | void | undefined;
+      try {
+        decision = onRetry({ attempt: 1, error: null, request: call.request, response: res }, ctx);
+      } catch (err) {
+        // A tap's error ends the call, as it leaves the attempt loop.
+        return call.fail(err);
+      }
+      if (decision !== undefined) return this.resume(call, AT_DECIDED, decision, res);
+    }
+    return call.complete(res);
+  };
+
+  /** Hands a {@link Client.requestTapped} call to the attempt loop at `at`, with what its first attempt got so far. */
+  private resume(call: Call, at: Resume['at'], value: unknown, response: Response | null): Promise<Response> {
+    return this.run(call, 0, false, { at, value, response }).then(
+      (res) => call.complete(res),
+      (e: unknown) => call.fail(e),
+    );
+  }
 
   private async requestFull(call: Call): Promise<Response> {
     let res: Response;
@@ -430,7 +524,12 @@ export class Client {
 
   private setHooks(hooks: Tapped<ClientHooks>): void {
     this.hooks = hooks;
-    this.plain = hooks.onRequest === null && hooks.onResponseHead === null && hooks.onRetry === null;
+    this.onRequestSync = syncBail(hooks.onRequest);
+    this.onResponseHeadSync = syncBail(hooks.onResponseHead);
+    this.onRetrySync = syncBail(hooks.onRetry);
+    this.attemptTaps = hooks.onRequest !== null || hooks.onResponseHead !== null || hooks.onRetry !== null;
+    this.plain =
+      (hooks.onRequest === null || this.onRequestSync !== null) && (hooks.onResponseHead === null || this.onResponseHeadSync !== null) && (hooks.onRetry === null || this.onRetrySync !== null);
   }
 
   /** The exchange and acquire options of `o`; calls without options of their own share one (frozen: sessions only read them). */
@@ -501,9 +600,10 @@ export class Client {
    * The attempt loop shared by `request` and `dispatch`: resolves with the final response head.
    * `retried` is the {@link retryMark} of a first attempt {@link Client.requestPlain} already made
    * (0: none), so the retry it hands over here counts against the same limits. `hold` marks the
-   * exchanges {@link kHoldConnection} (`open`).
+   * exchanges {@link kHoldConnection} (`open`). `from` is how far {@link Client.requestTapped}
+   * took the first attempt: the loop goes on from there.
    */
-  private async run(call: Call, retried = 0, hold = false): Promise<Response> {
+  private async run(call: Call, retried = 0, hold = false, from: Resume | null = null): Promise<Response> {
     const k = this.kernel;
     if (k !== null && this.hooks === null) {
       if (k.state !== 'ready') await k.ready();
@@ -525,59 +625,66 @@ export class Client {
       setAttempt(ctx, attempt);
       let res: Response | null = null;
       let error: unknown = null;
-      try {
-        if (hooks !== null && hooks.onRequest !== null) {
-          const r = await hooks.onRequest.promise(req, ctx);
+      // Resumed: what the first attempt got so far; a fresh attempt starts at AT_START.
+      const at = from === null ? AT_START : from.at;
+      const given = from === null ? undefined : from.value;
+      if (from !== null) res = from.response;
+      from = null;
+      if (at !== AT_DECIDED)
+        try {
+          if (at === AT_FAILED) throw given;
+          let r: Response | void | null | undefined;
+          if (at === AT_REQUESTED) r = await (given as Response | void | undefined);
+          else if (at === AT_START && hooks !== null && hooks.onRequest !== null) r = await hooks.onRequest.promise(req, ctx);
           if (r != null) {
             res = r;
             if (res.request === null) res.request = req;
           }
-        }
-        if (trace !== null) trace(new RequestEvent(attempt, req, req.url));
-        const sent = trace !== null ? performance.now() : 0;
-        if (res === null) {
-          const err0 = ctx.error();
-          if (err0 !== null) throw err0;
-          const origin = originOf(req.url);
-          // HTTP/2 demanded on a plain http:// URL (this hop's: a redirect may lead there) is h2c.
-          if (acquire.httpVersion === 'h2' && origin.protocol === 'http:' && !this.speaksH2c) {
-            checkHttpVersion(k, 'h2', 'http:', `${req.method} ${req.url}`);
-            this.speaksH2c = true;
+          if (trace !== null) trace(new RequestEvent(attempt, req, req.url));
+          const sent = trace !== null ? performance.now() : 0;
+          if (res === null) {
+            const err0 = ctx.error();
+            if (err0 !== null) throw err0;
+            const origin = originOf(req.url);
+            // HTTP/2 demanded on a plain http:// URL (this hop's: a redirect may lead there) is h2c.
+            if (acquire.httpVersion === 'h2' && origin.protocol === 'http:' && !this.speaksH2c) {
+              checkHttpVersion(k, 'h2', 'http:', `${req.method} ${req.url}`);
+              this.speaksH2c = true;
+            }
+            const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
+            res = await session.dispatch(req, ctx, timeouts);
           }
-          const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
-          res = await session.dispatch(req, ctx, timeouts);
-        }
-        res.url = req.url;
-        if (trace !== null) trace(new ResponseHeadEvent(attempt, res, req.url, res.status, performance.now() - sent));
-        if (hooks !== null && hooks.onResponseHead !== null) {
-          const next = await hooks.onResponseHead.promise(res, ctx);
-          if (next != null) {
-            redirects++;
-            if (trace !== null) trace(new RedirectEvent(res.status, req.url, next.url, redirects));
-            discard(res.body);
-            next.ctx = ctx;
-            req = next;
+          res.url = req.url;
+          if (trace !== null) trace(new ResponseHeadEvent(attempt, res, req.url, res.status, performance.now() - sent));
+          if (at === AT_HEAD || (hooks !== null && hooks.onResponseHead !== null)) {
+            const next = at === AT_HEAD ? await (given as Request | void | undefined) : await hooks!.onResponseHead!.promise(res, ctx);
+            if (next != null) {
+              redirects++;
+              if (trace !== null) trace(new RedirectEvent(res.status, req.url, next.url, redirects));
+              discard(res.body);
+              next.ctx = ctx;
+              req = next;
+              continue;
+            }
+          }
+        } catch (err) {
+          if (res !== null) discard(res.body);
+          res = null;
+          const marks = typeof err === 'object' && err !== null ? (err as Record<symbol, unknown>) : null;
+          if (marks !== null && marks[kStale] === true && !staleRetried && isIdempotent(req.method) && isReplayable(req.body)) {
+            // The server closed a pooled connection just as we used it: once more on a fresh one.
+            staleRetried = true;
             continue;
           }
+          if (marks !== null && marks[kUnprocessed] === true && unprocessedRetries < MAX_UNPROCESSED_RETRIES && isReplayable(req.body)) {
+            // The server never processed it (HTTP/2 GOAWAY past it, REFUSED_STREAM): any method is safe to send again.
+            unprocessedRetries++;
+            continue;
+          }
+          error = err;
         }
-      } catch (err) {
-        if (res !== null) discard(res.body);
-        res = null;
-        const marks = typeof err === 'object' && err !== null ? (err as Record<symbol, unknown>) : null;
-        if (marks !== null && marks[kStale] === true && !staleRetried && isIdempotent(req.method) && isReplayable(req.body)) {
-          // The server closed a pooled connection just as we used it: once more on a fresh one.
-          staleRetried = true;
-          continue;
-        }
-        if (marks !== null && marks[kUnprocessed] === true && unprocessedRetries < MAX_UNPROCESSED_RETRIES && isReplayable(req.body)) {
-          // The server never processed it (HTTP/2 GOAWAY past it, REFUSED_STREAM): any method is safe to send again.
-          unprocessedRetries++;
-          continue;
-        }
-        error = err;
-      }
-      if (hooks !== null && hooks.onRetry !== null) {
-        const decision = await hooks.onRetry.promise({ attempt, error, request: req, response: res }, ctx);
+      if (at === AT_DECIDED || (hooks !== null && hooks.onRetry !== null)) {
+        const decision = at === AT_DECIDED ? await (given as RetryDecision | void | undefined) : await hooks!.onRetry!.promise({ attempt, error, request: req, response: res }, ctx);
         if (decision != null) {
           const status = res?.status ?? 0;
           if (decision.retry) {
@@ -598,6 +705,34 @@ export class Client {
       }
       return res!;
     }
+  }
+}
+
+/** The first attempt is fresh: the loop starts with the `onRequest` taps. */
+const AT_START = 0;
+/** The `onRequest` taps ran and returned `value` (undefined: no answer, send the request). */
+const AT_REQUESTED = 1;
+/** The response head arrived (`response`, its URL set) and the `onResponseHead` taps returned `value`. */
+const AT_HEAD = 2;
+/** The attempt produced `response` and the `onRetry` taps returned `value`. */
+const AT_DECIDED = 3;
+/** The attempt threw `value` (`response`: the head it had got, or null). */
+const AT_FAILED = 4;
+
+/** How far {@link Client.requestTapped} took a call's first attempt before {@link Client.run} goes on with it. */
+interface Resume {
+  readonly at: typeof AT_REQUESTED | typeof AT_HEAD | typeof AT_DECIDED | typeof AT_FAILED;
+  /** What the step at `at` returned or threw (a tap's result may be a promise: the loop awaits it, as the hook would). */
+  readonly value: unknown;
+  readonly response: Response | null;
+}
+
+/** Ends `call` with `err` (see {@link Call.fail}) as a rejected promise. */
+function rejectCall(call: Call, err: unknown): Promise<never> {
+  try {
+    call.fail(err);
+  } catch (e) {
+    return Promise.reject(e);
   }
 }
 
