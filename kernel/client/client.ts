@@ -560,7 +560,7 @@ export class Client {
     let headers: Headers;
     if (o.headers == null && d === null) {
       // The common call: only the User-Agent, in arrays of its size (a push onto empty ones reserves 17 slots each).
-      headers = headersFromArrays(['User-Agent'], [USER_AGENT]);
+      headers = this.onRequestSync === null ? headersFromArrays(['User-Agent'], [USER_AGENT]) : headersWithRoom();
     } else {
       headers = new Headers(o.headers ?? undefined);
       if (d !== null) for (const [k, v] of d) if (!headers.has(k)) headers.push(k, v);
@@ -797,6 +797,18 @@ function retryMark(err: unknown, req: Request): number {
   if (marks[kStale] === true && isIdempotent(req.method) && isReplayable(req.body)) return RETRY_STALE;
   if (marks[kUnprocessed] === true && isReplayable(req.body)) return RETRY_UNPROCESSED;
   return 0;
+}
+
+/**
+ * The common call's headers (the User-Agent) when `onRequest` taps may add a few: arrays with
+ * room for three more (shortening keeps their slots), so those pushes grow nothing.
+ */
+function headersWithRoom(): Headers {
+  const names = ['User-Agent', '', '', ''];
+  const values = [USER_AGENT, '', '', ''];
+  names.length = 1;
+  values.length = 1;
+  return headersFromArrays(names, values);
 }
 
 /** The options of a call given none (one shared object: no allocation, nothing to check). */
