@@ -15,11 +15,10 @@
  * still knows its length), and for any other stream its first 512 bytes when the form is sent.
  */
 import { Buffer } from 'node:buffer';
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
+import { ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken, nodeCrypto } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -132,7 +131,7 @@ const BCHARS = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
 /** A random boundary: 48 characters. */
 export function randomBoundary(): string {
-  return `----------------switchyard${randomBytes(11).toString('hex')}`;
+  return `----------------switchyard${nodeCrypto().randomBytes(11).toString('hex')}`;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The heavy dependencies load on first use, not at import: a program that imports the
  * top-level entry, serves a request on the default preset and makes one call has loaded
- * neither the public suffix list (`tldts`), the MIME database (`mime-types`, `mime-db`) nor
- * `ws`; the first Domain cookie, the first file typed by its name (a served file, a multipart
+ * neither the public suffix list (`tldts`), the MIME database (`mime-types`, `mime-db`), `ws`,
+ * nor node's tls and zlib; the first Domain cookie, the first file typed by its name (a served file, a multipart
  * part) and the first WebSocket load each, and each then works as before. Run in a fresh
  * process, since this one has loaded them all long ago.
  */
@@ -23,7 +23,8 @@ const loaded = () => PACKAGES.filter((p) => Object.keys(cache).some((f) => f.inc
 const HTTP = await import(${JSON.stringify(url('index.ts'))});
 const server = await HTTP.serve(() => new HTTP.Response(200, 'hello'), { port: 0 });
 const hello = await HTTP.get('http://127.0.0.1:' + server.port + '/');
-const out = { hello: hello.status, atStart: loaded() };
+const builtins = () => ['tls', 'zlib'].filter((m) => process.moduleLoadList.includes('NativeModule ' + m));
+const out = { hello: hello.status, atStart: loaded(), builtinsAtStart: builtins() };
 
 const P = await import(${JSON.stringify(url('plugins/index.ts'))});
 const jar = new HTTP.Cookies.CookieJar();
@@ -56,6 +57,8 @@ describe('start-up weight', () => {
     const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
     expect(out.hello).toBe(200);
     expect(out.atStart, 'loaded by import, serve and one call').toEqual([]);
+    // Imported as ES modules, built-ins load at once (tls with its whole root store as strings).
+    expect(out.builtinsAtStart, 'built-ins loaded by import, serve and one call').toEqual([]);
     expect(out.cookies).toEqual({ suffix: false, registrable: true });
     expect(out.afterCookies).toEqual(['tldts']);
     expect(out.served).toBe('text/html; charset=utf-8');
