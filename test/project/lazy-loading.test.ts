@@ -67,4 +67,26 @@ describe('start-up weight', () => {
     expect(out.echo).toBe('ping');
     expect(out.afterWs).toEqual(['tldts', 'mime-types', 'mime-db', 'ws']);
   }, 40_000);
+
+  it('the command loads a subcommand only to run it: --version loads none, `ws --help` loads the ws one', async () => {
+    const program = `
+      import { Writable } from 'node:stream';
+      const { main } = await import(${JSON.stringify(url('cli/main.ts'))});
+      let text = '';
+      const sink = new Writable({ write(c, _e, cb) { text += c; cb(); } });
+      const io = { stdin: process.stdin, stdout: sink, stderr: sink, env: {}, waitForInterrupt: () => new Promise(() => {}) };
+      // node:readline is the ws command's own import.
+      const readline = () => process.moduleLoadList.includes('NativeModule readline');
+      const version = await main(['--version'], io);
+      const out = { version, text, afterVersion: readline() };
+      out.wsHelp = await main(['ws', '--help'], io);
+      out.afterWs = readline();
+      console.log(JSON.stringify(out));
+    `;
+    const run = await runNode(['--import', 'tsx', '--input-type=module', '-e', program], root, 30_000);
+    expect(run.stderr).toBe('');
+    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(out).toMatchObject({ version: 0, afterVersion: false, wsHelp: 0, afterWs: true });
+    expect(out.text).toMatch(/^switchyard \d/);
+  }, 40_000);
 });
