@@ -1,4 +1,20 @@
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
+
+type Plugin = NonNullable<Options['plugins']>[number];
+
+/**
+ * esbuild writes code as ASCII (escaping the rest) but keeps the comments it keeps (those on
+ * class fields) as written; one `§` or `…` among them makes V8 hold the chunk's whole source
+ * as UTF-16, twice its size, for the life of the process. Only comments can hold such a
+ * character here, and a `\uXXXX` escape means the same in a string, a regular expression or an
+ * identifier, so every one is escaped.
+ */
+const asciiOutput: Plugin = {
+  name: 'ascii-output',
+  renderChunk(code) {
+    return { code: code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) };
+  },
+};
 
 // Four public entries, matching package.json "exports": the top-level API, the kernel for
 // plugin authors, the protocol plugins' codec internals, and the plugin bundle; plus the
@@ -20,4 +36,5 @@ export default defineConfig({
   clean: true,
   splitting: true,
   treeshake: true,
+  plugins: [asciiOutput],
 });

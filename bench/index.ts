@@ -9,6 +9,7 @@ import { runHooksBench } from './hooks.js';
 import { runRouterBench } from './router.js';
 import { runServerBench } from './server.js';
 import { runSseBench } from './sse.js';
+import { runStartupBench } from './startup.js';
 import { runStaticBench } from './static.js';
 import { runWebsocketsBench } from './websockets.js';
 
@@ -23,6 +24,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['sse', () => runSseBench()],
   ['router', () => runRouterBench()],
   ['websockets', () => runWebsocketsBench()],
+  ['startup', () => runStartupBench()],
 ];
 
 for (const [name, fn] of benches) {

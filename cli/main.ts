@@ -8,9 +8,7 @@ import { ArgumentError, TLSHandshakeError } from '../kernel/index.js';
 import { ExitCode, UsageError } from './errors.js';
 import { TOP_HELP } from './help.js';
 import { writeOut, type Io } from './io.js';
-import { REQUEST_COMMANDS, runRequest } from './request.js';
-import { runServe } from './serve.js';
-import { runWs } from './ws.js';
+import { REQUEST_COMMANDS } from './commands.js';
 
 export { ExitCode, UsageError } from './errors.js';
 
@@ -32,9 +30,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       await writeOut(io.stdout, `switchyard ${version()}\n`);
       return ExitCode.OK;
     }
-    if (Object.hasOwn(REQUEST_COMMANDS, cmd)) return await runRequest(cmd, rest, io);
-    if (cmd === 'serve') return await runServe(rest, io);
-    if (cmd === 'ws') return await runWs(rest, io);
+    // Each command's module (and the plugins it needs) loads when that command runs, so help,
+    // --version and usage errors load none of them.
+    if (Object.hasOwn(REQUEST_COMMANDS, cmd)) return await (await import('./request.js')).runRequest(cmd, rest, io);
+    if (cmd === 'serve') return await (await import('./serve.js')).runServe(rest, io);
+    if (cmd === 'ws') return await (await import('./ws.js')).runWs(rest, io);
     if (cmd.startsWith('-')) throw new UsageError(`${cmd} before a command: options follow the command (switchyard get URL ${cmd} …)`);
     // A URL where the command goes: curl takes the URL first, this tool the method.
     if (/^(https?|wss?):\/\//i.test(cmd)) {

@@ -30,6 +30,7 @@ import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, ty
 import type { CookieJar } from '../plugins/index.js';
 import { intOption, type OptionSpec } from './args.js';
 import { readCommandLine } from './command.js';
+import { REQUEST_COMMANDS } from './commands.js';
 import { BodySink } from './body-sink.js';
 import { loadCookieFile, saveCookieFile } from './cookie-file.js';
 import { ExitCode, UsageError } from './errors.js';
@@ -39,18 +40,6 @@ import { ProgressBar } from './progress.js';
 import { buildBody } from './request-body.js';
 import { parseHeaders, tlsOptions } from './request-options.js';
 import { bootKernel, requirePlugin } from './stack.js';
-
-/** The request commands and their methods. */
-export const REQUEST_COMMANDS: Readonly<Record<string, string>> = Object.freeze({
-  get: 'GET',
-  head: 'HEAD',
-  post: 'POST',
-  put: 'PUT',
-  patch: 'PATCH',
-  delete: 'DELETE',
-  query: 'QUERY',
-  options: 'OPTIONS',
-});
 
 /** Options of the request commands. */
 export const REQUEST_OPTIONS: readonly OptionSpec[] = [

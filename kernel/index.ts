@@ -15,6 +15,7 @@ export { definePlugin, type PluginDefinition } from './plugin.js';
 export { checkPluginOptions, callOptionOwner, OptionChecks, type OptionCheck, type CallOptionOwner } from './plugin-options.js';
 export { Stage, type StageName } from './stages.js';
 export { checkOptionKeys, editDistance, optionHint, suggestOption, unknownOptionError } from './option-keys.js';
+export { nodeCrypto, nodeTls, nodeZlib } from './builtins.js';
 export {
   tapErrorInfo,
   type TapErrorInfo,

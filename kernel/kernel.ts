@@ -7,7 +7,8 @@
  * makes the kernel a thenable (so `await kernel.ready()` could not resolve to it). The
  * kernel's own typed `register`/`ready`/`close`/`onClose` drive that instance instead.
  */
-import avvio from 'avvio';
+import { createRequire } from 'node:module';
+import type Avvio from 'avvio';
 import { describe } from './describe.js';
 import { ArgumentError, PluginError } from './errors.js';
 import type { HookHost, KernelState } from './hook-host.js';
@@ -16,6 +17,9 @@ import { kPlugin, kPluginMeta } from './symbols.js';
 import { Client, type ClientOptions } from './client/client.js';
 import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
 import type { Server } from './server/server.js';
+
+// CommonJS, so required: imported, Node would first lex its source for export names (see hooks.ts).
+const avvio = createRequire(import.meta.url)('avvio') as typeof Avvio;
 
 /** Options of {@link createKernel}. */
 export interface KernelOptions {
@@ -76,7 +80,7 @@ export class Kernel implements HookHost {
 
   #closeTable: () => void;
   #tapped: TappedHooks | null = null;
-  #avvio: avvio.Avvio<null>;
+  #avvio: Avvio.Avvio<null>;
   #timeout: number;
   #state: KernelState = 'idle';
   /** Top-level registrations, ordered by dependencies and handed to avvio at `ready()`. */

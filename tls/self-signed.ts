@@ -12,9 +12,9 @@
  * @module
  */
 import { Buffer } from 'node:buffer';
-import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
-import { ArgumentError } from '../kernel/index.js';
+import { ArgumentError, nodeCrypto } from '../kernel/index.js';
 
 /** Options of {@link selfSignedCertificate}. */
 export interface SelfSignedOptions {
@@ -78,6 +78,7 @@ const OPTION_KEYS = new Set(['hosts', 'commonName', 'days', 'keyType']);
  */
 export function selfSignedCertificate(options: SelfSignedOptions = {}): SelfSignedCertificate {
   const opts = validate(options);
+  const { generateKeyPairSync, sign } = nodeCrypto();
   const { publicKey, privateKey } = opts.keyType === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 0x10001 }) : generateKeyPairSync('ec', { namedCurve: 'P-256' });
 
   const now = Date.now();
@@ -301,7 +302,7 @@ function extension(id: string, critical: boolean, value: Buffer): Buffer {
 
 /** 16 random bytes, top bit cleared (positive) and the next one set (so exactly 16 bytes, never zero). */
 function serialNumber(): Buffer {
-  const serial = randomBytes(16);
+  const serial = nodeCrypto().randomBytes(16);
   serial[0] = (serial[0]! & 0x7f) | 0x40;
   return serial;
 }
@@ -315,7 +316,8 @@ function subjectKeyId(spki: Buffer): Buffer {
   if (outer.tag !== 0x30 || algorithm.tag !== 0x30 || key.tag !== 0x03) {
     throw new Error('selfSignedCertificate(): unexpected SubjectPublicKeyInfo from node:crypto');
   }
-  return createHash('sha1')
+  return nodeCrypto()
+    .createHash('sha1')
     .update(spki.subarray(key.contentStart + 1, key.end))
     .digest();
 }
@@ -342,7 +344,7 @@ function pem(label: string, der: Buffer): string {
 }
 
 function fingerprint(der: Buffer): string {
-  const hex = createHash('sha256').update(der).digest('hex').toUpperCase();
+  const hex = nodeCrypto().createHash('sha256').update(der).digest('hex').toUpperCase();
   return hex.match(/../g)!.join(':');
 }
 

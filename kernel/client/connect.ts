@@ -6,9 +6,10 @@
 import { performance } from 'node:perf_hooks';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import tls from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { ArgumentError, ConnectError, DNSError, TimeoutError, TLSHandshakeError } from '../errors.js';
 import type { ConnectOptions } from '../hooks.js';
+import { nodeTls } from '../builtins.js';
 import type { RequestContext } from '../message/context.js';
 import { hostPort } from '../message/uri.js';
 
@@ -139,9 +140,11 @@ export async function openConnection(o: ConnectOptions, ctx: RequestContext, giv
       return () => s.destroy();
     });
   }
-  if (o.protocol !== 'https:' || socket instanceof tls.TLSSocket) return socket;
+  if (o.protocol !== 'https:') return socket;
+  const tls = nodeTls();
+  if (socket instanceof tls.TLSSocket) return socket;
   const raw = socket;
-  return bounded<tls.TLSSocket>(ctx, deadlineAt, o.timeoutMs, 'tls_handshake', started, (resolve, reject) => {
+  return bounded<TLSSocket>(ctx, deadlineAt, o.timeoutMs, 'tls_handshake', started, (resolve, reject) => {
     const servername = o.servername ?? (net.isIP(o.host) === 0 ? o.host : undefined);
     const t = tls.connect({
       ...(o.tls ?? {}),

@@ -7,7 +7,6 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
-import { TLSSocket } from 'node:tls';
 import { ParseError, ProtocolError, TimeoutError, TLSTransportError } from '../errors.js';
 import type { ClientSession, ExchangeOptions } from '../hooks.js';
 
@@ -15,6 +14,7 @@ export type { ExchangeOptions } from '../hooks.js';
 import { AbstractBody, nobody, type Body } from '../message/body.js';
 import { FlowBody, type FlowSource } from './flow-body.js';
 import { stopUpload } from './request-body.js';
+import { nodeTls } from '../builtins.js';
 import { bytesSent } from '../socket-progress.js';
 import type { RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
@@ -556,7 +556,7 @@ class Exchange implements FlowSource {
    */
   onSocketError(err: Error): void {
     const code = (err as NodeJS.ErrnoException).code;
-    const e = this.session.socket instanceof TLSSocket ? new TLSTransportError(err) : err;
+    const e = this.session.socket instanceof nodeTls().TLSSocket ? new TLSTransportError(err) : err;
     if (!this.headDone && !this.gotBytes && this.session.uses > 0 && (code === 'ECONNRESET' || code === 'EPIPE')) {
       (e as unknown as Record<symbol, boolean>)[kStale] = true;
     }

@@ -18,8 +18,9 @@ import process from 'node:process';
 import { Buffer } from 'node:buffer';
 import net, { type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import tls from 'node:tls';
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
+import { nodeTls } from '../builtins.js';
 import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
 import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
@@ -106,7 +107,7 @@ export class Server implements ConnectionHost, PipelineServer {
     this.streamHandler = stream === true ? (handler as StreamHandler) : null;
     this.kernel = kernel ?? null;
     this.onError = onError ?? defaultOnError;
-    const isTls = this.opts.tls !== null || this.opts.listener instanceof tls.Server;
+    const isTls = this.opts.tls !== null || (this.opts.listener !== null && this.opts.listener instanceof nodeTls().Server);
     this.info = Object.freeze({ tls: isTls, options: this.opts.raw });
     this.boundPort = this.opts.port;
     this.boundHost = this.opts.host;
@@ -157,16 +158,18 @@ export class Server implements ConnectionHost, PipelineServer {
       this.ownsListener = true;
       if (o.tls !== null) {
         const alpn = this.alpn(o.tls.ALPNProtocols);
-        listener = tls.createServer({ ...o.tls, ALPNProtocols: alpn });
+        listener = nodeTls().createServer({ ...o.tls, ALPNProtocols: alpn });
       } else {
         listener = net.createServer({ noDelay: true });
       }
     }
     this.listener = listener;
-    if (listener instanceof tls.Server) {
-      listener.on('secureConnection', this.onSecureConnection);
-      listener.on('connection', this.onTcpForTls);
-      listener.on('tlsClientError', onTlsClientError);
+    // A listener made here is TLS when given tls options; one passed in was checked by the constructor.
+    if (this.info.tls) {
+      const secure = listener as TlsServer;
+      secure.on('secureConnection', this.onSecureConnection);
+      secure.on('connection', this.onTcpForTls);
+      secure.on('tlsClientError', onTlsClientError);
     } else {
       listener.on('connection', this.onConnection);
     }
@@ -393,9 +396,9 @@ export class Server implements ConnectionHost, PipelineServer {
     });
   };
 
-  private readonly onSecureConnection = (socket: tls.TLSSocket): void => {
+  private readonly onSecureConnection = (socket: TLSSocket): void => {
     // The handshake is over: the raw socket now lives on as this TLS connection.
-    const raw = (socket as tls.TLSSocket & { _parent?: Socket })._parent;
+    const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
     if (raw !== undefined) this.removePending(raw);
     if (this.state !== 'listening') {
       socket.destroy();
@@ -527,7 +530,7 @@ function destroySocket(socket: Socket): void {
   socket.destroy();
 }
 
-function onTlsClientError(_err: Error, socket: tls.TLSSocket): void {
+function onTlsClientError(_err: Error, socket: TLSSocket): void {
   socket.destroy();
 }
 

@@ -27,7 +27,7 @@
  *   out first, so they are replaced, not duplicated. A `client.onResponseHead` tap at
  *   `Stage.COOKIES` stores the `Set-Cookie` headers of every response, redirect hops included.
  */
-import { parse as parseDomain } from 'tldts';
+import { createRequire } from 'node:module';
 import { ArgumentError, checkPluginOptions, type OptionCheck, Request, Response, Stage, definePlugin, getCallOptions, isToken, type RequestContext } from '../../kernel/index.js';
 
 const NAME = 'cookies';
@@ -457,8 +457,20 @@ function defaultPath(path: string): string {
   return i <= 0 ? '/' : p.slice(0, i);
 }
 
+type Tldts = typeof import('tldts');
+
+let tldts: Tldts | null = null;
+
+/**
+ * The public suffix list (`tldts`), loaded on the first Domain cookie: it weighs megabytes, and
+ * most programs store none. Synchronously, since storing a cookie is.
+ */
+function publicSuffixList(): Tldts {
+  return (tldts ??= createRequire(import.meta.url)('tldts') as Tldts);
+}
+
 function isPublicSuffix(domain: string): boolean {
-  const info = parseDomain(domain, { allowPrivateDomains: true });
+  const info = publicSuffixList().parse(domain, { allowPrivateDomains: true });
   return info.publicSuffix === domain;
 }
 

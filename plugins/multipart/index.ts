@@ -15,11 +15,10 @@
  * still knows its length), and for any other stream its first 512 bytes when the form is sent.
  */
 import { Buffer } from 'node:buffer';
-import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import mime from 'mime-types';
-import { ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken } from '../../kernel/index.js';
+import { ArgumentError, ChunkBody, Headers, ParseError, adoptStreamErrors, checkFieldValue, checkOptionKeys, isToken, nodeCrypto } from '../../kernel/index.js';
 import { SNIFF_LENGTH, sniffContentType } from '../fileserver/index.js';
 import { FileSource } from './file-source.js';
 
@@ -61,12 +60,21 @@ export class Multipart {
   }
 }
 
+type MimeTypes = typeof import('mime-types');
+
+let mime: MimeTypes | null = null;
+
+/** `mime-types`, loaded on the first part typed by its file name: its database is large. */
+function mimeTypes(): MimeTypes {
+  return (mime ??= createRequire(import.meta.url)('mime-types') as MimeTypes);
+}
+
 /** The type a file name's extension names, or null when it names none or only `application/octet-stream`. */
 function typeByName(filename: string | null): string | null {
   if (filename === null) return null;
   const ext = path.extname(filename);
   if (ext === '' || ext === '.') return null;
-  const t = mime.lookup(ext);
+  const t = mimeTypes().lookup(ext);
   return t === false || t === 'application/octet-stream' ? null : t;
 }
 
@@ -123,7 +131,7 @@ const BCHARS = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
 /** A random boundary: 48 characters. */
 export function randomBoundary(): string {
-  return `----------------switchyard${randomBytes(11).toString('hex')}`;
+  return `----------------switchyard${nodeCrypto().randomBytes(11).toString('hex')}`;
 }
 
 /**

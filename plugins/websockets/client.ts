@@ -4,13 +4,13 @@
  * `client.onUpgrade` taps); this file builds the request, checks the 101 as RFC 6455 §4.1
  * and RFC 7692 ask, and runs the handler over ws.
  */
-import { randomBytes } from 'node:crypto';
 import { Duplex } from 'node:stream';
 import {
   ArgumentError,
   checkCallOptionNames,
   EXCHANGE_TIMEOUT_OPTIONS,
   headerContains,
+  nodeCrypto,
   pickExchangeTimeouts,
   Headers,
   urlHint,
@@ -136,7 +136,7 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new ArgumentError('WebSockets.open: signal must be an AbortSignal');
   const mod = await loadWs();
 
-  const key = randomBytes(16).toString('base64');
+  const key = nodeCrypto().randomBytes(16).toString('base64');
   const headers = new Headers(options.headers ?? undefined);
   headers.set('Upgrade', 'websocket');
   headers.set('Connection', 'Upgrade');

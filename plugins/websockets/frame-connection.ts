@@ -31,10 +31,10 @@
  */
 import { Buffer } from 'node:buffer';
 import { isUtf8 } from 'node:buffer';
-import { randomFillSync } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { nodeCrypto } from '../../kernel/index.js';
 
 /** The compression of a connection that agreed permessage-deflate (message-zlib.ts's `MessageZlib`). */
 export interface MessageDeflate {
@@ -286,7 +286,7 @@ export class FrameConnection extends EventEmitter {
     if (mask) {
       out[1] |= 0x80;
       if (maskAt + 4 > MASK_POOL.length) {
-        randomFillSync(MASK_POOL);
+        nodeCrypto().randomFillSync(MASK_POOL);
         maskAt = 0;
       }
       const m = head - 4;

@@ -4,8 +4,7 @@
  * and the 101 (or refusal) to answer with. Also the `Sec-WebSocket-Accept` computation both
  * sides use.
  */
-import { createHash } from 'node:crypto';
-import { headerContains, Headers, type Request } from '../../kernel/index.js';
+import { headerContains, Headers, nodeCrypto, type Request } from '../../kernel/index.js';
 import { normalizeOrigin, type ResolvedCheckOrigin, type ResolvedServerOptions } from './options.js';
 import { PERMESSAGE_DEFLATE, type Deflate, type WsModule } from './ws-lib.js';
 
@@ -14,7 +13,8 @@ const KEY = /^[+/0-9A-Za-z]{21}[AQgw]==$/;
 
 /** `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`. */
 export function acceptKey(key: string): string {
-  return createHash('sha1')
+  return nodeCrypto()
+    .createHash('sha1')
     .update(key + GUID)
     .digest('base64');
 }

@@ -21,7 +21,8 @@
  * once; node issue 8871).
  */
 import { Buffer } from 'node:buffer';
-import zlib from 'node:zlib';
+import type { DeflateRaw, InflateRaw } from 'node:zlib';
+import { nodeZlib } from '../../kernel/index.js';
 import type { MessageDeflate } from './frame-connection.js';
 
 const TRAILER = Buffer.from([0x00, 0x00, 0xff, 0xff]);
@@ -79,8 +80,8 @@ export class MessageZlib implements MessageDeflate {
   readonly params: Record<string, unknown>;
   private readonly isServer: boolean;
   private readonly maxPayload: number;
-  private deflater: zlib.DeflateRaw | null = null;
-  private inflater: zlib.InflateRaw | null = null;
+  private deflater: DeflateRaw | null = null;
+  private inflater: InflateRaw | null = null;
   private outParts: Buffer[] = [];
   private outBytes = 0;
   private inParts: Buffer[] = [];
@@ -104,7 +105,7 @@ export class MessageZlib implements MessageDeflate {
   /** The window bits agreed for `side`'s compressor. */
   private windowBits(side: 'server' | 'client'): number {
     const v = this.params[`${side}_max_window_bits`];
-    return typeof v === 'number' ? v : zlib.constants.Z_DEFAULT_WINDOWBITS;
+    return typeof v === 'number' ? v : nodeZlib().constants.Z_DEFAULT_WINDOWBITS;
   }
 
   /** Compresses one whole message (the codec never compresses fragments apart: `fin` is true). */
@@ -121,6 +122,7 @@ export class MessageZlib implements MessageDeflate {
     const side = this.isServer ? 'server' : 'client';
     let d = this.deflater;
     if (d === null) {
+      const zlib = nodeZlib();
       d = this.deflater = zlib.createDeflateRaw({ windowBits: this.windowBits(side), flush: zlib.constants.Z_SYNC_FLUSH });
       d.on('data', (chunk: Buffer) => {
         this.outParts.push(chunk);
@@ -207,7 +209,8 @@ export class MessageZlib implements MessageDeflate {
     }
   }
 
-  private newInflater(side: 'server' | 'client'): zlib.InflateRaw {
+  private newInflater(side: 'server' | 'client'): InflateRaw {
+    const zlib = nodeZlib();
     const inf = zlib.createInflateRaw({ windowBits: this.windowBits(side), flush: zlib.constants.Z_SYNC_FLUSH, chunkSize: INFLATE_CHUNK });
     const onData = (chunk: Buffer): void => {
       this.inBytes += chunk.length;

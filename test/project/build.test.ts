@@ -3,7 +3,7 @@
  * build produces every entry of package.json "exports" with their declarations.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -28,6 +28,18 @@ describe('project', () => {
     const out = await mkdtemp(join(cache, 'switchyard-build-'));
     try {
       await run(bin('tsup'), ['--out-dir', out], { cwd: root });
+      // ASCII only: one other character makes V8 hold a file's whole source as UTF-16, twice its size.
+      const js = readdirSync(out, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+      expect(js.length).toBeGreaterThan(0);
+      for (const f of js) expect(readFileSync(join(out, f), 'utf8').match(/[^\x00-\x7f].{0,40}/)?.[0], f).toBeUndefined();
+      // Importing the top-level entry in a plain node loads no CommonJS through the ES-module
+      // interop (whose export-name lexer V8 optimizes on a background thread, ~3 MiB of RSS),
+      // and no built-in that only some programs need.
+      const probe = `await import(${JSON.stringify(pathToFileURL(join(out, 'index.js')).href)}); console.log(JSON.stringify(process.moduleLoadList.filter((m) => /^NativeModule (internal\\/deps\\/cjs-module-lexer\\/.*|tls|crypto|zlib)$/.test(m))));`;
+      // As in the package, whose package.json says the files are ES modules.
+      await writeFile(join(out, 'package.json'), '{ "type": "module" }\n');
+      const loaded = await run(process.execPath, ['--input-type=module', '-e', probe], { cwd: out });
+      expect(JSON.parse(loaded.stdout) as string[]).toEqual([]);
       const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
         exports: Record<string, { default: string; types: string }>;
       };
