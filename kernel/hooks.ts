@@ -469,7 +469,7 @@ function resolveTable<T extends object>(table: T): Tapped<T> {
  * other than `undefined`, or throws what a tap threw, as the hook's `promise()` would resolve or
  * reject, without a promise per call. Resolved after `ready()` (the taps cannot change then).
  */
-export function syncBail<A, B, R>(hook: AsyncSeriesBailHook<[A, B], R> | null): ((a: A, b: B) => R | undefined) | null {
+export function syncBail<A, B, R>(hook: AsyncSeriesBail<[A, B], R> | null): ((a: A, b: B) => R | undefined) | null {
   if (hook === null) return null;
   const raw = hook as unknown as { taps: readonly { type: string; fn: (a: A, b: B) => R | undefined }[]; interceptors: readonly unknown[] };
   if (raw.interceptors.length > 0 || raw.taps.some((t) => t.type !== 'sync')) return null;
