@@ -1,6 +1,8 @@
 /**
  * HTTP/1.1 server benchmark: switchyard's server side by side with bare `node:http`, fastify
- * and a bare `node:net` responder (the ceiling), in one run.
+ * and a bare `node:net` responder (the ceiling), in one run. switchyard runs twice: the kernel
+ * alone (`switchyard`) and as users start it, `HTTP.serve` on the default preset
+ * (`switchyard-preset`), so what the preset's plugins cost per request shows.
  *
  * Run directly with `node --import tsx bench/server.ts`, or call {@link runServerBench} from the
  * bench runner. Needs `wrk` (Debian package `wrk`) and, for pinning, `taskset` (util-linux).
@@ -29,8 +31,8 @@
  *
  * Environment: BENCH_DURATION (s per run, default 3), BENCH_WARMUP (s, default 1),
  * BENCH_RUNS (default 3), BENCH_CONNECTIONS (default 50), BENCH_PIPELINE (depth, default 16),
- * BENCH_IDLE_CONNECTIONS (default 1000), BENCH_SERVERS (comma list of switchyard, node-http,
- * fastify, net-raw), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
+ * BENCH_IDLE_CONNECTIONS (default 1000), BENCH_SERVERS (comma list of switchyard,
+ * switchyard-preset, node-http, fastify, net-raw), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -72,6 +74,7 @@ interface ServerSpec {
 
 const SERVERS: ServerSpec[] = [
   { id: 'switchyard', label: 'switchyard' },
+  { id: 'switchyard-preset', label: 'switchyard, default preset' },
   { id: 'node-http', label: 'node:http' },
   { id: 'fastify', label: 'fastify' },
   { id: 'net-raw', label: 'net (ceiling)' },
