@@ -227,6 +227,21 @@ export interface ProtocolTapOptions {
 /** Longest `preface` a `server.protocol` tap may declare: the bytes that announce a protocol are few. */
 export const MAX_PREFACE_BYTES = 1024;
 
+/**
+ * What a `server.onRequest` tap may declare besides its name and stage:
+ * `hooks.server.onRequest.tap({ name, active }, fn)`.
+ */
+export interface RequestTapOptions {
+  /**
+   * Whether the tap has anything to do now, for a plugin that is idle at times (a router
+   * with no routes yet). When every `server.onRequest` tap declares it and all say false, an
+   * exchange skips the hook: no exchange object is made and no tap is called. So a tap may say
+   * false only when it would return nothing and change nothing. Asked once per request: keep it
+   * a field read.
+   */
+  readonly active?: () => boolean;
+}
+
 /** Address of the peer of a server connection. */
 export interface PeerAddress {
   /** IP address. */
@@ -360,7 +375,7 @@ export interface ServerHooks {
    * answers the request without calling the handler and skips later taps. Async series
    * bail, hot, stage order (access log at `FIRST`, router at `ROUTER`).
    */
-  readonly onRequest: AsyncSeriesBail<[request: Request, exchange: ServerExchange], Response | void>;
+  readonly onRequest: Tapable.AsyncSeriesBailHook<[request: Request, exchange: ServerExchange], Response | void, RequestTapOptions>;
   /**
    * A response head is about to be written; its status and headers may still change.
    * Sync, hot.
@@ -435,12 +450,12 @@ export function createHookTable(): HookTable {
     alpnProtocols: new SyncWaterfallHook<[string[], ServerInfo]>(['protocols', 'server'], 'server.alpnProtocols'),
     protocol: new SyncBailHook<[Duplex, ProtocolInfo], true | void, ProtocolTapOptions>(['socket', 'info'], 'server.protocol'),
     onUpgrade: new AsyncSeriesBailHook<[Request, Duplex, UpgradeInfo], true | void>(['request', 'socket', 'info'], 'server.onUpgrade'),
-    onRequest: new AsyncSeriesBailHook<[Request, ServerExchange], Response | void>(['request', 'exchange'], 'server.onRequest'),
+    onRequest: new AsyncSeriesBailHook<[Request, ServerExchange], Response | void, RequestTapOptions>(['request', 'exchange'], 'server.onRequest'),
     onResponseHead: new SyncHook<[Response, Request]>(['response', 'request'], 'server.onResponseHead'),
   });
   const state = { closed: false };
   for (const table of [client, server]) {
-    for (const hook of Object.values(table) as RawHook[]) guard(hook, state, hook === (server.protocol as unknown) ? PROTOCOL_TAP : TAP);
+    for (const hook of Object.values(table) as RawHook[]) guard(hook, state, hook === (server.protocol as unknown) ? PROTOCOL_TAP : hook === (server.onRequest as unknown) ? REQUEST_TAP : TAP);
   }
   return {
     hooks: Object.freeze({ client, server }),
@@ -526,6 +541,42 @@ function checkPreface(path: string, name: string, options: TapArg): TapArg {
 
 const PROTOCOL_TAP: TapOptionRules = { keys: new Set([...TAP.keys, 'preface']), check: checkPreface };
 
+/** A `server.onRequest` tap's `active`: a function, asked per request. */
+function checkActive(path: string, name: string, options: TapArg): TapArg {
+  if (typeof options !== 'object' || options === null) return options;
+  const f = (options as RequestTapOptions).active;
+  if (f !== undefined && typeof f !== 'function') {
+    throw new ArgumentError(`${path}.tap('${name}'): active must be a function that says whether the tap has anything to do now, got ${f === null ? 'null' : typeof f}`);
+  }
+  return options;
+}
+
+const REQUEST_TAP: TapOptionRules = { keys: new Set([...TAP.keys, 'active']), check: checkActive };
+
+/**
+ * @internal For `server.onRequest`: a function that is true while every tap says it has
+ * nothing to do ({@link RequestTapOptions.active}), or null when some tap always acts (or an
+ * interceptor watches the hook, which expects every call).
+ */
+export function tapsIdle(hook: ServerHooks['onRequest'] | null): (() => boolean) | null {
+  if (hook === null) return null;
+  const raw = hook as unknown as { taps: readonly { active?: () => boolean }[]; interceptors: readonly unknown[] };
+  if (raw.interceptors.length > 0) return null;
+  const gates: (() => boolean)[] = [];
+  for (const t of raw.taps) {
+    if (typeof t.active !== 'function') return null;
+    gates.push(t.active);
+  }
+  if (gates.length === 1) {
+    const g = gates[0]!;
+    return () => !g();
+  }
+  return () => {
+    for (const g of gates) if (g()) return false;
+    return true;
+  };
+}
+
 /**
  * Replaces the hook's tap methods (own properties on every tapable hook) with checking,
  * wrapping versions. Calls (`call`, `callAsync`, `promise`) are untouched: zero per-call cost.
@@ -546,11 +597,11 @@ function guard(hook: RawHook, state: { readonly closed: boolean }, rules: TapOpt
   if (typeof hook.call !== 'function') {
     hook.tapAsync = (options, fn) => {
       const name = checkTap(path, 'tapAsync', options, fn, state, rules.keys);
-      tapAsync.call(hook, options, wrapCallback(fn, arity, path, name));
+      tapAsync.call(hook, rules.check !== undefined ? rules.check(path, name, options) : options, wrapCallback(fn, arity, path, name));
     };
     hook.tapPromise = (options, fn) => {
       const name = checkTap(path, 'tapPromise', options, fn, state, rules.keys);
-      tapPromise.call(hook, options, wrapPromise(fn, arity, path, name));
+      tapPromise.call(hook, rules.check !== undefined ? rules.check(path, name, options) : options, wrapPromise(fn, arity, path, name));
     };
   }
   hook.intercept = (interceptor) => {

@@ -31,6 +31,7 @@ export {
   type UpgradeInfo,
   type PeerAddress,
   type ServerExchange,
+  type RequestTapOptions,
 } from './hooks.js';
 export * from './server/index.js';
 export * from './client/index.js';

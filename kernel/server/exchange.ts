@@ -44,6 +44,8 @@ export interface PipelineServer {
   readonly opts: ResolvedServerOptions;
   readonly info: ServerInfo;
   readonly hooks: Tapped<ServerHooks> | null;
+  /** True while every `server.onRequest` tap says it has nothing to do; null when some tap always acts. */
+  readonly requestTapsIdle: (() => boolean) | null;
   readonly handler: RequestHandler | null;
   readonly streamHandler: StreamHandler | null;
   readonly closing: boolean;
@@ -148,9 +150,13 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     if (this.server.streamHandler !== null) return this.guard(this.runStream(request, wire), request, wire);
     if (request.body === null) return this.guard(this.runRequest(request, wire), request, wire);
     const hooks = this.server.hooks;
-    if (hooks !== null && hooks.onRequest !== null) return this.tapped(request, wire, hooks.onRequest);
-    // The hot path: no tap that may answer: the handler runs now, and a Response it returns
-    // synchronously with its body in memory is written without a promise.
+    if (hooks !== null && hooks.onRequest !== null) {
+      const idle = this.server.requestTapsIdle;
+      if (idle === null || !idle()) return this.tapped(request, wire, hooks.onRequest);
+    }
+    // The hot path: no tap that may answer (none, or none with anything to do now): the handler
+    // runs now, and a Response it returns synchronously with its body in memory is written
+    // without a promise.
     return this.callHandler(request, wire, null);
   }
 

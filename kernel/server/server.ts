@@ -21,7 +21,7 @@ import type { Duplex } from 'node:stream';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
 import { nodeTls } from '../builtins.js';
-import type { ServerHooks, ServerInfo, Tapped } from '../hooks.js';
+import { tapsIdle, type ServerHooks, type ServerInfo, type Tapped } from '../hooks.js';
 import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
@@ -64,6 +64,8 @@ export class Server implements ConnectionHost, PipelineServer {
   readonly streamHandler: StreamHandler | null;
   /** @internal */
   hooks: Tapped<ServerHooks> | null = null;
+  /** @internal True while every `server.onRequest` tap says it has nothing to do (null: some tap always acts). */
+  requestTapsIdle: (() => boolean) | null = null;
   /** What the protocol taps declared to see of a plain connection's first bytes; null: read nothing ahead. */
   private prefaces: Prefaces | null = null;
   private readonly kernel: HookHost | null;
@@ -151,6 +153,7 @@ export class Server implements ConnectionHost, PipelineServer {
       if (k.state !== 'ready') await k.ready();
       this.hooks = k.tapped.server;
       if (this.hooks.protocol !== null) this.prefaces = Prefaces.of(this.hooks.protocol);
+      this.requestTapsIdle = tapsIdle(this.hooks.onRequest);
     }
     const o = this.opts;
     let listener = o.listener;

@@ -118,7 +118,8 @@ export const router = definePlugin({
       );
     };
 
-    kernel.hooks.server.onRequest.tapAsync({ name: NAME, stage: Stage.ROUTER }, answer);
+    // With no routes and no notFound the router has nothing to do: an exchange then skips the hook.
+    kernel.hooks.server.onRequest.tapAsync({ name: NAME, stage: Stage.ROUTER, active: () => r.size > 0 || notFound !== null }, answer);
   },
 });
 
