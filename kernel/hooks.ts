@@ -479,6 +479,16 @@ function resolveTable<T extends object>(table: T): Tapped<T> {
 }
 
 /**
+ * The taps tapable keeps on `hook` (each with the options it was made with, its `type` and
+ * `fn`), or null when an interceptor watches the hook: an interceptor expects every call to go
+ * through the hook, so callers that bypass it must not.
+ */
+function unwatchedTaps<T>(hook: object): readonly T[] | null {
+  const raw = hook as { taps: readonly T[]; interceptors: readonly unknown[] };
+  return raw.interceptors.length > 0 ? null : raw.taps;
+}
+
+/**
  * @internal An async bail hook's taps as one plain function when every tap was made with `tap`
  * (synchronous) and no interceptor watches the hook, else `null`: it returns the first result
  * other than `undefined`, or throws what a tap threw, as the hook's `promise()` would resolve or
@@ -486,9 +496,9 @@ function resolveTable<T extends object>(table: T): Tapped<T> {
  */
 export function syncBail<A, B, R>(hook: AsyncSeriesBail<[A, B], R> | null): ((a: A, b: B) => R | undefined) | null {
   if (hook === null) return null;
-  const raw = hook as unknown as { taps: readonly { type: string; fn: (a: A, b: B) => R | undefined }[]; interceptors: readonly unknown[] };
-  if (raw.interceptors.length > 0 || raw.taps.some((t) => t.type !== 'sync')) return null;
-  const fns = raw.taps.map((t) => t.fn);
+  const taps = unwatchedTaps<{ type: string; fn: (a: A, b: B) => R | undefined }>(hook);
+  if (taps === null || taps.some((t) => t.type !== 'sync')) return null;
+  const fns = taps.map((t) => t.fn);
   if (fns.length === 1) return fns[0]!;
   return (a, b) => {
     for (let i = 0; i < fns.length; i++) {
@@ -560,10 +570,10 @@ const REQUEST_TAP: TapOptionRules = { keys: new Set([...TAP.keys, 'active']), ch
  */
 export function tapsIdle(hook: ServerHooks['onRequest'] | null): (() => boolean) | null {
   if (hook === null) return null;
-  const raw = hook as unknown as { taps: readonly { active?: () => boolean }[]; interceptors: readonly unknown[] };
-  if (raw.interceptors.length > 0) return null;
+  const taps = unwatchedTaps<{ active?: () => boolean }>(hook);
+  if (taps === null) return null;
   const gates: (() => boolean)[] = [];
-  for (const t of raw.taps) {
+  for (const t of taps) {
     if (typeof t.active !== 'function') return null;
     gates.push(t.active);
   }

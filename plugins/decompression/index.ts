@@ -29,7 +29,7 @@
  * - A corrupt or truncated stream surfaces zlib's own error (`Z_BUF_ERROR` "unexpected end of
  *   file", `Z_DATA_ERROR`, …) from the read; an error of the source body (a truncated
  *   transfer's `ParseError`) surfaces as it is.
- * - `node:zlib` is imported on the first read of the first compressed body.
+ * - `node:zlib` is loaded (`nodeZlib()`) on the first read of the first compressed body.
  */
 import { Buffer } from 'node:buffer';
 import type { Transform } from 'node:stream';
@@ -44,6 +44,7 @@ import {
   Stage,
   definePlugin,
   getCallOptions,
+  nodeZlib,
   type Headers,
   type Response,
 } from '../../kernel/index.js';
@@ -166,13 +167,6 @@ export function parseCodings(value: string): Coding[] | null {
     else return null;
   }
   return out.length > MAX_CODINGS ? null : out;
-}
-
-type Zlib = typeof import('node:zlib');
-let zlibModule: Zlib | null = null;
-
-async function loadZlib(): Promise<Zlib> {
-  return (zlibModule ??= await import('node:zlib'));
 }
 
 /** Output chunk size of the decoders. */
@@ -311,7 +305,7 @@ export class DecodingBody extends ChunkBody {
 
   /** Reads the first bytes (a deflate body needs two to pick its decoder), makes the decoder, starts the pump. */
   private async start(): Promise<void> {
-    const zlib = await loadZlib();
+    const zlib = nodeZlib();
     const input = this.source[Symbol.asyncIterator]();
     let first: Uint8Array | null = null;
     for (;;) {
