@@ -57,7 +57,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { RunnerCommand, RunnerMessage } from './clients/runner.js';
 import { printProfileSummary, summarizeProfile } from './clients/cpuprofile.js';
-import { median, pinned, tasksetUsable } from './load.js';
+import { median, pinned, procCpuMs, tasksetUsable } from './load.js';
 import {
   abortOnSignals,
   childTracker,
@@ -328,18 +328,6 @@ function startClient(spec: ClientSpec, launch: Launch, url: string, connections:
       }
     });
   });
-}
-
-/** CPU time (user + system) of a process so far, ms; NaN when /proc is unavailable. */
-function procCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the command name; clock ticks of 10 ms.
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return NaN;
-  }
 }
 
 /** Jiffies of all cores from /proc/stat: busy, total, and user+nice+system+irq+softirq (null when unavailable). */

@@ -140,6 +140,18 @@ export function runWrk(opts: WrkOptions, track?: (child: ChildProcess | null) =>
   });
 }
 
+/** CPU time (user + system) of a process so far, ms; NaN when /proc is unavailable. */
+export function procCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat (utime, stime) are 11 and 12 after the command name; clock ticks of 10 ms.
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 /** Resident memory of a process in bytes: current (VmRSS) and peak (VmHWM). */
 export interface Rss {
   rss: number;

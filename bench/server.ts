@@ -10,7 +10,8 @@
  * Scenarios (keep-alive, `wrk -t1 -c50`):
  *   hello     11-byte `hello world` text/plain body
  *   pipeline  the same, 16 requests pipelined per write (wrk Lua script)
- *   big       a 64 KiB preallocated body; body MiB/s and req/s
+ *   big       a 64 KiB preallocated body; body MiB/s and req/s (wrk is the bottleneck here: compare
+ *             the servers by "CPU µs/req", their process CPU time per request, read from /proc)
  *   idle      resident memory of 1,000 idle keep-alive connections (each served one request)
  *
  * Method: each server (bench/servers/*.ts) is a child process pinned to one core
@@ -41,7 +42,7 @@ import { mkdir, mkdtemp } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { median, openIdleConnections, pinned, readRss, runWrk, sequentialRequests, tasksetUsable, wrkArgv, wrkVersion, writePipelineScript, type WrkResult } from './load.js';
+import { median, openIdleConnections, pinned, procCpuMs, readRss, runWrk, sequentialRequests, tasksetUsable, wrkArgv, wrkVersion, writePipelineScript, type WrkResult } from './load.js';
 import {
   abortOnSignals,
   childTracker,
@@ -112,6 +113,10 @@ export interface ThroughputRow {
   vsFastify: number;
   /** Largest VmRSS seen right after a run, bytes. */
   rss: number;
+  /** Median over rounds of the server process's CPU time (user + system) per request, µs. */
+  cpuPerRequest: number;
+  /** Median over rounds of this server's CPU per request over node:http's in the same round. */
+  cpuVsNodeHttp: number;
   errors: number;
   note?: string;
 }
@@ -317,6 +322,8 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       log(`### ${title}`);
       log(`$ ${command}`);
       const runs = new Map<ServerProc, WrkResult[]>(procs.map((p) => [p, []]));
+      // CPU µs per request, per round: what a wrk-bound scenario (64 KiB bodies) compares.
+      const cpus = new Map<ServerProc, number[]>(procs.map((p) => [p, []]));
       const rss = new Map<ServerProc, number>(procs.map((p) => [p, NaN]));
       const notes = new Map<ServerProc, string>();
       const alive = (p: ServerProc): boolean => {
@@ -338,8 +345,10 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
           checkAborted();
           if (!alive(p) || notes.has(p)) continue;
           try {
+            const cpu0 = procCpuMs(p.pid);
             const r = await runWrk({ ...base, duration: opts.duration, url: urlOf(p) }, (c) => c && track(c));
             runs.get(p)?.push(r);
+            cpus.get(p)?.push(r.requests > 0 ? ((procCpuMs(p.pid) - cpu0) * 1000) / r.requests : NaN);
             const now = readRss(p.pid).rss;
             const prev = rss.get(p) ?? NaN;
             rss.set(p, Number.isFinite(prev) ? Math.max(prev, now) : now);
@@ -363,6 +372,8 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
           vsNodeHttp: NaN,
           vsFastify: NaN,
           rss: rss.get(p) ?? NaN,
+          cpuPerRequest: median(cpus.get(p) ?? []),
+          cpuVsNodeHttp: NaN,
           errors: rs.reduce((a, r) => a + r.errors, 0),
           ...(note ? { note } : {}),
         };
@@ -379,17 +390,26 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
         r.vsNodeHttp = ratio(r, 'node:http');
         r.vsFastify = ratio(r, 'fastify');
       }
+      const nodeProc = procs.find((p) => p.spec.label === 'node:http');
+      const nodeCpu = nodeProc === undefined ? [] : (cpus.get(nodeProc) ?? []);
+      for (const p of procs) {
+        const mine = cpus.get(p) ?? [];
+        const row = rows.find((x) => x.server === p.spec.label)!;
+        row.cpuVsNodeHttp = median(mine.map((c, i) => c / (nodeCpu[i] ?? NaN)).filter(Number.isFinite));
+      }
       result.scenarios.push({ name, title, command, rows });
       const spread = runSpread(rows);
       const big = name === 'big';
       printTableIf(
-        ['server', ...(big ? ['MiB/s'] : []), 'req/s', 'vs node:http', 'vs fastify', 'RSS MB', 'runs (req/s)', 'errors'],
+        ['server', ...(big ? ['MiB/s'] : []), 'req/s', 'vs node:http', 'vs fastify', 'CPU µs/req', 'CPU vs node:http', 'RSS MB', 'runs (req/s)', 'errors'],
         rows.map((r) => [
           r.server,
           ...(big ? [Number.isFinite(r.mibPerSec) ? r.mibPerSec.toFixed(0) : '-'] : []),
           fmtInt(r.reqPerSec),
           fmtRatio(r.vsNodeHttp),
           fmtRatio(r.vsFastify),
+          Number.isFinite(r.cpuPerRequest) ? r.cpuPerRequest.toFixed(1) : '-',
+          fmtRatio(r.cpuVsNodeHttp),
           fmtMB(r.rss),
           r.runs.map(fmtK).join(' ') || '-',
           r.note ? r.note.slice(0, 120) : r.errors ? String(r.errors) : '0',
