@@ -614,7 +614,7 @@ function fmtRounds(values: number[]): string {
 }
 
 /** Prints one group's table: sequential figures first, then the same-window ratios. */
-function printGroup(group: Group, runs: number, log: (s: string) => void, withFastify: boolean): void {
+function printGroup(group: Group, runs: number, log: (s: string) => void, servers: boolean): void {
   const node = rowOf(group, 'node');
   const fastify = group.rows.find((r) => r.role === 'fastify');
   const head = [
@@ -624,8 +624,8 @@ function printGroup(group: Group, runs: number, log: (s: string) => void, withFa
     'seq CPU µs/req',
     'seq CPU vs node:http2',
     'same-window vs node:http2 (rounds)',
-    ...(withFastify ? ['seq vs fastify'] : []),
-    'errors',
+    // Servers count h2load's failed requests; a client's failed request ends its round with an error instead.
+    ...(servers ? ['seq vs fastify', 'errors'] : []),
     'seq rounds (req/s)',
   ];
   log(`\n${group.title}`);
@@ -641,8 +641,7 @@ function printGroup(group: Group, runs: number, log: (s: string) => void, withFa
         // Efficiency as a throughput-like ratio: node's CPU per request over this row's (>1: cheaper than node).
         fmtRatio(median(node.cpu) / cpu),
         r === node && r.shared.length > 0 ? `control ${fmtRounds(r.shared)}` : r === node ? '1.00x' : fmtRounds(r.shared),
-        ...(withFastify ? [r.role === 'fastify' ? '1.00x' : fmtRatio(pairedRatio(r, fastify, runs))] : []),
-        String(r.errors),
+        ...(servers ? [r.role === 'fastify' ? '1.00x' : fmtRatio(pairedRatio(r, fastify, runs)), String(r.errors)] : []),
         r.runs.map(fmtInt).join(' '),
       ];
     }),
