@@ -618,7 +618,7 @@ function printGroup(group: Group, runs: number, log: (s: string) => void, server
   const node = rowOf(group, 'node');
   const fastify = group.rows.find((r) => r.role === 'fastify');
   const head = [
-    '',
+    servers ? 'server' : 'client',
     'seq req/s',
     'seq vs node:http2',
     'seq CPU µs/req',
