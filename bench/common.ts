@@ -4,6 +4,7 @@
  * table formatting.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -240,8 +241,14 @@ export async function prepareLaunches(
   return { launches, runner: 'esbuild' };
 }
 
-/** Where the single-file benches keep their precompiled programs (resolves the project's packages). */
-const BENCH_CACHE = join(fileURLToPath(import.meta.url), '..', '..', 'node_modules', '.cache', 'switchyard-bench');
+const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
+
+/**
+ * Where the single-file benches keep their precompiled programs (resolves the project's
+ * packages). One directory per checkout: worktrees that share one node_modules would otherwise
+ * overwrite each other's programs, and a bench would spawn children built from another tree.
+ */
+const BENCH_CACHE = join(ROOT, 'node_modules', '.cache', 'switchyard-bench', createHash('sha256').update(ROOT).digest('hex').slice(0, 12));
 
 /**
  * One program (a bench file running itself in child roles) precompiled into the bench cache as

@@ -15,8 +15,8 @@
  *
  * Needs valgrind and h2load (Debian `valgrind`, `nghttp2-client`). Slow: about a minute per
  * process. Run: `node --import tsx bench/diagnostics/h2-instructions.ts` (H2_INSTR_KINDS, a
- * comma list, default node-h2c,switchyard-h2c,node-h2,switchyard-h2; H2_INSTR_LOW / _HIGH,
- * default 10000 / 40000).
+ * comma list, default node-h2c,switchyard-h2c,node-h2,switchyard-h2; switchyard-preset-h2c and
+ * switchyard-preset-h2 are the default preset; H2_INSTR_LOW / _HIGH, default 10000 / 40000).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
