@@ -34,6 +34,7 @@ import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
 import { OutBatch } from './out-batch.js';
 import type { HeadParserPool } from './parser-pool.js';
+import type { Timed, TimerHeap } from './timer-heap.js';
 import { bytesSent } from '../socket-progress.js';
 
 /** @internal What a connection needs from its server. */
@@ -52,6 +53,8 @@ export interface ConnectionHost {
   readonly pipeline: ExchangePipeline;
   /** Where a connection takes its head parser from when a request begins, and gives it back to when the exchange ends. */
   readonly parsers: HeadParserPool;
+  /** The deadlines of the server's connections (head, body and idle waits). */
+  readonly timers: TimerHeap;
 }
 
 const P_HEAD = 0;
@@ -94,7 +97,7 @@ const kConnection = Symbol('h1Connection');
 type ConnSocket = Socket & { [kConnection]?: H1Connection | undefined };
 
 /** @internal */
-export class H1Connection implements H1WireConnection {
+export class H1Connection implements H1WireConnection, Timed {
   readonly socket: Socket;
   private readonly host: ConnectionHost;
   /** Held from a request's first byte until its exchange ends (see HeadParserPool); null while idle. */
@@ -123,13 +126,16 @@ export class H1Connection implements H1WireConnection {
    * end early by at most the time that read took to handle.
    */
   private readAt = -1;
-  // Timers exist only when the server has timeouts. One timer times the head, body and idle
-  // waits: it is left running between them and fires by the earliest deadline (see arm).
-  private timer: NodeJS.Timeout | null = null;
+  // Deadlines exist only when the server has timeouts. One deadline in the server's timer heap
+  // times the head, body and idle waits: it is left set between them and fires by the earliest
+  // (see arm).
   private timerKind = T_NONE;
-  /** When the wait being timed ends (`performance.now()`), and when the running timer fires. */
+  /** When the wait being timed ends (`performance.now()`). */
   private due = 0;
-  private timerDue = 0;
+  /** @internal {@link Timed.timerIndex}: this connection's place in the server's timer heap (-1: none). */
+  timerIndex = -1;
+  /** @internal {@link Timed.timerDue}: when this connection's deadline fires. */
+  timerDue = 0;
   /** Runs while written bytes wait for the peer to read them (writeTimeout). */
   private writeTimer: NodeJS.Timeout | null = null;
   /** Bytes the peer had taken when the write timer was armed. */
@@ -182,10 +188,6 @@ export class H1Connection implements H1WireConnection {
 
   private static onSocketDrain(this: ConnSocket): void {
     this[kConnection]!.onDrain();
-  }
-
-  private static onTimer(conn: H1Connection): void {
-    conn.onTimer();
   }
 
   private static onWriteTimer(conn: H1Connection): void {
@@ -886,7 +888,7 @@ export class H1Connection implements H1WireConnection {
   private closeSocket(): void {
     if (this.phase === P_CLOSED) return;
     this.phase = P_CLOSED;
-    if (this.timer !== null) this.stopTimer();
+    if (this.timerIndex >= 0) this.stopTimer();
     if (!this.batching) this.endSocket();
   }
 
@@ -909,7 +911,7 @@ export class H1Connection implements H1WireConnection {
     this.out.take().length = 0;
     this.queue.length = 0;
     this.releaseParser();
-    if (this.timer !== null) this.stopTimer();
+    if (this.timerIndex >= 0) this.stopTimer();
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
       this.writeTimer = null;
@@ -938,7 +940,7 @@ export class H1Connection implements H1WireConnection {
     (s as ConnSocket)[kConnection] = undefined;
     s.removeListener('error', onSocketError);
     this.releaseParser();
-    if (this.timer !== null) this.stopTimer();
+    if (this.timerIndex >= 0) this.stopTimer();
     // A write still waiting is the new owner's now (its 'drain' no longer reaches us).
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
@@ -975,13 +977,8 @@ export class H1Connection implements H1WireConnection {
     const due = now + ms;
     this.timerKind = kind;
     this.due = due;
-    if (this.timer !== null) {
-      if (this.timerDue <= due) return;
-      clearTimeout(this.timer);
-    }
-    this.timerDue = due;
-    this.timer = setTimeout(H1Connection.onTimer, ms, this);
-    this.timer.unref();
+    if (this.timerIndex >= 0 && this.timerDue <= due) return;
+    this.host.timers.schedule(this, due);
   }
 
   /** Nothing is timed now; a running timer stays for the next wait (it finds nothing to do). */
@@ -991,21 +988,18 @@ export class H1Connection implements H1WireConnection {
 
   /** The connection is done with timers. */
   private stopTimer(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.host.timers.cancel(this);
     this.timerKind = T_NONE;
   }
 
-  private onTimer(): void {
+  /** @internal {@link Timed.onTimer}: the deadline came (the heap already let it go). */
+  onTimer(): void {
     const kind = this.timerKind;
-    this.timer = null;
     if (kind === T_NONE) return;
     const left = this.due - performance.now();
     if (left > 1) {
       // Fired for an earlier wait: time the rest of this one.
-      this.timerDue = this.due;
-      this.timer = setTimeout(H1Connection.onTimer, left, this);
-      this.timer.unref();
+      this.host.timers.schedule(this, this.due);
       return;
     }
     this.timerKind = T_NONE;

@@ -32,6 +32,7 @@ import { ExchangePipeline, type PipelineServer, type RequestHandler, type Stream
 import type { ProtocolConnection } from './protocol-host.js';
 import { Prefaces } from './prefaces.js';
 import { HeadParserPool } from './parser-pool.js';
+import { TimerHeap } from './timer-heap.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -81,6 +82,8 @@ export class Server implements ConnectionHost, PipelineServer {
   readonly pipeline: ExchangePipeline;
   /** @internal The request-head parsers the HTTP/1.1 connections share. */
   readonly parsers: HeadParserPool;
+  /** @internal The head, body and idle deadlines of the HTTP/1.1 connections, on one timer. */
+  readonly timers = new TimerHeap();
   /**
    * Sockets accepted but not yet handed to a protocol (protocol detection, TLS handshake), each
    * with the timer that drops it if that takes too long (null when the timeout is off).

@@ -1,6 +1,7 @@
 /**
  * What an idle keep-alive connection keeps on the server once it has served a request: no head
- * parser (the connections share a few, taken while a head is parsed and an exchange runs), and
+ * parser (the connections share a few, taken while a head is parsed and an exchange runs), no
+ * timer of its own (the idle deadlines of all share one), and
  * little JavaScript heap above what node:net itself keeps for the socket. The heap is measured
  * after full collections, against a bare `net` server holding as many sockets the same way
  * (the client sockets live in this process too, alike in both). Real sockets on loopback.
@@ -105,6 +106,16 @@ describe('idle keep-alive connections', () => {
     expect(server.connectionCount).toBe(50);
     // Sequential requests: one parser serves them all (a few may be left from other uses).
     expect(queryObjects(HeadParser, { format: 'count' })).toBeLessThan(5);
+    for (const s of sockets) s.destroy();
+  });
+
+  it('share one timer for their idle deadlines', async () => {
+    const server = forceCloseAfter(await serve(() => new Response(200, 'hello'), { host: '127.0.0.1', port: 0 }));
+    const Timeout = setTimeout(() => {}, 0).constructor as new () => unknown;
+    const before = queryObjects(Timeout, { format: 'count' }) as number;
+    const sockets = await openIdle(server.port, 50);
+    expect(server.connectionCount).toBe(50);
+    expect((queryObjects(Timeout, { format: 'count' }) as number) - before).toBeLessThan(5);
     for (const s of sockets) s.destroy();
   });
 
