@@ -456,6 +456,8 @@ export class Server implements ConnectionHost, PipelineServer {
       if (bounded) unboundReads(socket);
       const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.pipeline });
       if (claimed === true) return;
+      // HTTP/1 handles errors itself: the guard for the detection would stay as one more listener (an array) per connection.
+      socket.removeListener('error', noop);
       this.startHttp1(socket, head);
       socket.resume();
     };
