@@ -134,16 +134,32 @@ function send(client: Client, p: Prepared): Promise<globalThis.Response> {
   return call.then(
     (c: StreamedCall) => {
       const res = c.response;
-      if (p.redirect === 'error' && REDIRECT_STATUS.has(res.status)) {
-        if (res.body instanceof AbstractBody) res.body.close();
-        throw new TypeError('fetch failed', { cause: new ArgumentError(`unexpected redirect (${res.status}) to ${res.headers.get('location') ?? 'no Location'}: init.redirect is 'error'`) });
+      if (REDIRECT_STATUS.has(res.status) && p.redirect !== 'manual') {
+        const refused = p.redirect === 'error' ? "init.redirect is 'error'" : unfollowed(client, res, p.options);
+        if (refused !== null) {
+          if (res.body instanceof AbstractBody) res.body.close();
+          throw new TypeError('fetch failed', { cause: new ArgumentError(`redirect (${res.status}) to ${res.headers.get('location') ?? 'no Location'} not followed: ${refused}`) });
+        }
       }
-      return webResponse(res, res.url, c.redirected, failure, p.method === 'HEAD');
+      return webResponse(res, res.url, c.redirected, failure, p.method === 'HEAD', signal);
     },
     (err: unknown) => {
       throw signal !== null && signal.aborted ? signal.reason : new TypeError('fetch failed', { cause: err });
     },
   );
+}
+
+/**
+ * Why a redirect that `follow` mode handed back was not followed, or null when that is the
+ * answer (no Location, or the caller's `checkRedirect` stopped it). The standard makes every
+ * other unfollowed redirect a network error: a Location that does not parse or is not http(s),
+ * a 307/308 whose streamed body cannot be sent again, a kernel that follows none.
+ */
+function unfollowed(client: Client, res: Response, o: CallOptions): string | null {
+  const location = res.headers.get('location');
+  if (location === undefined || (o as { checkRedirect?: unknown }).checkRedirect !== undefined) return null;
+  if (!client.hasPlugin('redirects')) return "the client's kernel has no redirects plugin";
+  return 'its Location is not an http(s) URL, or the request body was a stream that cannot be sent again';
 }
 
 /** Reads `input` and `init` into the call; throws what the standard throws for a bad one. */
@@ -161,6 +177,10 @@ function prepare(client: Client, input: FetchInput, init: FetchInit): Prepared {
     }
     Object.assign(options, extra);
   }
+  if (init.window !== undefined && init.window !== null) throw new TypeError('RequestInit: window can only be null');
+  // Subresource integrity needs the whole body before the response: refused rather than not checked.
+  if (typeof init.integrity === 'string' && init.integrity !== '')
+    throw new ArgumentError('fetch(): init.integrity is not supported (switchyard streams the body; check a digest of the bytes you read)');
   if (input instanceof globalThis.Request) return fromRequest(client, input, init, options);
   const url = parseUrl(input);
   const method = methodOf(init.method);
@@ -172,7 +192,7 @@ function prepare(client: Client, input: FetchInput, init: FetchInit): Prepared {
   setCommon(client, p, headers);
   if (body === undefined || body === null) return p;
   if (method === 'GET' || method === 'HEAD') throw new TypeError('Request with GET/HEAD method cannot have body.');
-  const h = (p.options.headers ??= new Headers()) as Headers;
+  const h = p.options.headers as Headers;
   if (typeof body === 'string') return withBody(p, h, body, 'text/plain;charset=UTF-8');
   if (body instanceof ArrayBuffer) return withBody(p, h, new Uint8Array(body.slice(0)), null);
   if (ArrayBuffer.isView(body)) return withBody(p, h, new Uint8Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength)), null);
@@ -211,10 +231,19 @@ function fromRequest(client: Client, input: globalThis.Request, init: FetchInit,
 /** Sets the call options every fetch has: its headers, signal and redirect handling. */
 function setCommon(client: Client, p: Prepared, headers: Headers | null): void {
   const o = p.options;
-  if (headers !== null) o.headers = headers;
+  // The standard's defaults for what the caller did not set.
+  const h = headers ?? new Headers();
+  if (!h.has('accept')) h.push('accept', '*/*');
+  if (!h.has('accept-language')) h.push('accept-language', '*');
+  o.headers = h;
   if (p.signal !== null) o.signal = p.signal;
-  // A kernel without the redirects plugin follows none: nothing to turn off.
-  if (p.redirect !== 'follow' && client.hasPlugin('redirects')) (o as Record<string, unknown>).redirect = false;
+  // A kernel without the redirects plugin follows none: nothing to turn off or bound.
+  if (client.hasPlugin('redirects')) {
+    const r = o as { redirect?: boolean; redirectLimit?: number };
+    if (p.redirect !== 'follow') r.redirect = false;
+    // The standard's limit, 20 redirects, unless the caller chose another.
+    else if (r.redirectLimit === undefined) r.redirectLimit = 20;
+  }
 }
 
 /** Sets the body (and its Content-Type unless the headers have one). */

@@ -21,6 +21,8 @@ const kStream = Symbol('stream');
 const kUsed = Symbol('used');
 /** Maps a read error of the source to the one the body fails with. */
 const kFailure = Symbol('failure');
+/** The fetch's signal: once it aborts, the body fails with its reason, even if its bytes are in. */
+const kSignal = Symbol('signal');
 
 /** The global `Response`'s constructor, typed as a plain class (its typings declare its members as fields, which a subclass cannot redefine as accessors). */
 const WebBase = globalThis.Response as unknown as new (body: null, init: globalThis.ResponseInit) => object;
@@ -43,6 +45,7 @@ class WebResponse extends WebBase {
   [kStream]: ReadableStream<Uint8Array> | null = null;
   [kUsed] = false;
   [kFailure]: ((err: unknown) => unknown) | null = null;
+  [kSignal]: AbortSignal | null = null;
 
   /** The final URL of the exchange (after redirects), '' when unknown. */
   get url(): string {
@@ -137,6 +140,11 @@ class WebResponse extends WebBase {
     }
     this[kUsed] = true;
     const src = this[kSource];
+    const signal = this[kSignal];
+    if (signal !== null && signal.aborted) {
+      if (src instanceof AbstractBody) src.close();
+      throw signal.reason;
+    }
     if (src === null) return EMPTY;
     if (!(src instanceof AbstractBody)) return src;
     try {
@@ -193,16 +201,17 @@ export function toWebResponse(res: Response): globalThis.Response {
 
 /**
  * @internal {@link toWebResponse} with what a fetch knows besides: whether it was redirected,
- * and `failure` to map an error of the streamed body (see `readableOfBody`). A body the web
- * response cannot have (HEAD, 204, 304) is closed.
+ * `failure` to map an error of the streamed body (see `readableOfBody`), and its `signal`. A
+ * body the web response cannot have (HEAD, 204, 304) is closed.
  */
-export function webResponse(res: Response, url: string, redirected: boolean, failure: ((err: unknown) => unknown) | null, head = false): globalThis.Response {
+export function webResponse(res: Response, url: string, redirected: boolean, failure: ((err: unknown) => unknown) | null, head = false, signal: AbortSignal | null = null): globalThis.Response {
   const status = res.status;
   if (status < 200 || status > 599) throw new ArgumentError(`a web Response holds a status of 200 to 599, got ${status}`);
   const out = new WebResponse(null, { status, statusText: res.reason, headers: toWebHeaders(res.headers) });
   out[kUrl] = url;
   out[kRedirected] = redirected;
   out[kFailure] = failure;
+  out[kSignal] = signal;
   out[kSource] = head || nullBodyStatus(status) ? drop(res.body) : sourceOf(res.body);
   return out as unknown as globalThis.Response;
 }

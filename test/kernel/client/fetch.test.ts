@@ -408,13 +408,14 @@ describe('fetch: plugins and entry points', () => {
     expect(await (await client.fetch(`http://127.0.0.1:${plain.port}/`, { switchyard: { httpVersion: 'h2' } })).text()).toBe('h2');
   });
 
-  it("kernel.fetch runs the kernel's plugins on a client it keeps; a kernel without redirects follows none", async () => {
+  it("kernel.fetch runs the kernel's plugins on a client it keeps; a kernel without redirects cannot follow one", async () => {
     const s = await redirecting();
     const full = closeKernelAfter(createKernel().register(presets.defaults));
     expect((await full.fetch(`${s.origin}/r/302`)).redirected).toBe(true);
     const bare = closeKernelAfter(createKernel());
-    const res = await bare.fetch(`${s.origin}/r/302`);
-    expect(res.status).toBe(302);
+    const err = await bare.fetch(`${s.origin}/r/302`).catch((e: unknown) => e as TypeError);
+    expect(err).toBeInstanceOf(TypeError);
+    expect(((err as TypeError).cause as Error).message).toMatch(/no redirects plugin/);
     expect((await bare.fetch(`${s.origin}/r/302`, { redirect: 'manual' })).status).toBe(302);
   });
 });
