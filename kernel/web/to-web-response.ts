@@ -68,6 +68,13 @@ class WebResponse extends WebBase {
     if (stream === null) {
       const src = this[kSource];
       if (src === null) return null;
+      const signal = this[kSignal];
+      if (signal !== null && signal.aborted) {
+        // Aborted before the body was asked for: the stream is errored with the reason, as fetch's is at the abort.
+        if (src instanceof AbstractBody) src.close();
+        const reason: unknown = signal.reason;
+        return (this[kStream] = new ReadableStream({ start: (c) => c.error(reason) }));
+      }
       stream = this[kStream] = src instanceof AbstractBody ? readableOfBody(src, this[kFailure] ?? undefined) : bytesStream(this[kUsed] ? EMPTY : src);
     }
     return stream;
