@@ -4,3 +4,5 @@
  */
 export { toWebHeaders, fromWebHeaders } from './headers.js';
 export { readableOf, readableOfBody } from './readable.js';
+export { fromWebRequest } from './from-web-request.js';
+export { toWebResponse } from './to-web-response.js';
