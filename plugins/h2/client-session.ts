@@ -25,6 +25,7 @@ import {
   ParseError,
   ProtocolError,
   type Response,
+  ResponseTooLargeError,
   TimeoutError,
   TLSTransportError,
   type CancelListener,
@@ -54,6 +55,7 @@ import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
 
 const NGHTTP2_CANCEL = 8;
+const EMPTY = Buffer.alloc(0);
 const NGHTTP2_REFUSED_STREAM = 7;
 const NGHTTP2_NO_ERROR = 0;
 /** Bytes of a streamed request body read at a time: HTTP/2's default frame size, node's write buffer mark. */
@@ -244,7 +246,7 @@ export class H2ClientSession implements ClientSession {
     if (this.active++ === 0) this.session.ref();
     this.clearPing();
     const t = options ?? NO_TIMEOUTS;
-    const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true, hasBody || trailers);
+    const ex = new H2ClientExchange(this, stream, request, ctx, t, bufferBound(t), hasBody || trailers);
     if (streamed) ex.holdUpload(body);
     if (trailers) {
       stream.once('wantTrailers', () => {
@@ -357,6 +359,12 @@ export class H2ClientSession implements ClientSession {
 const BODY_OPTIONS = { endStream: false };
 const TRAILER_OPTIONS = { endStream: false, waitForTrailers: true };
 
+/** The bound on a body the exchange gathers itself (see kBufferBody), or -1 when it hands out a streamed body. */
+function bufferBound(t: ExchangeOptions): number {
+  const b = (t as unknown as Record<symbol, unknown>)[kBufferBody];
+  return typeof b === 'number' ? b : b === true ? Infinity : -1;
+}
+
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H2ClientSession}. */
@@ -383,6 +391,8 @@ class H2ClientExchange implements BodySource, CancelListener {
   private drainWait: (() => void) | null = null;
   /** Buffering: `promise` resolves with the body complete (see kBufferBody). */
   private readonly whole: boolean;
+  /** Buffering: the call's bound on the body (Infinity: none). */
+  private readonly limit: number;
   /** Buffering: the response whose body is still arriving (the head promise is not settled yet). */
   private pending: Response | null = null;
   /** Buffering: the body so far (one chunk, or several), gathered here instead of in a FlowBody. */
@@ -400,9 +410,11 @@ class H2ClientExchange implements BodySource, CancelListener {
   /** Response body bytes received. */
   private received = 0;
 
-  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
+  /** `bound`: see {@link bufferBound}. */
+  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, bound: number, upload: boolean) {
     this.owner = owner;
-    this.whole = whole;
+    this.whole = bound >= 0;
+    this.limit = bound;
     this.stream = stream;
     this.req = req;
     this.t = t;
@@ -552,6 +564,12 @@ class H2ClientExchange implements BodySource, CancelListener {
     const ended = (flags & 1) !== 0;
     // A HEAD or 304 response's length is the one a GET would have had: no DATA follows.
     if (!ended && length >= 0 && status !== 304 && this.req.method !== 'HEAD') this.declared = length;
+    if (this.whole && !ended && length > this.limit) {
+      // Refused at the head, as the client's own buffering does: the body is not read.
+      this.headDone = false;
+      this.fail(new ResponseTooLargeError(this.limit, 0, length));
+      return;
+    }
     let body: Response['body'];
     if (ended) body = nobody;
     else {
@@ -572,7 +590,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.pending = null;
       const g = this.gathered;
       this.gathered = null;
-      res.body = g === null ? new Uint8Array(0) : Array.isArray(g) ? Buffer.concat(g) : g;
+      res.body = g === null ? EMPTY : Array.isArray(g) ? Buffer.concat(g) : g;
       this.resolveHead(res);
     }
   }
@@ -583,6 +601,11 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (this.timer !== null && this.timerWhat === 'readIdleTimeout') this.timer.refresh();
     if (this.pending !== null) {
       if (chunk.length === 0) return;
+      if (this.received > this.limit) {
+        // Stop here: what came is dropped and the rest is not read (an endless body ends now).
+        this.fail(new ResponseTooLargeError(this.limit, this.received, this.declared));
+        return;
+      }
       const g = this.gathered;
       if (g === null) this.gathered = chunk;
       else if (Array.isArray(g)) g.push(chunk);
