@@ -133,6 +133,16 @@ export class H2ClientSession implements ClientSession {
   private closedPromise: Promise<void>;
   /** What broke the connection (a socket or session error), once it did. */
   private failure: Error | null = null;
+  /**
+   * Exchanges waiting for their response head under a `responseHeaderTimeout`, soonest due
+   * first (a list through the exchanges themselves), and the one timer for the soonest: a
+   * Timeout per request, armed and cleared, was a visible part of each exchange's cost.
+   */
+  private headFirst: H2ClientExchange | null = null;
+  private headLast: H2ClientExchange | null = null;
+  private headTimer: NodeJS.Timeout | null = null;
+  /** When {@link H2ClientSession.headTimer} fires. */
+  private headTimerDue = 0;
 
   constructor(socket: Duplex, info: SessionInfo, options: H2SessionOptions) {
     this.socket = socket;
@@ -166,6 +176,8 @@ export class H2ClientSession implements ClientSession {
       s.once('close', () => {
         this.dead = true;
         this.clearPing();
+        if (this.headTimer !== null) clearTimeout(this.headTimer);
+        this.headTimer = null;
         this.leavePool();
         resolve();
       });
@@ -320,6 +332,56 @@ export class H2ClientSession implements ClientSession {
     return id === undefined || id > this.lastStreamId;
   }
 
+  /** @internal Fails `ex` with its `responseHeaderTimeout` unless its head arrives by `ex.headDue` (see {@link H2ClientSession.unwatchHead}). */
+  watchHead(ex: H2ClientExchange): void {
+    // Most exchanges share one timeout, so the newest is due last: found from the end.
+    let after = this.headLast;
+    while (after !== null && after.headDue > ex.headDue) after = after.headPrev;
+    const before = after === null ? this.headFirst : after.headNext;
+    ex.headPrev = after;
+    ex.headNext = before;
+    if (after === null) this.headFirst = ex;
+    else after.headNext = ex;
+    if (before === null) this.headLast = ex;
+    else before.headPrev = ex;
+    // The timer stays armed while exchanges come and go; only a sooner head moves it.
+    if (this.headTimer === null || (after === null && ex.headDue < this.headTimerDue)) this.armHead(ex.headDue);
+  }
+
+  /** @internal `ex` got its head, or ended: it is no longer watched. */
+  unwatchHead(ex: H2ClientExchange): void {
+    const prev = ex.headPrev;
+    const next = ex.headNext;
+    if (prev === null) this.headFirst = next;
+    else prev.headNext = next;
+    if (next === null) this.headLast = prev;
+    else next.headPrev = prev;
+    ex.headPrev = ex.headNext = null;
+    ex.headDue = 0;
+  }
+
+  /** Arms the watch's timer for `due` (a `performance.now()` time). */
+  private armHead(due: number): void {
+    if (this.headTimer !== null) clearTimeout(this.headTimer);
+    this.headTimerDue = due;
+    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, due - performance.now()));
+    this.headTimer.unref();
+  }
+
+  /** The soonest head is due: fails each exchange whose time is up, and waits for the next one. */
+  private readonly onHeadTimer = (): void => {
+    this.headTimer = null;
+    const now = performance.now();
+    let ex = this.headFirst;
+    // Within a millisecond counts as due: timers fire on the loop's whole-millisecond clock.
+    while (ex !== null && ex.headDue - now < 1) {
+      this.unwatchHead(ex);
+      ex.onHeadTimeout();
+      ex = this.headFirst;
+    }
+    if (ex !== null && !this.dead) this.armHead(ex.headDue);
+  };
+
   private armPing(): void {
     if (this.dead || this.pingTimer !== null) return;
     this.pingTimer = setTimeout(this.onPingTimer, this.pingInterval);
@@ -382,6 +444,12 @@ class H2ClientExchange implements BodySource, CancelListener {
   private finished = false;
   private body: H2ResponseBody | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** @internal When the response head is due under `responseHeaderTimeout` (0: not watched); see {@link H2ClientSession.watchHead}. */
+  headDue = 0;
+  /** @internal Neighbours in the session's list of exchanges waiting for their head. */
+  headPrev: H2ClientExchange | null = null;
+  /** @internal */
+  headNext: H2ClientExchange | null = null;
   private timerWhat = '';
   private timerMs = 0;
   private deadlineTimer: NodeJS.Timeout | null = null;
@@ -443,8 +511,10 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, ctx.deadline - performance.now()));
       this.deadlineTimer.unref();
     }
-    const ms = t.responseHeaderTimeout > 0 ? t.responseHeaderTimeout : t.readIdleTimeout;
-    if (ms > 0) this.arm(ms, t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout');
+    if (t.responseHeaderTimeout > 0) {
+      this.headDue = this.started + t.responseHeaderTimeout;
+      this.owner.watchHead(this);
+    } else if (t.readIdleTimeout > 0) this.arm(t.readIdleTimeout, 'readIdleTimeout');
   }
 
   /**
@@ -742,8 +812,15 @@ class H2ClientExchange implements BodySource, CancelListener {
   }
 
   private disarm(): void {
+    if (this.headDue !== 0) this.owner.unwatchHead(this);
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** @internal The response head did not come within `responseHeaderTimeout` (the session's watch). */
+  onHeadTimeout(): void {
+    const ms = this.t.responseHeaderTimeout;
+    this.fail(new TimeoutError('request', ms, Math.round(performance.now() - this.started), `responseHeaderTimeout of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   }
 
   /** @internal */

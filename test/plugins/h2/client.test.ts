@@ -245,6 +245,44 @@ describe('exchange features', () => {
     expect(server.connectionCount).toBe(1);
   });
 
+  it('responseHeaderTimeout on a busy session: each waiting stream times out at its own time, a shorter one started later first, the others answered', async () => {
+    const { port, sessions } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      // '/hang' never gets a head; anything else is answered at once.
+      if (h[':path'] !== '/hang') {
+        st.respond({ ':status': 200 });
+        st.end('ok');
+      }
+    });
+    const c = await h2Client({ http2PriorKnowledge: true });
+    const url = `http://127.0.0.1:${port}`;
+    expect(text(await c.get(`${url}/`))).toBe('ok');
+    const ac = new AbortController();
+    const long = c.get(`${url}/hang`, { responseHeaderTimeout: 30_000, signal: ac.signal });
+    long.catch(() => undefined);
+    const t0 = performance.now();
+    const short = c.get(`${url}/hang`, { responseHeaderTimeout: 150 });
+    const pair = [c.get(`${url}/hang`, { responseHeaderTimeout: 200 }), c.get(`${url}/hang`, { responseHeaderTimeout: 200 })];
+    const errs: { what: string; at: number }[] = [];
+    const seen = (what: string) => (e: unknown) => {
+      expect(e).toBeInstanceOf(TimeoutError);
+      errs.push({ what, at: performance.now() - t0 });
+      expect((e as Error).message).toContain(`responseHeaderTimeout of ${what === 'short' ? 150 : 200} ms passed (GET ${url}/hang)`);
+    };
+    expect(text(await c.get(`${url}/answered`))).toBe('ok');
+    await Promise.all([short.then(() => expect.fail('answered'), seen('short')), ...pair.map((p) => p.then(() => expect.fail('answered'), seen('pair')))]);
+    expect(errs.map((e) => e.what)).toEqual(['short', 'pair', 'pair']);
+    expect(errs[0]!.at).toBeGreaterThanOrEqual(140);
+    expect(errs[0]!.at).toBeLessThan(1500);
+    expect(errs[2]!.at).toBeGreaterThanOrEqual(190);
+    expect(errs[2]!.at).toBeLessThan(1500);
+    // The long wait is still on, the session still serves.
+    expect(text(await c.get(`${url}/after`))).toBe('ok');
+    ac.abort();
+    await expect(long).rejects.toBeInstanceOf(CanceledError);
+    expect(sessions).toHaveLength(1);
+  });
+
   it('Expect: 100-continue holds the body for the 100, sends it after expectContinueTimeout without one, and never after a final answer', async () => {
     const log: string[] = [];
     const { port } = await nodeServer((st, h) => {
