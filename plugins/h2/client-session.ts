@@ -50,7 +50,7 @@ import {
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { H2StreamResetError } from './errors.js';
 import { addWireHeaders, headerListSize, headersFromObject, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
-import { sinkErrors } from './error-sink.js';
+import { listenQuietly, sinkErrors } from './error-sink.js';
 import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
 
@@ -491,14 +491,14 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.rejectHead = reject;
     });
     (stream as Tagged)[kExchange] = this;
-    stream.on('response', streamResponse);
+    listenQuietly(stream, 'response', streamResponse);
     stream.on('data', streamData);
-    stream.on('trailers', streamTrailers);
+    listenQuietly(stream, 'trailers', streamTrailers);
     // Without a request body the stream closes as soon as the response ends: 'close' (after
     // 'end') finishes the exchange, one listener and one event fewer per request. With one,
     // the response can end while the upload goes on, so 'end' finishes it.
-    if (upload) stream.on('end', streamEnd);
-    stream.on('close', streamClose);
+    if (upload) listenQuietly(stream, 'end', streamEnd);
+    listenQuietly(stream, 'close', streamClose);
     sinkErrors(stream);
     if (ctx.canceled || ctx.expired()) {
       this.fail(ctx.error()!);
