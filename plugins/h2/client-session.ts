@@ -345,7 +345,7 @@ export class H2ClientSession implements ClientSession {
     if (before === null) this.headLast = ex;
     else before.headPrev = ex;
     // The timer stays armed while exchanges come and go; only a sooner head moves it.
-    if (this.headTimer === null || (after === null && ex.headDue < this.headTimerDue)) this.armHead(ex.headDue);
+    if (this.headTimer === null || (after === null && ex.headDue < this.headTimerDue)) this.armHead(ex.headDue, ex.headDue - performance.now());
   }
 
   /** @internal `ex` got its head, or ended: it is no longer watched. */
@@ -360,26 +360,27 @@ export class H2ClientSession implements ClientSession {
     ex.headDue = 0;
   }
 
-  /** Arms the watch's timer for `due` (a `performance.now()` time). */
-  private armHead(due: number): void {
+  /** Arms the watch's timer to fire `ms` from now, for the head due at `due` (a `performance.now()` time). */
+  private armHead(due: number, ms: number): void {
     if (this.headTimer !== null) clearTimeout(this.headTimer);
     this.headTimerDue = due;
-    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, due - performance.now()));
+    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, ms));
     this.headTimer.unref();
   }
 
   /** The soonest head is due: fails each exchange whose time is up, and waits for the next one. */
   private readonly onHeadTimer = (): void => {
     this.headTimer = null;
-    const now = performance.now();
+    // The timer's own time is `headTimerDue` (as for a Timeout per exchange, the clock is the
+    // timers', not read again); a head due within a millisecond of it is due now.
+    const now = this.headTimerDue;
     let ex = this.headFirst;
-    // Within a millisecond counts as due: timers fire on the loop's whole-millisecond clock.
     while (ex !== null && ex.headDue - now < 1) {
       this.unwatchHead(ex);
       ex.onHeadTimeout();
       ex = this.headFirst;
     }
-    if (ex !== null && !this.dead) this.armHead(ex.headDue);
+    if (ex !== null && !this.dead) this.armHead(ex.headDue, ex.headDue - now);
   };
 
   private armPing(): void {

@@ -6,7 +6,7 @@
  */
 import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ArgumentError, createKernel, Response, TimeoutError, CanceledError, Client, ProtocolError, Request as KRequest, type Request } from '../../../kernel/index.js';
 import { h2, H2ResponseBody, HTTP2Settings } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
@@ -281,6 +281,51 @@ describe('exchange features', () => {
     ac.abort();
     await expect(long).rejects.toBeInstanceOf(CanceledError);
     expect(sessions).toHaveLength(1);
+  });
+
+  /** Waits on event-loop turns, not timers (the clock is fake), until `cond` holds. */
+  async function turnsUntil(cond: () => boolean, what: string): Promise<void> {
+    for (let i = 0; i < 100_000 && !cond(); i++) await new Promise<void>((r) => setImmediate(r));
+    if (!cond()) throw new Error(`gave up waiting for ${what}`);
+  }
+
+  it('the default responseHeaderTimeout (300 s) runs on the timers: a stream that never gets its head fails after 300 s of a fake clock, not before', async () => {
+    let hung = 0;
+    const { port } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      if (h[':path'] === '/hang') hung++;
+      else {
+        st.respond({ ':status': 200 });
+        st.end('ok');
+      }
+    });
+    const c = await h2Client({ http2PriorKnowledge: true });
+    const url = `http://127.0.0.1:${port}`;
+    // The session's timers are made on the fake clock, as with a fresh connection over HTTP/1.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      expect(text(await c.get(`${url}/`))).toBe('ok');
+      let err: unknown = null;
+      let settled = false;
+      c.get(`${url}/hang`).then(
+        () => (settled = true),
+        (e: unknown) => {
+          settled = true;
+          err = e;
+        },
+      );
+      await turnsUntil(() => hung === 1, 'the stream at the server');
+      vi.advanceTimersByTime(299_000);
+      for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
+      expect(settled).toBe(false);
+      vi.advanceTimersByTime(1_100);
+      await turnsUntil(() => settled, 'the call to fail');
+      expect(err).toBeInstanceOf(TimeoutError);
+      expect((err as TimeoutError).timeoutMs).toBe(300_000);
+      expect((err as Error).message).toContain('responseHeaderTimeout');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('Expect: 100-continue holds the body for the 100, sends it after expectContinueTimeout without one, and never after a final answer', async () => {
