@@ -15,7 +15,7 @@ import type { RequestContext } from '../message/context.js';
 import { Headers, headersFromArrays, type HeadersInit } from '../message/headers.js';
 import { Request, requestFromWire } from '../message/request.js';
 import type { Response } from '../message/response.js';
-import { Call, DEFAULT_MAX_RESPONSE_BYTES, maxResponseBytes, setAttempt } from './call.js';
+import { Call, maxResponseBytes, setAttempt } from './call.js';
 import { kHoldConnection, kStale, type ExchangeOptions } from './h1-session.js';
 import { Headers as HeadersClass } from '../message/headers.js';
 import {
@@ -104,11 +104,14 @@ export function setDefaultClientKernel(get: (() => HookHost) | null): void {
  */
 export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') as never;
 /**
- * Marks exchange options (`ExchangeOptions[kBufferBody] === true`) of a call that will buffer
- * the whole response body at once and has no hook to show the head to first: a protocol
- * session may then resolve `dispatch` with the body complete (bytes, or a `FlowBody` that
- * holds all of it), saving the caller a second wait. Sessions that ignore it behave as usual.
- * A registry symbol, so a plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
+ * Marks exchange options of a call that will buffer the whole response body at once and has no
+ * hook to show the head to first; its value is the call's bound on that body in bytes
+ * (`maxResponseBytes`; Infinity: none). A protocol session may then resolve `dispatch` with
+ * the body complete (bytes, or a `FlowBody` that holds all of it), saving the caller a second
+ * wait; one that gathers the bytes itself refuses a declared length past the bound at the head
+ * and stops at the bound, failing with `ResponseTooLargeError(bound, received, declared)` as the
+ * client's own buffering does. Sessions that ignore it behave as usual. A registry symbol, so a
+ * plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
  */
 export const kBufferBody: unique symbol = Symbol.for('switchyard.bufferBody') as never;
 /** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
@@ -789,7 +792,7 @@ function rejectCall(call: Call, err: unknown): Promise<never> {
 /** What {@link Client.run} hands the pool and the session, derived from a call's options. */
 interface CallPlan {
   readonly timeouts: ExchangeOptions;
-  /** `timeouts` marked {@link kBufferBody}: for calls that buffer the whole body and run no per-attempt hooks. */
+  /** `timeouts` marked {@link kBufferBody} with the call's bound: for calls that buffer the whole body and run no per-attempt hooks. */
   readonly buffered: ExchangeOptions;
   readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null };
 }
@@ -810,9 +813,8 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: 
   // transport shared with clients that do negotiate h2 never hands this one an h2 session).
   if (httpVersion === 'auto' && !preferHttp2) httpVersion = 'h1';
   const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks } as const);
-  // A session that gathers the whole body itself before resolving does not know the call's
-  // bound: only calls without one let it (the others read through the body, which stops at it).
-  const buffered = (o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES) === 0 ? Object.freeze({ ...timeouts, [kBufferBody]: true }) : timeouts;
+  // A session that gathers the whole body itself enforces the call's bound as it goes.
+  const buffered: ExchangeOptions = Object.freeze({ ...timeouts, [kBufferBody]: maxResponseBytes(o) });
   return { timeouts, buffered, acquire };
 }
 

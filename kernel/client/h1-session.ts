@@ -16,7 +16,7 @@ import { FlowBody, type FlowSource } from './flow-body.js';
 import { stopUpload } from './request-body.js';
 import { nodeTls } from '../builtins.js';
 import { bytesSent } from '../socket-progress.js';
-import type { RequestContext } from '../message/context.js';
+import type { CancelListener, RequestContext } from '../message/context.js';
 import type { Request } from '../message/request.js';
 import { protocolResponse, type Response } from '../message/response.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
@@ -73,6 +73,15 @@ export class H1ClientSession implements ClientSession {
   private readonly refSocket: { ref(): unknown; unref(): unknown } | null;
   /** True while the socket is unref'd (idle in the pool). */
   private unrefd = false;
+  /**
+   * The exchange waiting for its head under a `responseHeaderTimeout`, and the connection's one
+   * timer for it: kept armed from exchange to exchange (it moves only for a sooner head) instead
+   * of a Timeout armed and cleared per request.
+   */
+  private headWaiter: Exchange | null = null;
+  private headTimer: NodeJS.Timeout | null = null;
+  /** When {@link H1ClientSession.headTimer} fires (`performance.now()` time). */
+  private headTimerDue = 0;
 
   constructor(socket: Duplex, owner: SessionOwner, limits: HeadLimits) {
     this.socket = socket;
@@ -172,9 +181,43 @@ export class H1ClientSession implements ClientSession {
   private readonly onClose = (): void => {
     const wasDead = this.dead;
     this.dead = true;
+    if (this.headTimer !== null) clearTimeout(this.headTimer);
+    this.headTimer = null;
     const ex = this.exchange;
     if (ex !== null) ex.onEnd();
     if (!wasDead || ex === null) this.owner.discard(this);
+  };
+
+  /** @internal Fails `ex` with its `responseHeaderTimeout` unless its head arrives by `ex.headDue`. */
+  watchHead(ex: Exchange): void {
+    this.headWaiter = ex;
+    if (this.headTimer === null || ex.headDue < this.headTimerDue) this.armHead(ex.headDue, ex.headDue - performance.now());
+  }
+
+  /** @internal `ex` got its head, or ended. */
+  unwatchHead(ex: Exchange): void {
+    if (this.headWaiter === ex) this.headWaiter = null;
+  }
+
+  /** Arms the timer to fire `ms` from now, for the head due at `due`. */
+  private armHead(due: number, ms: number): void {
+    if (this.headTimer !== null) clearTimeout(this.headTimer);
+    this.headTimerDue = due;
+    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, ms));
+    this.headTimer.unref();
+  }
+
+  private readonly onHeadTimer = (): void => {
+    this.headTimer = null;
+    const ex = this.headWaiter;
+    if (ex === null || this.dead) return;
+    // The timer's own time is `headTimerDue` (as for a Timeout per exchange, the clock is the
+    // timers', not read again); a head due within a millisecond of it is due now.
+    const now = this.headTimerDue;
+    if (ex.headDue - now < 1) {
+      this.headWaiter = null;
+      ex.onHeadTimeout();
+    } else this.armHead(ex.headDue, ex.headDue - now);
   };
 
   private readonly onError = (err: Error): void => {
@@ -221,7 +264,7 @@ export class H1ClientSession implements ClientSession {
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H1ClientSession}. */
-class Exchange implements FlowSource {
+class Exchange implements FlowSource, CancelListener {
   readonly promise: Promise<Response>;
   private resolveHead!: (r: Response) => void;
   private rejectHead!: (e: unknown) => void;
@@ -243,8 +286,11 @@ class Exchange implements FlowSource {
   private timer: NodeJS.Timeout | null = null;
   private timerOp = '';
   private timerMs = 0;
+  /** @internal When the head is due under `responseHeaderTimeout` (0: not watched); see {@link H1ClientSession.watchHead}. */
+  headDue = 0;
   private readonly started = performance.now();
-  private removeCancel: (() => void) | null = null;
+  /** The exchange listens for its context's cancellation (see {@link Exchange.onContextCanceled}). */
+  private listening = false;
   /** The streamed request body until the write loop is done with it; stopped when the exchange ends first. */
   private upload: AbstractBody | null = null;
   private drainWait: (() => void) | null = null;
@@ -269,7 +315,8 @@ class Exchange implements FlowSource {
       this.fail(this.ctx.error()!);
       return;
     }
-    this.removeCancel = this.ctx.onCancel((err) => this.fail(err));
+    this.ctx.addCancelListener(this);
+    this.listening = !this.finished;
     if (this.ctx.deadline > 0) this.armDeadline();
     this.write().catch((err: unknown) => this.fail(err));
   }
@@ -406,8 +453,11 @@ class Exchange implements FlowSource {
   /** The request is out: wait for the head under responseHeaderTimeout (or readIdleTimeout). */
   private afterWrite(): void {
     if (this.headDone || this.finished) return;
-    const ms = this.t.responseHeaderTimeout > 0 ? this.t.responseHeaderTimeout : this.t.readIdleTimeout;
-    if (ms > 0) this.arm(ms, 'head');
+    const rht = this.t.responseHeaderTimeout;
+    if (rht > 0) {
+      this.headDue = this.started + rht;
+      this.session.watchHead(this);
+    } else if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'head');
   }
 
   // ---- reading ---------------------------------------------------------------------------
@@ -466,7 +516,7 @@ class Exchange implements FlowSource {
       return;
     }
     this.headDone = true;
-    if (this.timerOp === 'head') this.disarm();
+    if (this.timerOp === 'head' || this.headDue !== 0) this.disarm();
     const req = this.req;
     // A final answer while an upload waits for 100: the server does not want the body.
     if (this.continueWait !== null) {
@@ -660,9 +710,9 @@ class Exchange implements FlowSource {
       clearTimeout(this.deadlineTimer);
       this.deadlineTimer = null;
     }
-    if (this.removeCancel !== null) {
-      this.removeCancel();
-      this.removeCancel = null;
+    if (this.listening) {
+      this.listening = false;
+      this.ctx.removeCancelListener(this);
     }
     const w = this.drainWait;
     this.drainWait = null;
@@ -697,9 +747,25 @@ class Exchange implements FlowSource {
   }
 
   private disarm(): void {
+    if (this.headDue !== 0) {
+      this.headDue = 0;
+      this.session.unwatchHead(this);
+    }
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     this.timerOp = '';
+  }
+
+  /** @internal The context was canceled (see RequestContext.addCancelListener). */
+  onContextCanceled(err: Error): void {
+    this.fail(err);
+  }
+
+  /** @internal The head did not come within `responseHeaderTimeout` (the session's watch). */
+  onHeadTimeout(): void {
+    const ms = this.t.responseHeaderTimeout;
+    this.headDue = 0;
+    this.fail(new TimeoutError('request', ms, Math.round(performance.now() - this.started), `responseHeaderTimeout of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   }
 
   private readonly onTimer = (): void => {

@@ -29,6 +29,11 @@ export class RequestContext {
   private controller: AbortController | null = null;
   private timer: NodeJS.Timeout | null = null;
   private listeners: (((err: Error) => void) | CancelListener)[] | null = null;
+  /**
+   * A {@link CancelListener} added while no other listener was: the usual one exchange per
+   * call, held without a list. Told before {@link RequestContext.listeners}, all of which came later.
+   */
+  private sole: CancelListener | null = null;
   private readonly parent: RequestContext | null;
   private unlinkParent: (() => void) | null = null;
   // The client's per-call options, kept beside the data map: every client call sets them, and a
@@ -137,6 +142,15 @@ export class RequestContext {
       this.timer = null;
     }
     const err = new CanceledError(this.cancelMessage);
+    const sole = this.sole;
+    this.sole = null;
+    if (sole !== null) {
+      try {
+        sole.onContextCanceled(err);
+      } catch {
+        // cancel never throws; a listener's failure is its own.
+      }
+    }
     const ls = this.listeners;
     this.listeners = null;
     if (ls)
@@ -181,12 +195,18 @@ export class RequestContext {
       listener.onContextCanceled(new CanceledError(this.cancelMessage));
       return;
     }
-    if (this.listeners === null) this.listeners = [listener];
-    else this.listeners.push(listener);
+    if (this.listeners === null) {
+      if (this.sole === null) this.sole = listener;
+      else this.listeners = [listener];
+    } else this.listeners.push(listener);
   }
 
   /** Removes a listener added with {@link RequestContext.addCancelListener} (nothing when absent). */
   removeCancelListener(listener: CancelListener): void {
+    if (this.sole === listener) {
+      this.sole = null;
+      return;
+    }
     const ls = this.listeners;
     if (ls === null) return;
     if (ls.length === 1) {

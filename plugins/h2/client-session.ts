@@ -25,6 +25,7 @@ import {
   ParseError,
   ProtocolError,
   type Response,
+  ResponseTooLargeError,
   TimeoutError,
   TLSTransportError,
   type CancelListener,
@@ -49,11 +50,12 @@ import {
 import { H2ResponseBody, type BodySource } from './client-body.js';
 import { H2StreamResetError } from './errors.js';
 import { addWireHeaders, headerListSize, headersFromObject, trailersFromObject, wireTrailers, type H2HeaderObject } from './headers.js';
-import { sinkErrors } from './error-sink.js';
+import { listenQuietly, sinkErrors } from './error-sink.js';
 import { loadHttp2 } from './server-connection.js';
 import { HTTP2Settings } from './settings.js';
 
 const NGHTTP2_CANCEL = 8;
+const EMPTY = Buffer.alloc(0);
 const NGHTTP2_REFUSED_STREAM = 7;
 const NGHTTP2_NO_ERROR = 0;
 /** Bytes of a streamed request body read at a time: HTTP/2's default frame size, node's write buffer mark. */
@@ -131,6 +133,16 @@ export class H2ClientSession implements ClientSession {
   private closedPromise: Promise<void>;
   /** What broke the connection (a socket or session error), once it did. */
   private failure: Error | null = null;
+  /**
+   * Exchanges waiting for their response head under a `responseHeaderTimeout`, soonest due
+   * first (a list through the exchanges themselves), and the one timer for the soonest: a
+   * Timeout per request, armed and cleared, was a visible part of each exchange's cost.
+   */
+  private headFirst: H2ClientExchange | null = null;
+  private headLast: H2ClientExchange | null = null;
+  private headTimer: NodeJS.Timeout | null = null;
+  /** When {@link H2ClientSession.headTimer} fires. */
+  private headTimerDue = 0;
 
   constructor(socket: Duplex, info: SessionInfo, options: H2SessionOptions) {
     this.socket = socket;
@@ -164,6 +176,8 @@ export class H2ClientSession implements ClientSession {
       s.once('close', () => {
         this.dead = true;
         this.clearPing();
+        if (this.headTimer !== null) clearTimeout(this.headTimer);
+        this.headTimer = null;
         this.leavePool();
         resolve();
       });
@@ -244,7 +258,7 @@ export class H2ClientSession implements ClientSession {
     if (this.active++ === 0) this.session.ref();
     this.clearPing();
     const t = options ?? NO_TIMEOUTS;
-    const ex = new H2ClientExchange(this, stream, request, ctx, t, (t as unknown as Record<symbol, unknown>)[kBufferBody] === true, hasBody || trailers);
+    const ex = new H2ClientExchange(this, stream, request, ctx, t, bufferBound(t), hasBody || trailers);
     if (streamed) ex.holdUpload(body);
     if (trailers) {
       stream.once('wantTrailers', () => {
@@ -318,6 +332,57 @@ export class H2ClientSession implements ClientSession {
     return id === undefined || id > this.lastStreamId;
   }
 
+  /** @internal Fails `ex` with its `responseHeaderTimeout` unless its head arrives by `ex.headDue` (see {@link H2ClientSession.unwatchHead}). */
+  watchHead(ex: H2ClientExchange): void {
+    // Most exchanges share one timeout, so the newest is due last: found from the end.
+    let after = this.headLast;
+    while (after !== null && after.headDue > ex.headDue) after = after.headPrev;
+    const before = after === null ? this.headFirst : after.headNext;
+    ex.headPrev = after;
+    ex.headNext = before;
+    if (after === null) this.headFirst = ex;
+    else after.headNext = ex;
+    if (before === null) this.headLast = ex;
+    else before.headPrev = ex;
+    // The timer stays armed while exchanges come and go; only a sooner head moves it.
+    if (this.headTimer === null || (after === null && ex.headDue < this.headTimerDue)) this.armHead(ex.headDue, ex.headDue - performance.now());
+  }
+
+  /** @internal `ex` got its head, or ended: it is no longer watched. */
+  unwatchHead(ex: H2ClientExchange): void {
+    const prev = ex.headPrev;
+    const next = ex.headNext;
+    if (prev === null) this.headFirst = next;
+    else prev.headNext = next;
+    if (next === null) this.headLast = prev;
+    else next.headPrev = prev;
+    ex.headPrev = ex.headNext = null;
+    ex.headDue = 0;
+  }
+
+  /** Arms the watch's timer to fire `ms` from now, for the head due at `due` (a `performance.now()` time). */
+  private armHead(due: number, ms: number): void {
+    if (this.headTimer !== null) clearTimeout(this.headTimer);
+    this.headTimerDue = due;
+    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, ms));
+    this.headTimer.unref();
+  }
+
+  /** The soonest head is due: fails each exchange whose time is up, and waits for the next one. */
+  private readonly onHeadTimer = (): void => {
+    this.headTimer = null;
+    // The timer's own time is `headTimerDue` (as for a Timeout per exchange, the clock is the
+    // timers', not read again); a head due within a millisecond of it is due now.
+    const now = this.headTimerDue;
+    let ex = this.headFirst;
+    while (ex !== null && ex.headDue - now < 1) {
+      this.unwatchHead(ex);
+      ex.onHeadTimeout();
+      ex = this.headFirst;
+    }
+    if (ex !== null && !this.dead) this.armHead(ex.headDue, ex.headDue - now);
+  };
+
   private armPing(): void {
     if (this.dead || this.pingTimer !== null) return;
     this.pingTimer = setTimeout(this.onPingTimer, this.pingInterval);
@@ -357,6 +422,12 @@ export class H2ClientSession implements ClientSession {
 const BODY_OPTIONS = { endStream: false };
 const TRAILER_OPTIONS = { endStream: false, waitForTrailers: true };
 
+/** The bound on a body the exchange gathers itself (see kBufferBody), or -1 when it hands out a streamed body. */
+function bufferBound(t: ExchangeOptions): number {
+  const b = (t as unknown as Record<symbol, unknown>)[kBufferBody];
+  return typeof b === 'number' ? b : b === true ? Infinity : -1;
+}
+
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H2ClientSession}. */
@@ -374,6 +445,12 @@ class H2ClientExchange implements BodySource, CancelListener {
   private finished = false;
   private body: H2ResponseBody | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** @internal When the response head is due under `responseHeaderTimeout` (0: not watched); see {@link H2ClientSession.watchHead}. */
+  headDue = 0;
+  /** @internal Neighbours in the session's list of exchanges waiting for their head. */
+  headPrev: H2ClientExchange | null = null;
+  /** @internal */
+  headNext: H2ClientExchange | null = null;
   private timerWhat = '';
   private timerMs = 0;
   private deadlineTimer: NodeJS.Timeout | null = null;
@@ -383,6 +460,8 @@ class H2ClientExchange implements BodySource, CancelListener {
   private drainWait: (() => void) | null = null;
   /** Buffering: `promise` resolves with the body complete (see kBufferBody). */
   private readonly whole: boolean;
+  /** Buffering: the call's bound on the body (Infinity: none). */
+  private readonly limit: number;
   /** Buffering: the response whose body is still arriving (the head promise is not settled yet). */
   private pending: Response | null = null;
   /** Buffering: the body so far (one chunk, or several), gathered here instead of in a FlowBody. */
@@ -400,9 +479,11 @@ class H2ClientExchange implements BodySource, CancelListener {
   /** Response body bytes received. */
   private received = 0;
 
-  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, whole: boolean, upload: boolean) {
+  /** `bound`: see {@link bufferBound}. */
+  constructor(owner: H2ClientSession, stream: ClientHttp2Stream, req: Request, ctx: RequestContext, t: ExchangeOptions, bound: number, upload: boolean) {
     this.owner = owner;
-    this.whole = whole;
+    this.whole = bound >= 0;
+    this.limit = bound;
     this.stream = stream;
     this.req = req;
     this.t = t;
@@ -411,14 +492,14 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.rejectHead = reject;
     });
     (stream as Tagged)[kExchange] = this;
-    stream.on('response', streamResponse);
+    listenQuietly(stream, 'response', streamResponse);
     stream.on('data', streamData);
-    stream.on('trailers', streamTrailers);
+    listenQuietly(stream, 'trailers', streamTrailers);
     // Without a request body the stream closes as soon as the response ends: 'close' (after
     // 'end') finishes the exchange, one listener and one event fewer per request. With one,
     // the response can end while the upload goes on, so 'end' finishes it.
-    if (upload) stream.on('end', streamEnd);
-    stream.on('close', streamClose);
+    if (upload) listenQuietly(stream, 'end', streamEnd);
+    listenQuietly(stream, 'close', streamClose);
     sinkErrors(stream);
     if (ctx.canceled || ctx.expired()) {
       this.fail(ctx.error()!);
@@ -431,8 +512,10 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, ctx.deadline - performance.now()));
       this.deadlineTimer.unref();
     }
-    const ms = t.responseHeaderTimeout > 0 ? t.responseHeaderTimeout : t.readIdleTimeout;
-    if (ms > 0) this.arm(ms, t.responseHeaderTimeout > 0 ? 'responseHeaderTimeout' : 'readIdleTimeout');
+    if (t.responseHeaderTimeout > 0) {
+      this.headDue = this.started + t.responseHeaderTimeout;
+      this.owner.watchHead(this);
+    } else if (t.readIdleTimeout > 0) this.arm(t.readIdleTimeout, 'readIdleTimeout');
   }
 
   /**
@@ -552,6 +635,12 @@ class H2ClientExchange implements BodySource, CancelListener {
     const ended = (flags & 1) !== 0;
     // A HEAD or 304 response's length is the one a GET would have had: no DATA follows.
     if (!ended && length >= 0 && status !== 304 && this.req.method !== 'HEAD') this.declared = length;
+    if (this.whole && !ended && length > this.limit) {
+      // Refused at the head, as the client's own buffering does: the body is not read.
+      this.headDone = false;
+      this.fail(new ResponseTooLargeError(this.limit, 0, length));
+      return;
+    }
     let body: Response['body'];
     if (ended) body = nobody;
     else {
@@ -572,7 +661,7 @@ class H2ClientExchange implements BodySource, CancelListener {
       this.pending = null;
       const g = this.gathered;
       this.gathered = null;
-      res.body = g === null ? new Uint8Array(0) : Array.isArray(g) ? Buffer.concat(g) : g;
+      res.body = g === null ? EMPTY : Array.isArray(g) ? Buffer.concat(g) : g;
       this.resolveHead(res);
     }
   }
@@ -583,6 +672,11 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (this.timer !== null && this.timerWhat === 'readIdleTimeout') this.timer.refresh();
     if (this.pending !== null) {
       if (chunk.length === 0) return;
+      if (this.received > this.limit) {
+        // Stop here: what came is dropped and the rest is not read (an endless body ends now).
+        this.fail(new ResponseTooLargeError(this.limit, this.received, this.declared));
+        return;
+      }
       const g = this.gathered;
       if (g === null) this.gathered = chunk;
       else if (Array.isArray(g)) g.push(chunk);
@@ -719,8 +813,15 @@ class H2ClientExchange implements BodySource, CancelListener {
   }
 
   private disarm(): void {
+    if (this.headDue !== 0) this.owner.unwatchHead(this);
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  /** @internal The response head did not come within `responseHeaderTimeout` (the session's watch). */
+  onHeadTimeout(): void {
+    const ms = this.t.responseHeaderTimeout;
+    this.fail(new TimeoutError('request', ms, Math.round(performance.now() - this.started), `responseHeaderTimeout of ${ms} ms passed (${this.req.method} ${this.req.url || this.req.target})`));
   }
 
   /** @internal */

@@ -163,6 +163,51 @@ describe('client: buffered bodies are bounded by maxResponseBytes', () => {
     );
   });
 
+  it('HTTP/2 (h2c): a Content-Length past the bound is refused at the head (the stream reset, the session kept); a body of exactly the bound passes; one byte over fails', async () => {
+    const body = Buffer.alloc(64 * 1024, 0x64);
+    const resets: number[] = [];
+    const { port, sessions } = await nodeServer((stream, headers) => {
+      stream.on('error', () => undefined);
+      stream.on('close', () => resets.push(stream.rstCode));
+      if (headers[':path'] === '/declared') {
+        // A declared length past the bound, and nothing more: the client must not wait for it.
+        stream.respond({ ':status': 200, 'content-length': String(8 * MiB) });
+        stream.write(body);
+        return;
+      }
+      // No content-length: the bound is found by counting.
+      stream.respond({ ':status': 200 });
+      stream.end(body);
+    });
+    const client = await h2Client({ http2PriorKnowledge: true });
+    const origin = `http://127.0.0.1:${port}`;
+    // A first call opens the session: the calls below take a pooled one, as most calls do.
+    expect(bytes(await client.get(`${origin}/first`)).length).toBe(body.length);
+    const e = (await within(rejection(client.get(`${origin}/declared`, { maxResponseBytes: MiB })), 5000, 'the declared length to be refused')) as ResponseTooLargeError;
+    expect(e).toBeInstanceOf(ResponseTooLargeError);
+    expect(e.limit).toBe(MiB);
+    expect(e.contentLength).toBe(8 * MiB);
+    expect(e.received).toBe(0);
+    expect(e.message).toContain(`declares ${8 * MiB} bytes`);
+    await within(
+      (async () => {
+        while (resets.length < 2) await new Promise((r) => setImmediate(r));
+      })(),
+      5000,
+      'the server to see the stream reset',
+    );
+    expect(resets[1]).toBe(8); // CANCEL: only that stream
+    const ok = await client.get(`${origin}/exact`, { maxResponseBytes: body.length });
+    expect(bytes(ok).equals(body)).toBe(true);
+    const over = (await rejection(client.get(`${origin}/over`, { maxResponseBytes: body.length - 1 }))) as ResponseTooLargeError;
+    expect(over).toBeInstanceOf(ResponseTooLargeError);
+    expect(over.limit).toBe(body.length - 1);
+    expect(over.received).toBeGreaterThan(body.length - 1);
+    expect(over.contentLength).toBe(-1);
+    expect(bytes(await client.get(`${origin}/unbounded`, { maxResponseBytes: 0 })).length).toBe(body.length);
+    expect(sessions.length).toBe(1);
+  });
+
   it('a bad maxResponseBytes is an ArgumentError, at the call and on the Client', async () => {
     const client = newClient();
     await expect(client.get('http://127.0.0.1:1/', { maxResponseBytes: -1 })).rejects.toThrow(ArgumentError);

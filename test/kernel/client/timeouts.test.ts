@@ -81,6 +81,23 @@ describe('responseHeaderTimeout and readIdleTimeout', () => {
     expect(c.transport.connectionCount()).toBe(0);
   });
 
+  it('responseHeaderTimeout on a reused connection: a shorter one than the call before it still fires on time', async () => {
+    let n = 0;
+    const raw = await rawServer((s) =>
+      readRequests(s, () => {
+        // The first request is answered (the connection is kept), the second never.
+        if (++n === 1) s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+      }),
+    );
+    const c = newClient();
+    expect(text(await c.get(`${raw.origin}/a`))).toBe('ok');
+    const t0 = performance.now();
+    const err = await within(rejection(c.get(`${raw.origin}/b`, { responseHeaderTimeout: 150 })), 3000, 'the shorter timeout');
+    expectTimeout(err, 'request', 150, since(t0));
+    expect(err.message).toContain('responseHeaderTimeout of 150 ms passed (GET');
+    expect(raw.connections).toBe(1);
+  });
+
   it('responseHeaderTimeout is not extended by a partial head', async () => {
     const raw = await rawServer((sock) => readRequests(sock, () => sock.write('HTTP/1.1 200 OK\r\nX-Partial: ')));
     const t0 = performance.now();

@@ -154,6 +154,19 @@ describe('RequestContext: cancel', () => {
     solo.removeCancelListener(only);
     cancel(solo, { message: 'y' });
     expect(seen).not.toContain('only');
+    // A listener removed and added again, after others came, is told after them.
+    const again = new RequestContext();
+    const order: string[] = [];
+    const first = { onContextCanceled: () => order.push('first') };
+    again.addCancelListener(first);
+    again.onCancel(() => order.push('fn'));
+    again.removeCancelListener(first);
+    again.addCancelListener(first);
+    const second = { onContextCanceled: () => order.push('second') };
+    again.addCancelListener(second);
+    again.removeCancelListener(second);
+    cancel(again, { message: 'z' });
+    expect(order).toEqual(['fn', 'first']);
   });
 
   it('runs a listener added after cancel at once', () => {

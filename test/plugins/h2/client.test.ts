@@ -6,7 +6,7 @@
  */
 import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ArgumentError, createKernel, Response, TimeoutError, CanceledError, Client, ProtocolError, Request as KRequest, type Request } from '../../../kernel/index.js';
 import { h2, H2ResponseBody, HTTP2Settings } from '../../../plugins/h2/index.js';
 import { h2c } from '../../../plugins/h2c/index.js';
@@ -243,6 +243,89 @@ describe('exchange features', () => {
     // The session survived both.
     expect(text(await c.get(`${url}/`, { http2PriorKnowledge: true }))).toBe('ok');
     expect(server.connectionCount).toBe(1);
+  });
+
+  it('responseHeaderTimeout on a busy session: each waiting stream times out at its own time, a shorter one started later first, the others answered', async () => {
+    const { port, sessions } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      // '/hang' never gets a head; anything else is answered at once.
+      if (h[':path'] !== '/hang') {
+        st.respond({ ':status': 200 });
+        st.end('ok');
+      }
+    });
+    const c = await h2Client({ http2PriorKnowledge: true });
+    const url = `http://127.0.0.1:${port}`;
+    expect(text(await c.get(`${url}/`))).toBe('ok');
+    const ac = new AbortController();
+    const long = c.get(`${url}/hang`, { responseHeaderTimeout: 30_000, signal: ac.signal });
+    long.catch(() => undefined);
+    const t0 = performance.now();
+    const short = c.get(`${url}/hang`, { responseHeaderTimeout: 150 });
+    const pair = [c.get(`${url}/hang`, { responseHeaderTimeout: 200 }), c.get(`${url}/hang`, { responseHeaderTimeout: 200 })];
+    const errs: { what: string; at: number }[] = [];
+    const seen = (what: string) => (e: unknown) => {
+      expect(e).toBeInstanceOf(TimeoutError);
+      errs.push({ what, at: performance.now() - t0 });
+      expect((e as Error).message).toContain(`responseHeaderTimeout of ${what === 'short' ? 150 : 200} ms passed (GET ${url}/hang)`);
+    };
+    expect(text(await c.get(`${url}/answered`))).toBe('ok');
+    await Promise.all([short.then(() => expect.fail('answered'), seen('short')), ...pair.map((p) => p.then(() => expect.fail('answered'), seen('pair')))]);
+    expect(errs.map((e) => e.what)).toEqual(['short', 'pair', 'pair']);
+    expect(errs[0]!.at).toBeGreaterThanOrEqual(140);
+    expect(errs[0]!.at).toBeLessThan(1500);
+    expect(errs[2]!.at).toBeGreaterThanOrEqual(190);
+    expect(errs[2]!.at).toBeLessThan(1500);
+    // The long wait is still on, the session still serves.
+    expect(text(await c.get(`${url}/after`))).toBe('ok');
+    ac.abort();
+    await expect(long).rejects.toBeInstanceOf(CanceledError);
+    expect(sessions).toHaveLength(1);
+  });
+
+  /** Waits on event-loop turns, not timers (the clock is fake), until `cond` holds. */
+  async function turnsUntil(cond: () => boolean, what: string): Promise<void> {
+    for (let i = 0; i < 100_000 && !cond(); i++) await new Promise<void>((r) => setImmediate(r));
+    if (!cond()) throw new Error(`gave up waiting for ${what}`);
+  }
+
+  it('the default responseHeaderTimeout (300 s) runs on the timers: a stream that never gets its head fails after 300 s of a fake clock, not before', async () => {
+    let hung = 0;
+    const { port } = await nodeServer((st, h) => {
+      st.on('error', () => undefined);
+      if (h[':path'] === '/hang') hung++;
+      else {
+        st.respond({ ':status': 200 });
+        st.end('ok');
+      }
+    });
+    const c = await h2Client({ http2PriorKnowledge: true });
+    const url = `http://127.0.0.1:${port}`;
+    // The session's timers are made on the fake clock, as with a fresh connection over HTTP/1.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      expect(text(await c.get(`${url}/`))).toBe('ok');
+      let err: unknown = null;
+      let settled = false;
+      c.get(`${url}/hang`).then(
+        () => (settled = true),
+        (e: unknown) => {
+          settled = true;
+          err = e;
+        },
+      );
+      await turnsUntil(() => hung === 1, 'the stream at the server');
+      vi.advanceTimersByTime(299_000);
+      for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
+      expect(settled).toBe(false);
+      vi.advanceTimersByTime(1_100);
+      await turnsUntil(() => settled, 'the call to fail');
+      expect(err).toBeInstanceOf(TimeoutError);
+      expect((err as TimeoutError).timeoutMs).toBe(300_000);
+      expect((err as Error).message).toContain('responseHeaderTimeout');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('Expect: 100-continue holds the body for the 100, sends it after expectContinueTimeout without one, and never after a final answer', async () => {
