@@ -35,3 +35,4 @@ export {
 } from './hooks.js';
 export * from './server/index.js';
 export * from './client/index.js';
+export * from './web/index.js';

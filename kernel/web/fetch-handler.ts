@@ -1,0 +1,212 @@
+/**
+ * Fetch-style handlers (`(request: Request) => Response`, as Hono's `app.fetch`, itty-router
+ * or a Deno-style server export) served by switchyard: `fetchHandler` makes one a stream
+ * handler, `serveFetch` starts a server for one.
+ *
+ * The request the handler gets is built lazily: method, URL, headers and signal are read
+ * straight from the switchyard request, and only a handler that asks for more (the body's
+ * mixins, `clone()`, `cache`, …) pays for a full web `Request`, made once and then answering
+ * for it. It is an `instanceof Request`, and the platform's own code (`new Request(req)`,
+ * `fetch(req)`) takes it as the full request.
+ */
+import { Buffer } from 'node:buffer';
+import { ArgumentError } from '../errors.js';
+import type { Request } from '../message/request.js';
+import { responseHasNoBody } from '../http1/framing.js';
+import { listen, type ServeOptions } from '../server/index.js';
+import type { Server } from '../server/server.js';
+import type { Stream } from '../server/stream.js';
+import type { StreamHandler } from '../server/exchange.js';
+import { notAWebResponse } from '../server/handler-result.js';
+import { toWebHeaders } from './headers.js';
+import { webBodySource } from './from-web-response.js';
+import { bodyOfStream, webRequest, webRequestUrl } from './to-web-request.js';
+
+/** The second argument a fetch-style handler gets: the exchange it answers (peer address, protocol, the server). */
+export interface FetchEnv {
+  /** The server stream of this exchange (`stream.peerAddr()`, `stream.protocol`, `stream.server`). */
+  readonly stream: Stream;
+}
+
+/**
+ * A fetch-style handler: takes the web's global `Request` (and {@link FetchEnv}, which Hono
+ * exposes as `c.env`) and returns, or resolves to, a global `Response`.
+ */
+export type FetchHandler = (request: globalThis.Request, env: FetchEnv) => globalThis.Response | Promise<globalThis.Response>;
+
+const STREAM = Symbol('stream');
+const URL_ = Symbol('url');
+const HEADERS = Symbol('headers');
+const FULL = Symbol('full');
+
+/** The lazily built web request of one server exchange (see the module notes). */
+interface LightRequest {
+  [STREAM]: Stream;
+  [URL_]: string;
+  [HEADERS]: globalThis.Headers | null;
+  [FULL]: globalThis.Request | null;
+}
+
+/** The full web request behind `r`, made on first use. */
+function full(r: LightRequest): globalThis.Request {
+  let f = r[FULL];
+  if (f === null) {
+    const stream = r[STREAM];
+    const req = stream.request;
+    f = r[FULL] = webRequest(req, r[URL_], req.contentLength === 0 ? null : bodyOfStream(stream), r[HEADERS]);
+  }
+  return f;
+}
+
+const lightProto: object = Object.create(globalThis.Request.prototype, {
+  method: {
+    get(this: LightRequest): string {
+      return this[STREAM].request.method;
+    },
+  },
+  url: {
+    get(this: LightRequest): string {
+      return this[URL_];
+    },
+  },
+  headers: {
+    get(this: LightRequest): globalThis.Headers {
+      return (this[HEADERS] ??= toWebHeaders(this[STREAM].request.headers));
+    },
+  },
+  signal: {
+    get(this: LightRequest): AbortSignal {
+      return this[STREAM].request.ctx.signal;
+    },
+  },
+  bodyUsed: {
+    get(this: LightRequest): boolean {
+      const f = this[FULL];
+      return f !== null && f.bodyUsed;
+    },
+  },
+});
+
+// Every other member of the platform's Request answers from the full request: its public
+// ones, and the platform's internal (symbol-keyed) slots, so that undici's own code given this
+// object (`new Request(req)`, `fetch(req)`) reads the full request's state.
+function delegate(key: string | symbol): void {
+  if (key === 'constructor' || key === Symbol.toStringTag || Object.prototype.hasOwnProperty.call(lightProto, key)) return;
+  const d = Object.getOwnPropertyDescriptor(globalThis.Request.prototype, key);
+  if (d !== undefined && typeof d.value === 'function') {
+    const method = d.value as (...args: unknown[]) => unknown;
+    Object.defineProperty(lightProto, key, {
+      value(this: LightRequest, ...args: unknown[]): unknown {
+        return method.apply(full(this), args);
+      },
+      writable: true,
+      configurable: true,
+    });
+  } else {
+    Object.defineProperty(lightProto, key, {
+      get(this: LightRequest): unknown {
+        return (full(this) as unknown as Record<string | symbol, unknown>)[key];
+      },
+      configurable: true,
+    });
+  }
+}
+for (const key of Reflect.ownKeys(globalThis.Request.prototype)) delegate(key);
+for (const key of Reflect.ownKeys(new globalThis.Request('http://localhost/'))) delegate(key);
+Object.defineProperty(lightProto, Symbol.for('nodejs.util.inspect.custom'), {
+  value(this: LightRequest): string {
+    return `Request ${this[STREAM].request.method} ${this[URL_]}`;
+  },
+});
+
+function lightRequest(stream: Stream, url: string): globalThis.Request {
+  const r = Object.create(lightProto) as LightRequest;
+  r[STREAM] = stream;
+  r[URL_] = url;
+  r[HEADERS] = null;
+  r[FULL] = null;
+  return r as unknown as globalThis.Request;
+}
+
+/**
+ * A stream handler running the fetch-style `handler` for each request: the handler gets a
+ * global `Request` whose URL is absolute (scheme from the connection, host from the request),
+ * whose body is a `ReadableStream` read from the connection as the handler reads it, and whose
+ * `signal` aborts when the client goes away; its `Response` is written out as it comes (a
+ * string or bytes body at once, a `ReadableStream` body chunk by chunk, each sent as it is
+ * produced). The second argument is {@link FetchEnv}. A handler that throws, or returns
+ * anything but a global `Response`, gets the server's 500 and error report, as with `serve`.
+ * A request whose host or target does not make a URL is answered 400.
+ */
+export function fetchHandler(handler: FetchHandler): StreamHandler {
+  if (typeof handler !== 'function') throw new ArgumentError(`fetchHandler(handler): handler must be a function, got ${typeof handler}`);
+  return async (stream: Stream): Promise<void> => {
+    let url: string;
+    try {
+      url = webRequestUrl(stream.request, stream.server.tls);
+    } catch (err) {
+      stream.setStatus(400);
+      stream.setHeader('Content-Type', 'text/plain; charset=utf-8');
+      await stream.write(`${(err as Error).message}\n`);
+      return;
+    }
+    const env: FetchEnv = { stream };
+    const res = await handler(lightRequest(stream, url), env);
+    await writeWebResponse(stream, res);
+  };
+}
+
+/** Writes the web response `res` through `stream` (see {@link fetchHandler}). */
+async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
+  if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
+  const status = res.status;
+  stream.setStatus(status, res.statusText);
+  let hasLength = false;
+  for (const [k, v] of res.headers) {
+    if (k === 'content-length') hasLength = true;
+    stream.appendHeader(k, v);
+  }
+  const req: Request = stream.request;
+  const src = webBodySource(res);
+  if (src !== undefined) {
+    if (src !== null) {
+      const bytes = typeof src === 'string' ? Buffer.from(src, 'utf8') : src;
+      if (!hasLength) stream.setHeader('Content-Length', String(bytes.length));
+      if (bytes.length > 0) await stream.write(bytes);
+    }
+    await stream.closeWrite();
+    return;
+  }
+  const body = res.body!;
+  if (responseHasNoBody(status, req.method)) {
+    await body.cancel();
+    await stream.closeWrite();
+    return;
+  }
+  const reader = body.getReader();
+  // A client that goes away stops the producer now (an event stream may wait long for its next event).
+  const stop = req.ctx.onCancel((err) => void reader.cancel(err).catch(() => undefined));
+  try {
+    // The head goes out before the first chunk: an event stream's client sees it at once.
+    stream.startWrite();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      await stream.write(value);
+    }
+    await stream.closeWrite();
+  } catch (err) {
+    void reader.cancel(err).catch(() => undefined);
+    throw err;
+  } finally {
+    stop();
+  }
+}
+
+/**
+ * Starts a server for the fetch-style `handler` (see {@link fetchHandler}) and resolves once
+ * it listens: `listen(fetchHandler(handler), options)`, with the same options as `serve`.
+ */
+export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
+  return listen(fetchHandler(handler), options);
+}
