@@ -24,6 +24,7 @@ import {
   listen as kernelListen,
   serveFetch as kernelServeFetch,
   type FetchHandler,
+  type ServeFetchOptions,
   serve as kernelServe,
   type Kernel,
   type RequestHandler,
@@ -117,7 +118,7 @@ export {
 } from './kernel/index.js';
 
 // Web standards: fetch-style handlers and the converters.
-export { fetchHandler, toWebRequest, fromWebResponse, type FetchHandler, type FetchEnv } from './kernel/index.js';
+export { fetchHandler, toWebRequest, fromWebResponse, type FetchHandler, type FetchHandlerOptions, type FetchEnv, type ServeFetchOptions } from './kernel/index.js';
 
 // Servers.
 export { Server, Stream, PeerAddr, streamHandler, port, type ServerInit, type ServerOptions, type ServeOptions, type RequestHandler, type StreamHandler } from './kernel/index.js';
@@ -194,7 +195,7 @@ export function listen(handler: StreamHandler, options: ServeOptions = {}): Prom
  * Starts a server for a fetch-style handler (`(request: Request) => Response`, such as Hono's
  * `app.fetch`) on the default kernel (or `options.kernel`); see `fetchHandler`.
  */
-export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
   return kernelServeFetch(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
 }
 

@@ -11,6 +11,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
+import { checkOptionKeys } from '../option-keys.js';
 import type { Request } from '../message/request.js';
 import { responseHasNoBody } from '../http1/framing.js';
 import { listen, type ServeOptions } from '../server/index.js';
@@ -20,6 +21,7 @@ import type { StreamHandler } from '../server/exchange.js';
 import { notAWebResponse } from '../server/handler-result.js';
 import { toWebHeaders } from './headers.js';
 import { webBodySource } from './from-web-response.js';
+import { installLightResponse, lightParts } from './light-response.js';
 import { bodyOfStream, webRequest, webRequestUrl } from './to-web-request.js';
 
 /** The second argument a fetch-style handler gets: the exchange it answers (peer address, protocol, the server). */
@@ -27,6 +29,20 @@ export interface FetchEnv {
   /** The server stream of this exchange (`stream.peerAddr()`, `stream.protocol`, `stream.server`). */
   readonly stream: Stream;
 }
+
+/** Options of {@link fetchHandler} (and, beside the server's, of {@link serveFetch}). */
+export interface FetchHandlerOptions {
+  /**
+   * Put a light `Response` class in `globalThis.Response` (default true), process-wide and for
+   * good, as Hono's own Node adapter does: an app's `new Response('hi')` then costs no stream
+   * until something reads its body, and the server writes its string as it is. Its instances
+   * are `instanceof Response` both ways and answer every member (see `light-response.ts`);
+   * false leaves the platform's class alone.
+   */
+  lightResponse?: boolean;
+}
+
+const HANDLER_KEYS: ReadonlySet<string> = new Set(['lightResponse']);
 
 /**
  * A fetch-style handler: takes the web's global `Request` (and {@link FetchEnv}, which Hono
@@ -138,8 +154,13 @@ function lightRequest(stream: Stream, url: string): globalThis.Request {
  * anything but a global `Response`, gets the server's 500 and error report, as with `serve`.
  * A request whose host or target does not make a URL is answered 400.
  */
-export function fetchHandler(handler: FetchHandler): StreamHandler {
+export function fetchHandler(handler: FetchHandler, options: FetchHandlerOptions = {}): StreamHandler {
   if (typeof handler !== 'function') throw new ArgumentError(`fetchHandler(handler): handler must be a function, got ${typeof handler}`);
+  if (typeof options !== 'object' || options === null) throw new ArgumentError(`fetchHandler(handler, options): options must be an object, got ${options === null ? 'null' : typeof options}`);
+  checkOptionKeys(options, HANDLER_KEYS, 'fetchHandler(handler, options)');
+  const light = options.lightResponse ?? true;
+  if (typeof light !== 'boolean') throw new ArgumentError(`fetchHandler: lightResponse must be a boolean, got ${typeof light}`);
+  if (light) installLightResponse();
   return async (stream: Stream): Promise<void> => {
     let url: string;
     try {
@@ -156,18 +177,36 @@ export function fetchHandler(handler: FetchHandler): StreamHandler {
   };
 }
 
-/** Writes the web response `res` through `stream` (see {@link fetchHandler}). */
-async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
-  if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
-  const status = res.status;
-  stream.setStatus(status, res.statusText);
+/** Copies web headers onto the stream's response; true when they hold a Content-Length. */
+function copyHeaders(stream: Stream, headers: globalThis.Headers): boolean {
   let hasLength = false;
-  for (const [k, v] of res.headers) {
+  for (const [k, v] of headers) {
     if (k === 'content-length') hasLength = true;
     stream.appendHeader(k, v);
   }
+  return hasLength;
+}
+
+/** Writes the web response `res` through `stream` (see {@link fetchHandler}). */
+async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
+  if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
+  const light = lightParts(res);
+  let src: string | Uint8Array | null | undefined;
+  let hasLength = false;
+  let status: number;
+  if (light !== null) {
+    status = light.status;
+    stream.setStatus(status, light.statusText);
+    if (light.headers !== null) hasLength = copyHeaders(stream, light.headers);
+    else if (typeof light.body === 'string') stream.setHeader('Content-Type', 'text/plain;charset=UTF-8');
+    src = light.body;
+  } else {
+    status = res.status;
+    stream.setStatus(status, res.statusText);
+    hasLength = copyHeaders(stream, res.headers);
+    src = webBodySource(res);
+  }
   const req: Request = stream.request;
-  const src = webBodySource(res);
   if (src !== undefined) {
     if (src !== null) {
       const bytes = typeof src === 'string' ? Buffer.from(src, 'utf8') : src;
@@ -177,7 +216,7 @@ async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
     await stream.closeWrite();
     return;
   }
-  const body = res.body!;
+  const body = (res as globalThis.Response).body!;
   if (responseHasNoBody(status, req.method)) {
     await body.cancel();
     await stream.closeWrite();
@@ -203,10 +242,15 @@ async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
   }
 }
 
+/** Options of {@link serveFetch}: those of `serve`, and `lightResponse` ({@link FetchHandlerOptions}). */
+export type ServeFetchOptions = ServeOptions & FetchHandlerOptions;
+
 /**
  * Starts a server for the fetch-style `handler` (see {@link fetchHandler}) and resolves once
- * it listens: `listen(fetchHandler(handler), options)`, with the same options as `serve`.
+ * it listens: `listen(fetchHandler(handler, { lightResponse }), options)`, with the options of
+ * `serve` besides.
  */
-export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
-  return listen(fetchHandler(handler), options);
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
+  const { lightResponse, ...rest } = options;
+  return listen(fetchHandler(handler, lightResponse === undefined ? {} : { lightResponse }), rest);
 }

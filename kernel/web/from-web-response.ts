@@ -8,6 +8,7 @@ import { describeType } from '../message/message.js';
 import { Response } from '../message/response.js';
 import type { Body } from '../message/body.js';
 import { fromWebHeaders } from './headers.js';
+import { lightParts, NativeResponse } from './light-response.js';
 
 /** What a web response's body was made from, as far as it can be read without its stream. */
 type Source = string | Uint8Array | null | undefined;
@@ -16,7 +17,7 @@ type Source = string | Uint8Array | null | undefined;
 // bytes it was made from), under a symbol described `state`. Reading it saves making and
 // draining a ReadableStream for the most common body; where the platform keeps it elsewhere,
 // the stream is read as usual.
-const stateKey: symbol | undefined = Reflect.ownKeys(new globalThis.Response(null)).find((k): k is symbol => typeof k === 'symbol' && k.description === 'state');
+const stateKey: symbol | undefined = Reflect.ownKeys(new NativeResponse(null)).find((k): k is symbol => typeof k === 'symbol' && k.description === 'state');
 
 /**
  * The bytes or string `response`'s body was made from, when the platform keeps them and its
@@ -24,6 +25,8 @@ const stateKey: symbol | undefined = Reflect.ownKeys(new globalThis.Response(nul
  * `response.body`.
  */
 export function webBodySource(response: globalThis.Response): Source {
+  const light = lightParts(response);
+  if (light !== null) return light.body;
   if (response.bodyUsed) return undefined;
   if (stateKey !== undefined) {
     const state = (response as unknown as Record<symbol, { body?: { source?: unknown; length?: number | null } | null } | undefined>)[stateKey];

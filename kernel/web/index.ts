@@ -6,4 +6,5 @@ export { toWebHeaders, fromWebHeaders } from './headers.js';
 export { readableOf, readableOfBody } from './readable.js';
 export { toWebRequest } from './to-web-request.js';
 export { fromWebResponse } from './from-web-response.js';
-export { fetchHandler, serveFetch, type FetchHandler, type FetchEnv } from './fetch-handler.js';
+export { fetchHandler, serveFetch, type FetchHandler, type FetchHandlerOptions, type FetchEnv, type ServeFetchOptions } from './fetch-handler.js';
+export { LightResponse, installLightResponse } from './light-response.js';
