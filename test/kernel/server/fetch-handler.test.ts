@@ -143,12 +143,17 @@ describe('fetchHandler over HTTP/1.1', () => {
   it('answers 500 and reports a handler that throws or returns something else', async () => {
     const { port, errors } = await start((req) => {
       if (req.url.endsWith('/throw')) throw new Error('boom');
+      if (req.url.endsWith('/reject')) return Promise.reject(new Error('async boom'));
+      if (req.url.endsWith('/null')) return null as unknown as Response;
       return { not: 'a response' } as unknown as Response;
     });
-    expect((await exchange(port, get('/throw'))).res.status).toBe(500);
-    expect((await exchange(port, get('/other'))).res.status).toBe(500);
-    expect(String(errors[0])).toMatch(/boom/);
-    expect(String(errors[1])).toMatch(/fetch handler returned a plain object, not a web Response/);
+    for (const path of ['/throw', '/reject', '/null', '/other']) expect((await exchange(port, get(path))).res.status, path).toBe(500);
+    expect(errors.map(String)).toEqual([
+      expect.stringMatching(/boom/),
+      expect.stringMatching(/async boom/),
+      expect.stringMatching(/fetch handler returned null, not a web Response/),
+      expect.stringMatching(/fetch handler returned a plain object, not a web Response/),
+    ]);
   });
 
   it('answers 400 to a request whose Host does not make a URL, without calling the app', async () => {
