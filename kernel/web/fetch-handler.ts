@@ -230,16 +230,28 @@ async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
   const reader = body.getReader();
   // A client that goes away stops the producer now (an event stream may wait long for its next event).
   const stop = req.ctx.onCancel((err) => void reader.cancel(err).catch(() => undefined));
+  // The head goes out with the first chunk when that is ready at once (one write, not two),
+  // else as soon as this turn of the event loop is over: a client of an event stream whose
+  // first event is late still gets the head without waiting for it.
+  let headError: unknown = null;
+  const head = setImmediate(() => {
+    try {
+      stream.startWrite();
+    } catch (err) {
+      headError = err;
+    }
+  });
   try {
-    // The head goes out before the first chunk: an event stream's client sees it at once.
-    stream.startWrite();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      await stream.write(value);
+    let chunk = await reader.read();
+    clearImmediate(head);
+    if (headError !== null) throw headError;
+    while (chunk.done !== true) {
+      await stream.write(chunk.value);
+      chunk = await reader.read();
     }
     await stream.closeWrite();
   } catch (err) {
+    clearImmediate(head);
     void reader.cancel(err).catch(() => undefined);
     throw err;
   } finally {

@@ -5,11 +5,12 @@
  * (500 and the server's report, 400 for a request that makes no URL), and server hooks.
  */
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createKernel, definePlugin, fetchHandler, serveFetch, type FetchHandler, type Kernel, type Server } from '../../../kernel/index.js';
 import { router as routerPlugin } from '../../../plugins/router/index.js';
 import { Response as SwResponse } from '../../../kernel/index.js';
-import { forceCloseAfter, killAfter, onCleanup } from '../../helpers/cleanup.js';
+import { destroyAfter, forceCloseAfter, killAfter, onCleanup } from '../../helpers/cleanup.js';
 import { curlEnv, deferred, exchange, get, rawClient, runCurl } from '../../helpers/server.js';
 import { cert, h2Kernel } from '../../helpers/h2.js';
 import { newClient } from '../../helpers/client.js';
@@ -206,5 +207,40 @@ describe('fetchHandler over HTTP/2', () => {
     const { port } = await start(echo, { kernel: await h2Kernel(), secure: true });
     const r = await curl(['-k', '--http2', '--data-binary', 'tls body', `https://localhost:${port}/s`]);
     expect(JSON.parse(r.stdout.toString())).toMatchObject({ url: `https://localhost:${port}/s`, body: 'tls body', protocol: 'h2' });
+  });
+});
+
+describe('fetchHandler response heads of streamed bodies', () => {
+  it('sends the head of a stream whose first chunk is late before that chunk comes', async () => {
+    const release = deferred();
+    const { port } = await start(
+      () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            async pull(c) {
+              await release.promise;
+              c.enqueue(new TextEncoder().encode('late'));
+              c.close();
+            },
+          }),
+          { headers: { 'content-type': 'text/event-stream' } },
+        ),
+    );
+    const sock = destroyAfter(net.connect(port, '127.0.0.1'));
+    let text = '';
+    let waiter: { test: (t: string) => boolean; resolve: () => void } | null = null;
+    const until = (test: (t: string) => boolean): Promise<void> => (test(text) ? Promise.resolve() : new Promise((resolve) => (waiter = { test, resolve })));
+    sock.on('data', (c: Buffer) => {
+      text += c.toString('latin1');
+      if (waiter !== null && waiter.test(text)) waiter.resolve();
+    });
+    sock.write(get('/'));
+    // The head arrives while the body's producer is still waiting.
+    await until((t) => t.includes('\r\n\r\n'));
+    expect(text).toMatch(/^HTTP\/1\.1 200[^]*content-type: text\/event-stream/i);
+    expect(text).not.toContain('late');
+    release.resolve();
+    await until((t) => t.endsWith('0\r\n\r\n'));
+    expect(text).toContain('late');
   });
 });
