@@ -241,6 +241,12 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     return this.respond(req, wire, res, ex);
   }
 
+  /** True when `onResponseHead` has taps. */
+  get tapsResponseHead(): boolean {
+    const h = this.server.hooks;
+    return h !== null && h.onResponseHead !== null;
+  }
+
   /** `onResponseHead` taps, when any. */
   responseHead(response: Response, request: Request): void {
     const h = this.server.hooks;
