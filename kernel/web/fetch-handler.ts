@@ -74,69 +74,80 @@ function full(r: LightRequest): globalThis.Request {
   return f;
 }
 
-const lightProto: object = Object.create(globalThis.Request.prototype, {
-  method: {
-    get(this: LightRequest): string {
-      return this[STREAM].request.method;
-    },
-  },
-  url: {
-    get(this: LightRequest): string {
-      return this[URL_];
-    },
-  },
-  headers: {
-    get(this: LightRequest): globalThis.Headers {
-      return (this[HEADERS] ??= toWebHeaders(this[STREAM].request.headers));
-    },
-  },
-  signal: {
-    get(this: LightRequest): AbortSignal {
-      return this[STREAM].request.ctx.signal;
-    },
-  },
-  bodyUsed: {
-    get(this: LightRequest): boolean {
-      const f = this[FULL];
-      return f !== null && f.bodyUsed;
-    },
-  },
-});
+// Made on first use: touching the platform's Request loads Node's fetch implementation.
+let lightProto: object | null = null;
 
-// Every other member of the platform's Request answers from the full request: its public
-// ones, and the platform's internal (symbol-keyed) slots, so that undici's own code given this
-// object (`new Request(req)`, `fetch(req)`) reads the full request's state.
-function delegate(key: string | symbol): void {
-  if (key === 'constructor' || key === Symbol.toStringTag || Object.prototype.hasOwnProperty.call(lightProto, key)) return;
-  const d = Object.getOwnPropertyDescriptor(globalThis.Request.prototype, key);
-  if (d !== undefined && typeof d.value === 'function') {
-    const method = d.value as (...args: unknown[]) => unknown;
-    Object.defineProperty(lightProto, key, {
-      value(this: LightRequest, ...args: unknown[]): unknown {
-        return method.apply(full(this), args);
-      },
-      writable: true,
-      configurable: true,
-    });
-  } else {
-    Object.defineProperty(lightProto, key, {
-      get(this: LightRequest): unknown {
-        return (full(this) as unknown as Record<string | symbol, unknown>)[key];
-      },
-      configurable: true,
-    });
-  }
+/** The prototype of the light requests: the platform's Request's, with the members below. */
+function requestProto(): object {
+  return (lightProto ??= buildRequestProto());
 }
-for (const key of Reflect.ownKeys(globalThis.Request.prototype)) delegate(key);
-for (const key of Reflect.ownKeys(new globalThis.Request('http://localhost/'))) delegate(key);
-Object.defineProperty(lightProto, Symbol.for('nodejs.util.inspect.custom'), {
-  value(this: LightRequest): string {
-    return `Request ${this[STREAM].request.method} ${this[URL_]}`;
-  },
-});
+
+function buildRequestProto(): object {
+  const lightProto: object = Object.create(globalThis.Request.prototype, {
+    method: {
+      get(this: LightRequest): string {
+        return this[STREAM].request.method;
+      },
+    },
+    url: {
+      get(this: LightRequest): string {
+        return this[URL_];
+      },
+    },
+    headers: {
+      get(this: LightRequest): globalThis.Headers {
+        return (this[HEADERS] ??= toWebHeaders(this[STREAM].request.headers));
+      },
+    },
+    signal: {
+      get(this: LightRequest): AbortSignal {
+        return this[STREAM].request.ctx.signal;
+      },
+    },
+    bodyUsed: {
+      get(this: LightRequest): boolean {
+        const f = this[FULL];
+        return f !== null && f.bodyUsed;
+      },
+    },
+  });
+
+  // Every other member of the platform's Request answers from the full request: its public
+  // ones, and the platform's internal (symbol-keyed) slots, so that undici's own code given this
+  // object (`new Request(req)`, `fetch(req)`) reads the full request's state.
+  function delegate(key: string | symbol): void {
+    if (key === 'constructor' || key === Symbol.toStringTag || Object.prototype.hasOwnProperty.call(lightProto, key)) return;
+    const d = Object.getOwnPropertyDescriptor(globalThis.Request.prototype, key);
+    if (d !== undefined && typeof d.value === 'function') {
+      const method = d.value as (...args: unknown[]) => unknown;
+      Object.defineProperty(lightProto, key, {
+        value(this: LightRequest, ...args: unknown[]): unknown {
+          return method.apply(full(this), args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    } else {
+      Object.defineProperty(lightProto, key, {
+        get(this: LightRequest): unknown {
+          return (full(this) as unknown as Record<string | symbol, unknown>)[key];
+        },
+        configurable: true,
+      });
+    }
+  }
+  for (const key of Reflect.ownKeys(globalThis.Request.prototype)) delegate(key);
+  for (const key of Reflect.ownKeys(new globalThis.Request('http://localhost/'))) delegate(key);
+  Object.defineProperty(lightProto, Symbol.for('nodejs.util.inspect.custom'), {
+    value(this: LightRequest): string {
+      return `Request ${this[STREAM].request.method} ${this[URL_]}`;
+    },
+  });
+  return lightProto;
+}
 
 function lightRequest(stream: Stream, url: string): globalThis.Request {
-  const r = Object.create(lightProto) as LightRequest;
+  const r = Object.create(requestProto()) as LightRequest;
   r[STREAM] = stream;
   r[URL_] = url;
   r[HEADERS] = null;

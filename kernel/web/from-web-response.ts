@@ -8,7 +8,7 @@ import { describeType } from '../message/message.js';
 import { Response } from '../message/response.js';
 import type { Body } from '../message/body.js';
 import { fromWebHeaders } from './headers.js';
-import { lightParts, NativeResponse } from './light-response.js';
+import { lightParts, nativeResponse } from './light-response.js';
 
 /** What a web response's body was made from, as far as it can be read without its stream. */
 type Source = string | Uint8Array | null | undefined;
@@ -16,8 +16,14 @@ type Source = string | Uint8Array | null | undefined;
 // undici (Node's fetch) keeps a response's state, and in it the body's source (the string or
 // bytes it was made from), under a symbol described `state`. Reading it saves making and
 // draining a ReadableStream for the most common body; where the platform keeps it elsewhere,
-// the stream is read as usual.
-const stateKey: symbol | undefined = Reflect.ownKeys(new NativeResponse(null)).find((k): k is symbol => typeof k === 'symbol' && k.description === 'state');
+// the stream is read as usual. Looked up on first use: touching the platform's Response loads
+// Node's fetch implementation.
+let stateKey: symbol | null | undefined;
+
+function platformStateKey(): symbol | null {
+  if (stateKey === undefined) stateKey = Reflect.ownKeys(new (nativeResponse())(null)).find((k): k is symbol => typeof k === 'symbol' && k.description === 'state') ?? null;
+  return stateKey;
+}
 
 /**
  * The bytes or string `response`'s body was made from, when the platform keeps them and its
@@ -28,8 +34,9 @@ export function webBodySource(response: globalThis.Response): Source {
   const light = lightParts(response);
   if (light !== null) return light.body;
   if (response.bodyUsed) return undefined;
-  if (stateKey !== undefined) {
-    const state = (response as unknown as Record<symbol, { body?: { source?: unknown; length?: number | null } | null } | undefined>)[stateKey];
+  const key = platformStateKey();
+  if (key !== null) {
+    const state = (response as unknown as Record<symbol, { body?: { source?: unknown; length?: number | null } | null } | undefined>)[key];
     if (state !== undefined) {
       const body = state.body;
       if (body == null) return null;

@@ -7,4 +7,4 @@ export { readableOf, readableOfBody } from './readable.js';
 export { toWebRequest } from './to-web-request.js';
 export { fromWebResponse } from './from-web-response.js';
 export { fetchHandler, serveFetch, type FetchHandler, type FetchHandlerOptions, type FetchEnv, type ServeFetchOptions } from './fetch-handler.js';
-export { LightResponse, installLightResponse } from './light-response.js';
+export { lightResponseClass, installLightResponse } from './light-response.js';

@@ -3,10 +3,14 @@
  * that it passes for the platform's class both ways.
  */
 import { describe, expect, it } from 'vitest';
-import { installLightResponse, LightResponse } from '../../../kernel/web/index.js';
-import { lightParts, NativeResponse } from '../../../kernel/web/light-response.js';
+import { installLightResponse, lightResponseClass } from '../../../kernel/web/index.js';
+import { lightParts, nativeResponse } from '../../../kernel/web/light-response.js';
 import { webBodySource } from '../../../kernel/web/from-web-response.js';
 import { fetchHandler } from '../../../kernel/index.js';
+
+// Taken before anything installs the light class.
+const NativeResponse = nativeResponse();
+const LightResponse = lightResponseClass();
 
 describe('LightResponse', () => {
   it('keeps a string body and its init without making the platform response', () => {
