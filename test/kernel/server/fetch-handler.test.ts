@@ -191,6 +191,16 @@ describe('fetchHandler over HTTP/1.1', () => {
     expect([a.text, a.headers.get('X-Tagged'), b.text, b.headers.get('X-Tagged')]).toEqual(['from the router', 'yes', 'from the app', 'yes']);
   });
 
+  it("the lazy request passes for the platform's: new Request(request), clone(), formData(), headers", async () => {
+    const { port } = await start(async (req) => {
+      const copy = new Request(req);
+      const form = await copy.clone().formData();
+      return Response.json({ url: copy.url, method: copy.method, x: copy.headers.get('x-tag'), a: form.get('a'), raw: await copy.text(), tag: Object.prototype.toString.call(req) });
+    });
+    const r = await curl(['-H', 'X-Tag: t', '--data', 'a=1&b=2', `http://127.0.0.1:${port}/form`]);
+    expect(JSON.parse(r.stdout.toString())).toEqual({ url: `http://127.0.0.1:${port}/form`, method: 'POST', x: 't', a: '1', raw: 'a=1&b=2', tag: '[object Request]' });
+  });
+
   it('fetchHandler refuses what is not a function', () => {
     expect(() => fetchHandler(42 as unknown as FetchHandler)).toThrow(/handler must be a function/);
   });
