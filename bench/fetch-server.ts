@@ -20,7 +20,8 @@
  *
  * Environment: BENCH_DURATION (s per run, default 3), BENCH_WARMUP (s, default 1), BENCH_RUNS
  * (default 3), BENCH_CONNECTIONS (default 50), BENCH_SERVERS (comma list of fetch-switchyard,
- * fetch-hono-node, node-http), BENCH_SCENARIOS (hello, big), BENCH_SERVER_CPU / BENCH_LOAD_CPU
+ * fetch-hono-node, node-http, and switchyard-preset: `HTTP.serve` with no fetch layer, the
+ * floor, by name only), BENCH_SCENARIOS (hello, big), BENCH_SERVER_CPU / BENCH_LOAD_CPU
  * (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
  */
 import { rmSync } from 'node:fs';
@@ -35,9 +36,11 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
 
 const SERVERS = [
-  { id: 'fetch-switchyard', label: 'switchyard serveFetch' },
-  { id: 'fetch-hono-node', label: '@hono/node-server' },
-  { id: 'node-http', label: 'node:http (plain)' },
+  { id: 'fetch-switchyard', label: 'switchyard serveFetch', byDefault: true },
+  { id: 'fetch-hono-node', label: '@hono/node-server', byDefault: true },
+  { id: 'node-http', label: 'node:http (plain)', byDefault: true },
+  // The floor of serveFetch: the preset's own `serve` with no fetch layer and no Hono (by name only).
+  { id: 'switchyard-preset', label: 'switchyard serve (floor)', byDefault: false },
 ] as const;
 const HONO_NODE = '@hono/node-server';
 const NODE_HTTP = 'node:http (plain)';
@@ -74,7 +77,7 @@ export async function runFetchServerBench(): Promise<{ scenarios: { name: Scenar
   const runs = envNumber('BENCH_RUNS', 3);
   const connections = envNumber('BENCH_CONNECTIONS', 50);
   const wanted = envList('BENCH_SERVERS');
-  const specs = SERVERS.filter((s) => wanted === null || wanted.includes(s.id));
+  const specs = SERVERS.filter((s) => (wanted === null ? s.byDefault : wanted.includes(s.id)));
   const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is Scenario => (SCENARIOS as readonly string[]).includes(s));
   const serverCpuWanted = Number(process.env.BENCH_SERVER_CPU ?? 1);
   const loadCpuWanted = Number(process.env.BENCH_LOAD_CPU ?? 0);
