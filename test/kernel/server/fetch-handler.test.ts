@@ -7,8 +7,9 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createKernel, definePlugin, fetchHandler, serveFetch, type FetchHandler, type Kernel, type Server } from '../../../kernel/index.js';
+import { createKernel, definePlugin, fetchHandler, listen, serveFetch, type FetchHandler, type Kernel, type Server } from '../../../kernel/index.js';
 import { router as routerPlugin } from '../../../plugins/router/index.js';
+import { loggingMiddleware } from '../../../plugins/middleware/index.js';
 import { Response as SwResponse } from '../../../kernel/index.js';
 import { destroyAfter, forceCloseAfter, killAfter, onCleanup } from '../../helpers/cleanup.js';
 import { curlEnv, deferred, exchange, get, rawClient, runCurl } from '../../helpers/server.js';
@@ -199,6 +200,27 @@ describe('fetchHandler over HTTP/1.1', () => {
     });
     const r = await curl(['-H', 'X-Tag: t', '--data', 'a=1&b=2', `http://127.0.0.1:${port}/form`]);
     expect(JSON.parse(r.stdout.toString())).toEqual({ url: `http://127.0.0.1:${port}/form`, method: 'POST', x: 't', a: '1', raw: 'a=1&b=2', tag: '[object Request]' });
+  });
+
+  it('the access-log middleware wraps a fetch handler: one record per request, with the status sent', async () => {
+    const records: object[] = [];
+    const log = (o: object): void => void records.push(o);
+    const logger = { info: log, warn: log, error: log, debug: log };
+    const server = forceCloseAfter(
+      await listen(
+        loggingMiddleware(
+          fetchHandler((req) => new Response('x', { status: req.url.endsWith('/missing') ? 404 : 200 })),
+          { logger },
+        ),
+        { host: '127.0.0.1', port: 0 },
+      ),
+    );
+    await exchange(server.port, get('/ok'));
+    await exchange(server.port, get('/missing'));
+    expect(records.map((r) => [(r as { target: string }).target, (r as { status: number }).status])).toEqual([
+      ['/ok', 200],
+      ['/missing', 404],
+    ]);
   });
 
   it('fetchHandler refuses what is not a function', () => {
