@@ -31,6 +31,8 @@ import {
   type ServeOptions,
   type Server,
   type StreamHandler,
+  type FetchInit,
+  type FetchInput,
 } from './kernel/index.js';
 import { presets, setDefaultWebSocketKernel } from './plugins/index.js';
 
@@ -147,7 +149,13 @@ export {
   type TimeoutOptions,
   type VerbHeaders,
   type Verb,
+  type FetchInit,
+  type FetchInput,
+  type FetchOptions,
 } from './kernel/index.js';
+
+// The web's messages (the Fetch standard's Request and Response), both ways.
+export { fromWebRequest, toWebResponse } from './kernel/index.js';
 
 // The kernel, as a user builds a stack with it.
 export {
@@ -232,6 +240,15 @@ export function open(method: string, url: string | URL, handler: (stream: Client
 /** The reference's `do!`: sends a prepared Request (with `url` set); the body of the result is streamed. */
 export function dispatch(req: Request, options?: CallOptions): Promise<Response> {
   return call(() => pick(options).dispatch(req, options));
+}
+
+/**
+ * The Fetch standard's `fetch` on the default client (every plugin of `presets.defaults`):
+ * resolves to a global `Response` whose body streams as it arrives. switchyard's call options
+ * go in `init.switchyard`; a given `Client`'s is `client.fetch`. See `docs/fetch.md`.
+ */
+export function fetch(input: FetchInput, init?: FetchInit): Promise<globalThis.Response> {
+  return getDefaultClient().fetch(input, init);
 }
 
 /** Client methods of the verbs, by name. */

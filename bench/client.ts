@@ -1,7 +1,8 @@
 /**
  * HTTP/1.1 client benchmark: switchyard's `Client` side by side with undici (`Pool.request`
  * and `fetch`), `node:http` with a keep-alive Agent, axios and got, against the same server
- * in one run.
+ * in one run; and the fetch rows: switchyard's `fetch` (on the default kernel, as `HTTP.fetch`)
+ * beside undici's `fetch` and Node's global `fetch`.
  *
  * Run directly with `node --import tsx bench/client.ts`, or call {@link runClientBench} from
  * the bench runner. Needs `taskset` (util-linux) for pinning.
@@ -38,7 +39,7 @@
  * Environment: BENCH_CLIENT_DURATION or BENCH_DURATION (s per run, default 1.5),
  * BENCH_CLIENT_WARMUP (s, default 1), BENCH_RUNS (default 3), BENCH_CONNECTIONS (in flight in
  * the concurrent scenario, default 50), BENCH_CLIENTS (comma list of switchyard,
- * undici-request, undici-fetch, node-http, axios, got; also switchyard-preset: a `Client` on
+ * switchyard-fetch, undici-request, undici-fetch, node-fetch, node-http, axios, got; also switchyard-preset: a `Client` on
  * the default kernel with presets.defaults, as `HTTP.get` uses), BENCH_CLIENT_SCENARIOS (sequential,
  * concurrent), BENCH_CLIENT_SERVER (net-raw | switchyard | node-http | fastify: a program of
  * bench/servers/), BENCH_SERVER_CPU / BENCH_CLIENT_CPU (default 1 / 0), BENCH_RUNNER
@@ -93,7 +94,9 @@ const CLIENTS: ClientSpec[] = [
   { id: 'switchyard', label: 'switchyard' },
   { id: 'switchyard-preset', label: 'switchyard+preset', optional: true },
   { id: 'undici-request', label: 'undici request' },
+  { id: 'switchyard-fetch', label: 'switchyard fetch' },
   { id: 'undici-fetch', label: 'undici fetch' },
+  { id: 'node-fetch', label: 'node fetch' },
   { id: 'node-http', label: 'node:http' },
   { id: 'axios', label: 'axios' },
   { id: 'got', label: 'got' },
@@ -615,6 +618,16 @@ export async function runClientBench(overrides: Partial<ClientBenchOptions> = {}
       const name = s === 'sequential' ? 'sequential' : `${opts.connections} in flight`;
       if (Number.isFinite(row.vsUndici)) result.targets.push({ target: `switchyard >= undici request, ${name}`, ratio: row.vsUndici, needed: 1, holds: row.vsUndici >= 1 });
       if (Number.isFinite(row.vsAxios)) result.targets.push({ target: `switchyard >= 3x axios, ${name}`, ratio: row.vsAxios, needed: 3, holds: row.vsAxios >= 3 });
+    }
+    // fetch's target: at least 2x undici's fetch (paired rounds, as the other ratios).
+    for (const s of opts.scenarios) {
+      const rows = result.scenarios.find((x) => x.name === s)?.rows ?? [];
+      const mine = rows.find((r) => r.client === 'switchyard fetch');
+      const theirs = rows.find((r) => r.client === 'undici fetch');
+      if (!mine || !theirs) continue;
+      const r = pairedRatio(mine, theirs, opts.runs);
+      const name = s === 'sequential' ? 'sequential' : `${opts.connections} in flight`;
+      if (Number.isFinite(r)) result.targets.push({ target: `switchyard fetch >= 2x undici fetch, ${name}`, ratio: r, needed: 2, holds: r >= 2 });
     }
     if (result.targets.length > 0) {
       log();

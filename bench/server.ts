@@ -12,7 +12,7 @@
  *   pipeline  the same, 16 requests pipelined per write (wrk Lua script)
  *   big       a 64 KiB preallocated body; body MiB/s and req/s (wrk is the bottleneck here: compare
  *             the servers by "CPU µs/req", their process CPU time per request, read from /proc)
- *   idle      resident memory of 1,000 idle keep-alive connections (each served one request)
+ *   idle      resident memory of 5,000 idle keep-alive connections (each served one request)
  *
  * Method: each server (bench/servers/*.ts) is a child process pinned to one core
  * (`taskset -c 1`), wrk is pinned to another (`taskset -c 0`). All servers of a scenario run
@@ -22,7 +22,14 @@
  * are seconds apart), which holds up better than a ratio of medians on a drifting machine.
  * The `pipeline` scenario reuses the `hello` processes, already warm. `idle` uses fresh
  * processes per round: RSS (VmRSS from /proc/<pid>/status) after opening the connections
- * minus RSS before, median of the rounds.
+ * minus RSS before, median of the rounds. It measures twice, in separate processes: cold (the
+ * connections are the process's first after 20 requests on one connection), and warm (three
+ * batches of BENCH_IDLE_WARMUP connections were opened, served and closed before the baseline).
+ * The cold figure also holds what the first many connections cost the process once: V8
+ * compiling the connection path and growing (and first touching) its young generation, 3-5 MB
+ * in all; the warm one is closer to what each further connection costs. That one-off is why
+ * the default is 5,000 connections: over 1,000 it is 3-5 KiB of each connection's figure (the
+ * bare `net` server reads 10 KiB per connection over 1,000, 5.4 KiB over 5,000).
  *
  * The server programs are TypeScript, precompiled with esbuild into plain ESM (bundling the
  * project's own sources, leaving npm packages external, as tsup builds dist/) and run with
@@ -32,7 +39,7 @@
  *
  * Environment: BENCH_DURATION (s per run, default 3), BENCH_WARMUP (s, default 1),
  * BENCH_RUNS (default 3), BENCH_CONNECTIONS (default 50), BENCH_PIPELINE (depth, default 16),
- * BENCH_IDLE_CONNECTIONS (default 1000), BENCH_SERVERS (comma list of switchyard,
+ * BENCH_IDLE_CONNECTIONS (default 5000), BENCH_IDLE_WARMUP (default 200), BENCH_SERVERS (comma list of switchyard,
  * switchyard-preset, node-http, fastify, net-raw), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
  */
@@ -91,6 +98,8 @@ export interface ServerBenchOptions {
   connections: number;
   pipeline: number;
   idleConnections: number;
+  /** Connections per warm-up batch before the warm idle measurement. */
+  idleWarmup: number;
   servers: string[];
   scenarios: ScenarioName[];
   serverCpu: number;
@@ -130,6 +139,9 @@ export interface IdleRow {
   delta: number;
   deltas: number[];
   perConnection: number;
+  /** The same, measured warm (see the module notes): median RSS growth per connection, bytes. */
+  perConnectionWarm: number;
+  deltasWarm: number[];
   /** Connections still open when RSS was read (lowest over rounds). */
   open: number;
   vsNodeHttp: number;
@@ -159,7 +171,8 @@ function defaultOptions(): ServerBenchOptions {
     runs: Math.round(envNumber('BENCH_RUNS', 3)),
     connections: Math.round(envNumber('BENCH_CONNECTIONS', 50)),
     pipeline: Math.round(envNumber('BENCH_PIPELINE', 16)),
-    idleConnections: Math.round(envNumber('BENCH_IDLE_CONNECTIONS', 1000)),
+    idleConnections: Math.round(envNumber('BENCH_IDLE_CONNECTIONS', 5000)),
+    idleWarmup: Math.round(envNumber('BENCH_IDLE_WARMUP', 200)),
     servers: envList('BENCH_SERVERS') ?? SERVERS.map((s) => s.id),
     scenarios,
     serverCpu: Number(process.env.BENCH_SERVER_CPU ?? 1),
@@ -444,32 +457,46 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       log();
       log(`### resident memory, ${opts.idleConnections.toLocaleString('en-US')} idle keep-alive connections (one request each)`);
       log(`fresh servers per round; RSS = VmRSS of the server from /proc/<pid>/status, after minus before; median of ${opts.runs} rounds`);
-      const samples = new Map<string, { before: number[]; after: number[]; delta: number[]; open: number[]; note?: string }>();
+      log(`warm: measured in other fresh servers after 3 x ${opts.idleWarmup} connections were opened, served and closed`);
+      const samples = new Map<string, { before: number[]; after: number[]; delta: number[]; deltaWarm: number[]; open: number[]; note?: string }>();
       for (let round = 0; round < opts.runs; round++) {
-        const procs = await startAll('hello', launches);
-        try {
-          for (const p of procs) {
-            checkAborted();
-            const s = samples.get(p.spec.id) ?? { before: [], after: [], delta: [], open: [] };
-            samples.set(p.spec.id, s);
-            try {
-              await sequentialRequests(HOST, p.port, 20); // first-request paths, before the baseline
-              await sleep(100);
-              const before = readRss(p.pid).rss;
-              const conns = await openIdleConnections(HOST, p.port, opts.idleConnections);
-              await sleep(300);
-              const after = readRss(p.pid).rss;
-              s.open.push(conns.open());
-              conns.close();
-              s.before.push(before);
-              s.after.push(after);
-              s.delta.push(after - before);
-            } catch (e) {
-              s.note = (e as Error).message;
+        for (const warm of [false, true]) {
+          const procs = await startAll('hello', launches);
+          try {
+            for (const p of procs) {
+              checkAborted();
+              const s = samples.get(p.spec.id) ?? { before: [], after: [], delta: [], deltaWarm: [], open: [] };
+              samples.set(p.spec.id, s);
+              try {
+                await sequentialRequests(HOST, p.port, 20); // first-request paths, before the baseline
+                if (warm) {
+                  for (let i = 0; i < 3 && opts.idleWarmup > 0; i++) {
+                    const w = await openIdleConnections(HOST, p.port, opts.idleWarmup);
+                    w.close();
+                    await sleep(200);
+                  }
+                }
+                await sleep(100);
+                const before = readRss(p.pid).rss;
+                const conns = await openIdleConnections(HOST, p.port, opts.idleConnections);
+                await sleep(300);
+                const after = readRss(p.pid).rss;
+                s.open.push(conns.open());
+                conns.close();
+                if (warm) {
+                  s.deltaWarm.push(after - before);
+                } else {
+                  s.before.push(before);
+                  s.after.push(after);
+                  s.delta.push(after - before);
+                }
+              } catch (e) {
+                s.note = (e as Error).message;
+              }
             }
+          } finally {
+            await stopAll(procs);
           }
-        } finally {
-          await stopAll(procs);
         }
       }
       checkAborted();
@@ -485,6 +512,8 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
           delta,
           deltas: s.delta,
           perConnection: delta / opts.idleConnections,
+          perConnectionWarm: median(s.deltaWarm) / opts.idleConnections,
+          deltasWarm: s.deltaWarm,
           open: s.open.length ? Math.min(...s.open) : NaN,
           vsNodeHttp: NaN,
           vsFastify: NaN,
@@ -498,17 +527,19 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
       }
       result.idle = rows;
       printTableIf(
-        ['server', 'RSS before MB', 'RSS after MB', 'delta MB', 'per conn KiB', 'vs node:http', 'vs fastify', 'open', 'deltas MB', 'note'],
+        ['server', 'RSS before MB', 'RSS after MB', 'delta MB', 'per conn KiB', 'warm per conn KiB', 'vs node:http', 'vs fastify', 'open', 'deltas MB', 'warm deltas MB', 'note'],
         rows.map((r) => [
           r.server,
           fmtMB(r.rssBefore),
           fmtMB(r.rssAfter),
           fmtMB(r.delta),
           Number.isFinite(r.perConnection) ? (r.perConnection / 1024).toFixed(1) : '-',
+          Number.isFinite(r.perConnectionWarm) ? (r.perConnectionWarm / 1024).toFixed(1) : '-',
           fmtRatio(r.vsNodeHttp),
           fmtRatio(r.vsFastify),
           fmtInt(r.open),
           r.deltas.map((d) => fmtMB(d)).join(' ') || '-',
+          r.deltasWarm.map((d) => fmtMB(d)).join(' ') || '-',
           r.note ?? '',
         ]),
       );

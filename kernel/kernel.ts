@@ -15,6 +15,7 @@ import type { HookHost, KernelState } from './hook-host.js';
 import { createHookTable, resolveTapped, type KernelHooks, type TappedHooks } from './hooks.js';
 import { kPlugin, kPluginMeta } from './symbols.js';
 import { Client, type ClientOptions } from './client/client.js';
+import type { FetchInit, FetchInput } from './client/fetch.js';
 import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
 import type { Server } from './server/server.js';
 import { serveFetch, type FetchHandler, type ServeFetchOptions } from './web/fetch-handler.js';
@@ -95,6 +96,8 @@ export class Kernel implements HookHost {
   /** True while `ready()` loads plugins; it stays true if `close()` is called meanwhile, so plugins still loading can register and add close handlers. */
   #bootRunning = false;
   #decorators = new Map<PropertyKey, string>();
+  /** The client `fetch` runs on, made at its first call. */
+  #fetchClient: Client | null = null;
   #readyPromise: Promise<this> | null = null;
   #closePromise: Promise<void> | null = null;
 
@@ -268,6 +271,16 @@ export class Kernel implements HookHost {
     const client = new Client({ ...options, kernel: this });
     this.onClose(() => client.close());
     return client;
+  }
+
+  /**
+   * The Fetch standard's `fetch` through this kernel's client plugins, on a client made at the
+   * first call (closed with the kernel): see `Client.fetch`.
+   */
+  fetch(input: FetchInput, init?: FetchInit): Promise<globalThis.Response> {
+    let c = this.#fetchClient;
+    if (c === null || !c.isOpen) c = this.#fetchClient = this.client();
+    return c.fetch(input, init);
   }
 
   /** Starts a server for a request handler running this kernel's server plugins; `kernel.close()` closes it. */

@@ -1,6 +1,6 @@
 /**
  * One HTTP client under test, as a child process of bench/client.ts. `CLIENT` picks it
- * (switchyard, switchyard-preset, undici-request, undici-fetch, node-http, axios, got), `URL` is the server,
+ * (switchyard, switchyard-preset, switchyard-fetch, undici-request, undici-fetch, node-fetch, node-http, axios, got), `URL` is the server,
  * `CONNECTIONS` the pool size (and the most requests in flight), `EXPECT_BYTES` the body size
  * every response must have.
  *
@@ -100,6 +100,34 @@ async function make(name: string): Promise<Made> {
           return (res.body as Uint8Array).length;
         },
         close: () => client.close(),
+      };
+    }
+    case 'switchyard-fetch': {
+      // The top-level `fetch`: a client on the default kernel (presets.defaults), as `HTTP.fetch` uses.
+      const { Client, getDefaultKernel } = await import('../../index.js');
+      const client = new Client({ kernel: getDefaultKernel() });
+      return {
+        version: 'local',
+        one: async () => {
+          const res = await client.fetch(URL_);
+          const ab = await res.arrayBuffer();
+          checkStatus(res.status);
+          return ab.byteLength;
+        },
+        close: () => client.close(),
+      };
+    }
+    case 'node-fetch': {
+      // Node's global fetch (the undici bundled with Node, on its global dispatcher).
+      return {
+        version: process.versions.undici ?? '?',
+        one: async () => {
+          const res = await fetch(URL_);
+          const ab = await res.arrayBuffer();
+          checkStatus(res.status);
+          return ab.byteLength;
+        },
+        close: () => undefined,
       };
     }
     case 'undici-request': {

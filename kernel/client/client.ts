@@ -31,6 +31,7 @@ import {
   type TimeoutOptions,
 } from './options.js';
 import { ClientStream, opensBody, PushBody } from './open.js';
+import { fetchOn, type FetchInit, type FetchInput, type StreamedCall } from './fetch.js';
 import { abandonSink } from './response-sink.js';
 import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
 import { RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent } from './trace.js';
@@ -419,6 +420,46 @@ export class Client {
   }
 
   /**
+   * @internal A call built as `request` builds one (the client's defaults, the User-Agent, the
+   * query) whose response stays streamed as `dispatch`'s does: no status exception, and the
+   * call's signal stays linked until the body is closed. Input errors throw here, before
+   * anything is sent, so the promise rejects with the exchange's errors only. Resolves to the
+   * final response; `redirected` is true when it answers another request than the first (a
+   * redirect hop). The client's `fetch` is made of it.
+   */
+  streamCall(method: string, url: string | URL, options: CallOptions, where: string): Promise<StreamedCall> {
+    this.check();
+    checkCallOptions(options, where, this.kernel);
+    const o = this.merge(options);
+    const call = new Call(o);
+    const req = this.buildRequest(method, url, o, call);
+    call.begin(req, o.context);
+    return this.run(call).then(
+      (res) => {
+        const body = res.body;
+        if (body instanceof AbstractBody) {
+          // The signal stays linked while the body is read; closing it ends the call.
+          const close = body.close.bind(body);
+          body.close = () => {
+            call.unlink();
+            close();
+          };
+        } else call.unlink();
+        return { response: res, redirected: res.request !== null && res.request !== req };
+      },
+      (err: unknown) => {
+        call.unlink();
+        throw err;
+      },
+    );
+  }
+
+  /** @internal True when this client's kernel has (or will load) the plugin `name`. */
+  hasPlugin(name: string): boolean {
+    return this.kernel !== null && this.kernel.isRegistered(name);
+  }
+
+  /**
    * A streamed exchange: `handler(stream)` writes the request body and reads the response
    * (`startRead` returns the head). Resolves to the final response (its body consumed: null)
    * once the handler returns; `StatusError` as for `request`.
@@ -450,6 +491,15 @@ export class Client {
       if (final === null) call.fail(err);
       throw err;
     }
+  }
+
+  /**
+   * The Fetch standard's `fetch` through this client (its pool, defaults and kernel's plugins):
+   * resolves to a global `Response` whose body streams as it arrives. switchyard's call options
+   * go in `init.switchyard`. See `docs/fetch.md`.
+   */
+  fetch(input: FetchInput, init?: FetchInit): Promise<globalThis.Response> {
+    return fetchOn(this, input, init);
   }
 
   /** GET. */

@@ -12,3 +12,4 @@ export { ResponseBody } from './h1-session.js';
 export { ClientEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent, RedirectEvent, DoneEvent, verbosePrinter, type AnyClientEvent } from './trace.js';
 export { ClientStream, PushBody } from './open.js';
 export { upgradeRequest, type UpgradeOptions, type UpgradeResult } from './upgrade.js';
+export type { FetchInit, FetchInput, FetchOptions } from './fetch.js';

@@ -10,16 +10,21 @@ import { encodeQuery } from '../message/uri.js';
 import { PushBody } from './open.js';
 import type { QueryInit, RequestBody } from './options.js';
 
-/** A streamed request body over an iterable or async iterable (a Node Readable is one); sent chunked. */
+/** A streamed request body over an iterable or async iterable (a Node Readable is one, a web ReadableStream too); sent chunked unless its length is given. */
 export class IterableBody extends ChunkBody {
   private iterator: AsyncIterator<Uint8Array | string> | Iterator<Uint8Array> | null;
   private isClosed = false;
   private readonly source: unknown;
+  private readonly size: number;
 
-  /** Wraps `source`; it is read once. */
-  constructor(source: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array>) {
+  /**
+   * Wraps `source`; it is read once. `length`: the bytes it holds when known (a `Blob`'s
+   * stream), so the request declares it instead of going chunked; -1 (default) when not.
+   */
+  constructor(source: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array>, length = -1) {
     super();
     this.source = source;
+    this.size = length;
     adoptStreamErrors(source);
     this.iterator = Symbol.asyncIterator in source ? (source as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]() : (source as Iterable<Uint8Array>)[Symbol.iterator]();
   }
@@ -52,6 +57,11 @@ export class IterableBody extends ChunkBody {
   /** See {@link AbstractBody.closed}. */
   get closed(): boolean {
     return this.isClosed;
+  }
+
+  /** The length given to the constructor (-1: unknown). */
+  override get length(): number {
+    return this.size;
   }
 }
 

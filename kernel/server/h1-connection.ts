@@ -24,7 +24,7 @@ import { Headers } from '../message/headers.js';
 import { type Request, requestFromWire } from '../message/request.js';
 import { ChunkedDecoder } from '../http1/chunked.js';
 import { buildResponseHead } from '../http1/framing.js';
-import { CONN_UPGRADE, HeadParser } from '../http1/head-parser.js';
+import { CONN_UPGRADE, type HeadParser } from '../http1/head-parser.js';
 import { encodeMessage } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -33,6 +33,8 @@ import { statusFor } from './error-status.js';
 import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
 import { OutBatch } from './out-batch.js';
+import type { HeadParserPool } from './parser-pool.js';
+import type { Timed, TimerHeap } from './timer-heap.js';
 import { bytesSent } from '../socket-progress.js';
 
 /** @internal What a connection needs from its server. */
@@ -49,6 +51,10 @@ export interface ConnectionHost {
   reportError(err: unknown, request: Request | null): void;
   /** The server's exchange pipeline (also the host protocol plugins see, handed on with an upgraded socket: `Upgrade: h2c`). */
   readonly pipeline: ExchangePipeline;
+  /** Where a connection takes its head parser from when a request begins, and gives it back to when the exchange ends. */
+  readonly parsers: HeadParserPool;
+  /** The deadlines of the server's connections (head, body and idle waits). */
+  readonly timers: TimerHeap;
 }
 
 const P_HEAD = 0;
@@ -86,11 +92,18 @@ const LINGER_MS = 2000;
 
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 
+/** The connection a socket's events go to (see H1Connection.onSocketData). */
+const kConnection = Symbol('h1Connection');
+type ConnSocket = Socket & { [kConnection]?: H1Connection | undefined };
+
 /** @internal */
-export class H1Connection implements H1WireConnection {
+export class H1Connection implements H1WireConnection, Timed {
   readonly socket: Socket;
   private readonly host: ConnectionHost;
-  private readonly parser: HeadParser;
+  /** Held from a request's first byte until its exchange ends (see HeadParserPool); null while idle. */
+  private parser: HeadParser | null = null;
+  /** Bytes of the current request's head (the chunked decoder's limits count them). */
+  private headBytes = 0;
   private phase = P_HEAD;
   /** Waiting for the first byte of a request (a graceful close may drop the connection now). */
   private idle = true;
@@ -113,13 +126,16 @@ export class H1Connection implements H1WireConnection {
    * end early by at most the time that read took to handle.
    */
   private readAt = -1;
-  // Timers exist only when the server has timeouts. One timer times the head, body and idle
-  // waits: it is left running between them and fires by the earliest deadline (see arm).
-  private timer: NodeJS.Timeout | null = null;
+  // Deadlines exist only when the server has timeouts. One deadline in the server's timer heap
+  // times the head, body and idle waits: it is left set between them and fires by the earliest
+  // (see arm).
   private timerKind = T_NONE;
-  /** When the wait being timed ends (`performance.now()`), and when the running timer fires. */
+  /** When the wait being timed ends (`performance.now()`). */
   private due = 0;
-  private timerDue = 0;
+  /** @internal {@link Timed.timerIndex}: this connection's place in the server's timer heap (-1: none). */
+  timerIndex = -1;
+  /** @internal {@link Timed.timerDue}: when this connection's deadline fires. */
+  timerDue = 0;
   /** Runs while written bytes wait for the peer to read them (writeTimeout). */
   private writeTimer: NodeJS.Timeout | null = null;
   /** Bytes the peer had taken when the write timer was armed. */
@@ -142,7 +158,8 @@ export class H1Connection implements H1WireConnection {
   /** The request body was read to its end (or there was none). */
   private bodyEnded = false;
   // Stream handlers: the body queue and its reader.
-  private queue: Uint8Array[] = [];
+  /** Request-body bytes not yet read; a stream handler's connections only (the rest share an empty list never added to). */
+  private readonly queue: Uint8Array[];
   private queued = 0;
   private bodyErr: Error | null = null;
   private waiter: { resolve(v: Uint8Array | null): void; reject(e: Error): void } | null = null;
@@ -155,15 +172,38 @@ export class H1Connection implements H1WireConnection {
   /** The response asked the connection to close after it. */
   private closeAfter = false;
 
+  /** `parseStash` bound, made the first time this connection needs it. */
+  private parseStashFn: (() => void) | null = null;
+
+  // Socket listeners and timer callbacks are shared by every connection (the socket, or the
+  // timer's argument, says which), not bound per connection: an idle connection keeps no
+  // function objects of its own.
+  private static onSocketData(this: ConnSocket, chunk: Buffer): void {
+    this[kConnection]!.onData(chunk);
+  }
+
+  private static onSocketClose(this: ConnSocket): void {
+    this[kConnection]!.onClose();
+  }
+
+  private static onSocketDrain(this: ConnSocket): void {
+    this[kConnection]!.onDrain();
+  }
+
+  private static onWriteTimer(conn: H1Connection): void {
+    conn.onWriteTimeout();
+  }
+
   constructor(host: ConnectionHost, socket: Socket) {
     this.host = host;
     this.socket = socket;
-    this.parser = new HeadParser('request', { maxLineBytes: host.opts.maxLineBytes, maxHeaderBytes: host.opts.maxHeaderBytes });
+    this.queue = host.streamHandler !== null ? [] : NO_QUEUE;
     this.wire = new H1Wire(this);
-    socket.on('data', this.onData);
+    (socket as ConnSocket)[kConnection] = this;
+    socket.on('data', H1Connection.onSocketData);
     socket.on('error', onSocketError);
-    socket.on('close', this.onClose);
-    socket.on('drain', this.onDrain);
+    socket.on('close', H1Connection.onSocketClose);
+    socket.on('drain', H1Connection.onSocketDrain);
     if (host.opts.timeouts) this.arm(host.opts.readHeaderTimeout, T_HEADER);
   }
 
@@ -219,7 +259,7 @@ export class H1Connection implements H1WireConnection {
 
   // ---- reading ---------------------------------------------------------------------------
 
-  private readonly onData = (chunk: Buffer): void => {
+  private onData(chunk: Buffer): void {
     const phase = this.phase;
     if (phase === P_BUSY || this.writeBlocked) {
       this.stashBytes(chunk, 0);
@@ -234,7 +274,7 @@ export class H1Connection implements H1WireConnection {
       this.batching = false;
       this.flush();
     }
-  };
+  }
 
   private process(buf: Buffer, off: number): void {
     const end = buf.length;
@@ -248,19 +288,21 @@ export class H1Connection implements H1WireConnection {
             return;
           }
           this.idle = false;
+          this.parser ??= this.host.parsers.take();
           // The first byte of a request: the idle wait is over, the head's own limit starts.
           if (this.host.opts.timeouts) this.arm(this.host.opts.readHeaderTimeout, T_HEADER);
         }
+        const parser = this.parser!;
         let n: number;
         try {
-          n = this.parser.execute(buf, off, end);
+          n = parser.execute(buf, off, end);
         } catch (err) {
           this.headError(err);
           return;
         }
         off += n;
-        if (!this.parser.complete) return;
-        this.onHead();
+        if (!parser.complete) return;
+        this.onHead(parser);
       } else if (phase === P_BODY) {
         off = this.feedBody(buf, off, end);
       } else if (phase === P_BUSY) {
@@ -318,8 +360,7 @@ export class H1Connection implements H1WireConnection {
     if (s !== null) this.onData(s);
   }
 
-  private onHead(): void {
-    const p = this.parser;
+  private onHead(p: HeadParser): void {
     const opts = this.host.opts;
     if (this.timerKind !== T_NONE) this.disarm();
     // Framing. The parser already rejected CL+TE, differing CLs, and non-chunked request TE.
@@ -332,6 +373,7 @@ export class H1Connection implements H1WireConnection {
     }
     this.bodyKind = kind;
     this.bodyRemaining = length;
+    this.headBytes = p.headBytes;
     this.keepAlive = p.keepAlive;
     this.expectContinue = p.expectContinue && p.versionMinor === 1 && kind !== B_NONE;
     this.continueSent = false;
@@ -387,7 +429,7 @@ export class H1Connection implements H1WireConnection {
   }
 
   private newDecoder(): ChunkedDecoder {
-    return new ChunkedDecoder({ maxLineBytes: this.host.opts.maxLineBytes, maxHeaderBytes: this.host.opts.maxHeaderBytes, headBytes: this.parser.headBytes });
+    return new ChunkedDecoder({ maxLineBytes: this.host.opts.maxLineBytes, maxHeaderBytes: this.host.opts.maxHeaderBytes, headBytes: this.headBytes });
   }
 
   /** Consumes body bytes of `buf[off..end)`; returns the new offset. */
@@ -546,7 +588,7 @@ export class H1Connection implements H1WireConnection {
     const hook = this.host.hooks!.onUpgrade!;
     const socket = this.socket;
     socket.pause();
-    socket.removeListener('data', this.onData);
+    socket.removeListener('data', H1Connection.onSocketData);
     const head = this.takeStash() ?? EMPTY;
     hook.promise(req, socket, { head, server: this.host.info, host: this.host.pipeline }).then(
       (claimed) => {
@@ -556,7 +598,7 @@ export class H1Connection implements H1WireConnection {
           return;
         }
         // Unclaimed: an ordinary request (RFC 9110 §7.8 lets a server ignore Upgrade).
-        socket.on('data', this.onData);
+        socket.on('data', H1Connection.onSocketData);
         this.phase = P_HEAD;
         this.beginExchange(req, this.host.opts);
         if (head.length > 0) this.onData(Buffer.from(head.buffer, head.byteOffset, head.length));
@@ -564,7 +606,7 @@ export class H1Connection implements H1WireConnection {
       },
       (err: unknown) => {
         this.host.reportError(err, req);
-        socket.on('data', this.onData);
+        socket.on('data', H1Connection.onSocketData);
         socket.resume();
         this.answer(500, 'upgrade failed');
       },
@@ -679,11 +721,11 @@ export class H1Connection implements H1WireConnection {
     this.collected = null;
     this.decoder = null;
     if (this.timerKind === T_BODY) this.disarm();
+    this.releaseParser();
     if (close || this.host.closing) {
       this.closeSocket();
       return;
     }
-    this.parser.reset();
     this.phase = P_HEAD;
     this.idle = true;
     const opts = this.host.opts;
@@ -697,16 +739,16 @@ export class H1Connection implements H1WireConnection {
       if (this.batching) this.process(this.takeStash()!, 0);
       // Outside a read (a response that finished later): the next request starts once the call
       // that ended this one has returned, so the wire is never reused beneath its caller.
-      else queueMicrotask(this.parseStash);
+      else queueMicrotask((this.parseStashFn ??= () => this.parseStash()));
     }
   }
 
   /** Parses what arrived while the last exchange ran (see finishExchange). */
-  private readonly parseStash = (): void => {
+  private parseStash(): void {
     if (this.phase !== P_HEAD || this.writeBlocked) return;
     const s = this.takeStash();
     if (s !== null) this.onData(s);
-  };
+  }
 
   // ---- writing -----------------------------------------------------------------------------
 
@@ -737,23 +779,24 @@ export class H1Connection implements H1WireConnection {
     return this.send(encodeMessage(head, body));
   }
 
-  private drainWaiters: (() => void)[] = [];
+  /** Who waits for 'drain' (null: nobody yet). */
+  private drainWaiters: (() => void)[] | null = null;
 
   private waitDrain(): Promise<void> {
     this.armWrite();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
+    return new Promise((resolve) => (this.drainWaiters ??= []).push(resolve));
   }
 
   private armWrite(): void {
     const ms = this.host.opts.writeTimeout;
     if (ms > 0 && this.writeTimer === null) {
       this.sentAtArm = bytesSent(this.socket);
-      this.writeTimer = setTimeout(this.onWriteTimeout, ms);
+      this.writeTimer = setTimeout(H1Connection.onWriteTimer, ms, this);
       this.writeTimer.unref();
     }
   }
 
-  private readonly onWriteTimeout = (): void => {
+  private onWriteTimeout(): void {
     this.writeTimer = null;
     // Bytes taken since: the peer reads, only slowly (a large write drains only at its end).
     if (bytesSent(this.socket) > this.sentAtArm) {
@@ -763,9 +806,9 @@ export class H1Connection implements H1WireConnection {
     // The peer stopped reading: nothing more can be said to it.
     this.phase = P_CLOSED;
     this.socket.destroy();
-  };
+  }
 
-  private readonly onDrain = (): void => {
+  private onDrain(): void {
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
       this.writeTimer = null;
@@ -774,10 +817,10 @@ export class H1Connection implements H1WireConnection {
     const opts = this.host.opts;
     if (this.phase === P_HEAD && this.idle && opts.idleTimeout > 0 && this.timerKind === T_NONE) this.arm(opts.idleTimeout, T_IDLE);
     const w = this.drainWaiters;
-    if (w.length === 0) return;
-    this.drainWaiters = [];
+    if (w === null) return;
+    this.drainWaiters = null;
     for (const fn of w) fn();
-  };
+  }
 
   private flush(): void {
     if (this.out.bytes === 0) return;
@@ -845,7 +888,7 @@ export class H1Connection implements H1WireConnection {
   private closeSocket(): void {
     if (this.phase === P_CLOSED) return;
     this.phase = P_CLOSED;
-    if (this.timer !== null) this.stopTimer();
+    if (this.timerIndex >= 0) this.stopTimer();
     if (!this.batching) this.endSocket();
   }
 
@@ -859,7 +902,7 @@ export class H1Connection implements H1WireConnection {
     setTimeout(() => s.destroy(), LINGER_MS).unref();
   }
 
-  private readonly onClose = (): void => {
+  private onClose(): void {
     const wasClosed = this.phase === P_CLOSED;
     this.phase = P_CLOSED;
     // Drop what was read or queued for this connection now, not when the object goes.
@@ -867,7 +910,8 @@ export class H1Connection implements H1WireConnection {
     this.stashed = 0;
     this.out.take().length = 0;
     this.queue.length = 0;
-    if (this.timer !== null) this.stopTimer();
+    this.releaseParser();
+    if (this.timerIndex >= 0) this.stopTimer();
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
       this.writeTimer = null;
@@ -877,23 +921,26 @@ export class H1Connection implements H1WireConnection {
       this.waiter = null;
       w.reject(new ParseError('client closed the connection before the request body ended'));
     }
-    for (const fn of this.drainWaiters) fn();
-    this.drainWaiters = [];
+    const drained = this.drainWaiters;
+    this.drainWaiters = null;
+    if (drained !== null) for (const fn of drained) fn();
     const req = this.req;
     if (req !== null && !wasClosed) req.ctx.cancel('client closed the connection');
     // A producer behind a streamed body (SSE, a file) stops now, not at its next write; after
     // the cancel, so a body that follows the context reports why.
     this.host.pipeline.closeStreamedBody(this.wire);
     this.host.removeConnection(this);
-  };
+  }
 
   private detach(): void {
     const s = this.socket;
-    s.removeListener('data', this.onData);
-    s.removeListener('close', this.onClose);
-    s.removeListener('drain', this.onDrain);
+    s.removeListener('data', H1Connection.onSocketData);
+    s.removeListener('close', H1Connection.onSocketClose);
+    s.removeListener('drain', H1Connection.onSocketDrain);
+    (s as ConnSocket)[kConnection] = undefined;
     s.removeListener('error', onSocketError);
-    if (this.timer !== null) this.stopTimer();
+    this.releaseParser();
+    if (this.timerIndex >= 0) this.stopTimer();
     // A write still waiting is the new owner's now (its 'drain' no longer reaches us).
     if (this.writeTimer !== null) {
       clearTimeout(this.writeTimer);
@@ -901,6 +948,14 @@ export class H1Connection implements H1WireConnection {
     }
     this.host.adoptUpgraded(s);
     this.host.removeConnection(this);
+  }
+
+  /** Gives the head parser back to the server's pool (the connection is idle, closed or handed over). */
+  private releaseParser(): void {
+    const p = this.parser;
+    if (p === null) return;
+    this.parser = null;
+    this.host.parsers.give(p);
   }
 
   // ---- timers ------------------------------------------------------------------------------
@@ -922,13 +977,8 @@ export class H1Connection implements H1WireConnection {
     const due = now + ms;
     this.timerKind = kind;
     this.due = due;
-    if (this.timer !== null) {
-      if (this.timerDue <= due) return;
-      clearTimeout(this.timer);
-    }
-    this.timerDue = due;
-    this.timer = setTimeout(this.onTimer, ms);
-    this.timer.unref();
+    if (this.timerIndex >= 0 && this.timerDue <= due) return;
+    this.host.timers.schedule(this, due);
   }
 
   /** Nothing is timed now; a running timer stays for the next wait (it finds nothing to do). */
@@ -938,26 +988,23 @@ export class H1Connection implements H1WireConnection {
 
   /** The connection is done with timers. */
   private stopTimer(): void {
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
+    this.host.timers.cancel(this);
     this.timerKind = T_NONE;
   }
 
-  private readonly onTimer = (): void => {
+  /** @internal {@link Timed.onTimer}: the deadline came (the heap already let it go). */
+  onTimer(): void {
     const kind = this.timerKind;
-    this.timer = null;
     if (kind === T_NONE) return;
     const left = this.due - performance.now();
     if (left > 1) {
       // Fired for an earlier wait: time the rest of this one.
-      this.timerDue = this.due;
-      this.timer = setTimeout(this.onTimer, left);
-      this.timer.unref();
+      this.host.timers.schedule(this, this.due);
       return;
     }
     this.timerKind = T_NONE;
     if (this.phase === P_CLOSED) return;
-    if (kind === T_IDLE || (kind === T_HEADER && this.parser.bytesSeen === 0 && this.idle)) {
+    if (kind === T_IDLE || (kind === T_HEADER && this.idle && (this.parser === null || this.parser.bytesSeen === 0))) {
       this.closeSocket();
       return;
     }
@@ -975,10 +1022,12 @@ export class H1Connection implements H1WireConnection {
       w?.reject(this.bodyErr);
       this.answer(408, 'request timed out');
     }
-  };
+  }
 }
 
 const EMPTY: Uint8Array = Buffer.alloc(0);
+/** The body queue of connections whose server has a request handler: always empty. */
+const NO_QUEUE: Uint8Array[] = [];
 
 function onSocketError(): void {
   // Errors end in 'close', where the connection cleans up; nothing to add here.

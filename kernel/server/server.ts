@@ -31,6 +31,8 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
 import { Prefaces } from './prefaces.js';
+import { HeadParserPool } from './parser-pool.js';
+import { TimerHeap } from './timer-heap.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -78,6 +80,10 @@ export class Server implements ConnectionHost, PipelineServer {
   private readonly protocolConns = new Set<ProtocolConnection>();
   /** @internal The exchange pipeline every connection runs its exchanges through; also the server as protocol plugins see it (`ProtocolInfo.host`). */
   readonly pipeline: ExchangePipeline;
+  /** @internal The request-head parsers the HTTP/1.1 connections share. */
+  readonly parsers: HeadParserPool;
+  /** @internal The head, body and idle deadlines of the HTTP/1.1 connections, on one timer. */
+  readonly timers = new TimerHeap();
   /**
    * Sockets accepted but not yet handed to a protocol (protocol detection, TLS handshake), each
    * with the timer that drops it if that takes too long (null when the timeout is off).
@@ -114,6 +120,7 @@ export class Server implements ConnectionHost, PipelineServer {
     this.boundPort = this.opts.port;
     this.boundHost = this.opts.host;
     this.pipeline = new ExchangePipeline(this);
+    this.parsers = new HeadParserPool({ maxLineBytes: this.opts.maxLineBytes, maxHeaderBytes: this.opts.maxHeaderBytes });
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -449,6 +456,8 @@ export class Server implements ConnectionHost, PipelineServer {
       if (bounded) unboundReads(socket);
       const claimed = hook.call(socket, { alpnProtocol: null, head, server: this.info, host: this.pipeline });
       if (claimed === true) return;
+      // HTTP/1 handles errors itself: the guard for the detection would stay as one more listener (an array) per connection.
+      socket.removeListener('error', noop);
       this.startHttp1(socket, head);
       socket.resume();
     };

@@ -19,16 +19,26 @@ const PULL_SIZE = 16384;
  * pooled `Buffer`) is copied first, so no other view of that memory breaks.
  */
 export function readableOf(next: () => Promise<Uint8Array | null>, cancel: (reason: unknown) => void): ReadableStream<Uint8Array> {
-  return byteStream(next, cancel, true);
+  return byteStream(next, cancel, true, null);
 }
 
-/** {@link readableOf}; `copy`: chunks may share their buffer with other views (else they are the stream's to take). */
-function byteStream(next: () => Promise<Uint8Array | null>, cancel: (reason: unknown) => void, copy: boolean): ReadableStream<Uint8Array> {
+/**
+ * {@link readableOf}; `copy`: chunks may share their buffer with other views (else they are the
+ * stream's to take); `failure`, when given, turns a rejection of `next` into the stream's error.
+ */
+function byteStream(next: () => Promise<Uint8Array | null>, cancel: (reason: unknown) => void, copy: boolean, failure: ((err: unknown) => unknown) | null): ReadableStream<Uint8Array> {
   let done = false;
   return new ReadableStream({
     type: 'bytes',
     async pull(controller) {
-      const chunk = await next();
+      let chunk: Uint8Array | null;
+      if (failure === null) chunk = await next();
+      else
+        try {
+          chunk = await next();
+        } catch (err) {
+          throw failure(err);
+        }
       if (chunk === null) {
         done = true;
         controller.close();
@@ -50,19 +60,25 @@ function byteStream(next: () => Promise<Uint8Array | null>, cancel: (reason: unk
 /**
  * A readable byte stream over a streamed body (see {@link readableOf}): each pull reads up to
  * 16 KiB (or the body's known length, if smaller) into a fresh buffer that the stream then
- * owns, so no byte is copied twice; cancelling the stream closes the body.
+ * owns, so no byte is copied twice. Cancelling the stream closes the body, and so does its end
+ * (reading to the end does not close a body: this releases what it holds at once). `failure`,
+ * when given, maps a read's error to the one the stream errors with (fetch's `TypeError`).
  */
-export function readableOfBody(body: AbstractBody): ReadableStream<Uint8Array> {
+export function readableOfBody(body: AbstractBody, failure?: (err: unknown) => unknown): ReadableStream<Uint8Array> {
   return byteStream(
     async () => {
       const known = body.length;
-      if (known === 0) return null;
-      const buf = new Uint8Array(known > 0 && known < PULL_SIZE ? known : PULL_SIZE);
-      const n = await body.read(buf);
-      return n === 0 ? null : n === buf.length ? buf : buf.subarray(0, n);
+      if (known !== 0) {
+        const buf = new Uint8Array(known > 0 && known < PULL_SIZE ? known : PULL_SIZE);
+        const n = await body.read(buf);
+        if (n !== 0) return n === buf.length ? buf : buf.subarray(0, n);
+      }
+      body.close();
+      return null;
     },
     () => body.close(),
     false,
+    failure ?? null,
   );
 }
 

@@ -92,6 +92,28 @@ describe('server.protocol taps that declare a preface', () => {
     expect((await g.response({ timeout: 2000 })).text).toBe('h1 /');
   });
 
+  it('a connection no tap claims goes on to HTTP/1 with the listeners of one that was never looked at', async () => {
+    const sockets: net.Socket[] = [];
+    const capture = (k: Kernel): void => {
+      k.hooks.server.connection.tap('capture', (socket) => void sockets.push(socket));
+    };
+    const plain = await kernelWith(capture);
+    const detecting = await kernelWith((k) => {
+      capture(k);
+      claimer(k, 'hello', 'HELLO', []);
+    });
+    const counts: Record<string, number>[] = [];
+    for (const kernel of [plain, detecting]) {
+      const { port } = await startServer(() => new Response(200, 'h1'), { kernel });
+      const c = await rawClient(port);
+      await c.write(get('/'));
+      expect((await c.response()).text).toBe('h1');
+      const socket = sockets.at(-1)!;
+      counts.push(Object.fromEntries(['data', 'error', 'end', 'close', 'drain'].map((e) => [e, socket.listenerCount(e)])));
+    }
+    expect(counts[1]).toEqual(counts[0]);
+  });
+
   it('a tap that declares no preface is asked at accept, with nothing read: HTTP/1 reads the request', async () => {
     const seen: { head: number; bytesRead: number }[] = [];
     const kernel = await kernelWith((k) =>

@@ -31,7 +31,7 @@ describe('readableOfBody', () => {
     await reader.cancel();
   });
 
-  it('closes the body when the reader cancels, and not again after the end', async () => {
+  it('closes the body when the reader cancels, and once at its end (not again on a later cancel)', async () => {
     let closes = 0;
     let left = 2;
     const body = new CallbackBody(
@@ -57,13 +57,23 @@ describe('readableOfBody', () => {
       ),
     );
     expect(await drain(ended)).toBe('');
+    // The end releases what the body holds (a pooled connection) without waiting for a cancel.
+    expect(closes2).toBe(1);
     await ended.cancel().catch(() => undefined);
-    expect(closes2).toBe(0);
+    expect(closes2).toBe(1);
   });
 
   it('errors the stream when the body fails', async () => {
     const body = new CallbackBody(() => Promise.reject(new Error('socket reset')));
     await expect(drain(readableOfBody(body))).rejects.toThrow('socket reset');
+  });
+
+  it('errors the stream with what `failure` makes of a read error', async () => {
+    const body = new CallbackBody(() => Promise.reject(new Error('socket reset')));
+    const err = await drain(readableOfBody(body, (e) => new TypeError('terminated', { cause: e }))).catch((e: unknown) => e as TypeError);
+    expect(err).toBeInstanceOf(TypeError);
+    expect((err as TypeError).message).toBe('terminated');
+    expect(((err as TypeError).cause as Error).message).toBe('socket reset');
   });
 
   it('serves a BYOB reader, the end included', async () => {
