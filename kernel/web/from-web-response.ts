@@ -27,14 +27,16 @@ function platformStateKey(): symbol | null {
 
 /**
  * The bytes or string `response`'s body was made from, when the platform keeps them and its
- * stream was not touched yet: null for no body, undefined when the body must be read from
- * `response.body`.
+ * stream was not touched yet (an instance of the platform's class or of the light one, not of a
+ * subclass): null for no body, undefined when the body must be read from `response.body`.
  */
 export function webBodySource(response: globalThis.Response): Source {
   const light = lightParts(response);
   if (light !== null) return light.body;
   if (response.bodyUsed) return undefined;
-  const key = platformStateKey();
+  // Only the platform's class itself: a subclass (switchyard's fetch responses among them) may
+  // keep its body elsewhere than the platform's state, and give it through `body`.
+  const key = Object.getPrototypeOf(response) === nativeResponse().prototype ? platformStateKey() : null;
   if (key !== null) {
     const state = (response as unknown as Record<symbol, { body?: { source?: unknown; length?: number | null } | null } | undefined>)[key];
     if (state !== undefined) {

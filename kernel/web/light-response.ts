@@ -156,11 +156,13 @@ export function lightResponseClass(): typeof globalThis.Response {
 
 /**
  * The parts of a light response the server writes without making the platform's: status,
- * status text, the headers as given (null: none) and the body; null when `res` is not a light
- * response, or its platform response was made (its body may have been read).
+ * status text, the headers as given (null: none) and the body; null when `res` is not an
+ * instance of the light class itself (a subclass's included), or its platform response was
+ * made (its body may have been read).
  */
 export function lightParts(res: unknown): { status: number; statusText: string; headers: globalThis.Headers | null; body: string | Uint8Array | null } | null {
-  if (typeof res !== 'object' || res === null || !(NATIVE in res)) return null;
+  // Only the light class itself: a subclass may keep its body (or status) elsewhere.
+  if (typeof res !== 'object' || res === null || light === null || Object.getPrototypeOf(res) !== light.prototype) return null;
   const r = res as LightParts;
   if (r[NATIVE] !== null) return null;
   const init = r[INIT];

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createKernel, definePlugin, fetchHandler, listen, serveFetch, type FetchHandler, type Kernel, type Server } from '../../../kernel/index.js';
+import { createKernel, definePlugin, fetchHandler, listen, serveFetch, toWebResponse, type FetchHandler, type Kernel, type Server } from '../../../kernel/index.js';
 import { router as routerPlugin } from '../../../plugins/router/index.js';
 import { loggingMiddleware } from '../../../plugins/middleware/index.js';
 import { Response as SwResponse } from '../../../kernel/index.js';
@@ -221,6 +221,23 @@ describe('fetchHandler over HTTP/1.1', () => {
       ['/ok', 200],
       ['/missing', 404],
     ]);
+  });
+
+  it("writes the body of a Response subclass that keeps it elsewhere (switchyard's own fetch result, a proxy)", async () => {
+    const upstream = await start(() => new Response('from upstream', { headers: { 'x-up': '1' } }));
+    const client = newClient();
+    const { port } = await start(async (req) => {
+      if (req.url.endsWith('/converted')) return toWebResponse(new SwResponse(200, 'converted body'));
+      if (req.url.endsWith('/sub')) {
+        class Sub extends Response {}
+        Object.defineProperty(Sub.prototype, 'body', { get: () => new Response('subclass body').body });
+        return new Sub(null);
+      }
+      return client.fetch(`http://127.0.0.1:${upstream.port}/`);
+    });
+    expect((await exchange(port, get('/proxy'))).res.text).toBe('from upstream');
+    expect((await exchange(port, get('/converted'))).res.text).toBe('converted body');
+    expect((await exchange(port, get('/sub'))).res.text).toBe('subclass body');
   });
 
   it('fetchHandler refuses what is not a function', () => {

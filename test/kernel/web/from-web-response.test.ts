@@ -1,7 +1,7 @@
 /** fromWebResponse: the web's global Response as a switchyard Response, bodies in memory and streamed. */
 import { describe, expect, it } from 'vitest';
 import { AbstractBody, ArgumentError, Response, readAllBody } from './from-web-response-helpers.js';
-import { fromWebResponse } from '../../../kernel/web/index.js';
+import { fromWebResponse, toWebResponse } from '../../../kernel/web/index.js';
 import { webBodySource } from '../../../kernel/web/from-web-response.js';
 
 describe('fromWebResponse', () => {
@@ -55,6 +55,11 @@ describe('fromWebResponse', () => {
     b.close();
     await new Promise<void>((r) => setImmediate(r));
     expect(canceled).not.toBe(null);
+  });
+
+  it('reads the body of a subclass that keeps it elsewhere through its body (a converted switchyard response)', async () => {
+    const r = fromWebResponse(toWebResponse(new Response(200, 'kept elsewhere')));
+    expect(await readAllBody(r.body as AbstractBody)).toBe('kept elsewhere');
   });
 
   it('refuses a used body and what is not a web Response', async () => {
