@@ -22,6 +22,9 @@ import {
   type Request,
   type Response,
   listen as kernelListen,
+  serveFetch as kernelServeFetch,
+  type FetchHandler,
+  type ServeFetchOptions,
   serve as kernelServe,
   type Kernel,
   type RequestHandler,
@@ -116,6 +119,9 @@ export {
   type TimeoutOperation,
 } from './kernel/index.js';
 
+// Web standards: fetch-style handlers and the converters.
+export { fetchHandler, toWebRequest, fromWebResponse, type FetchHandler, type FetchHandlerOptions, type FetchEnv, type ServeFetchOptions } from './kernel/index.js';
+
 // Servers.
 export { Server, Stream, PeerAddr, streamHandler, port, type ServerInit, type ServerOptions, type ServeOptions, type RequestHandler, type StreamHandler } from './kernel/index.js';
 
@@ -191,6 +197,14 @@ export function serve(handler: RequestHandler, options: ServeOptions = {}): Prom
 /** Starts a server for a stream handler on the default kernel (or `options.kernel`). */
 export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server> {
   return kernelListen(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
+}
+
+/**
+ * Starts a server for a fetch-style handler (`(request: Request) => Response`, such as Hono's
+ * `app.fetch`) on the default kernel (or `options.kernel`); see `fetchHandler`.
+ */
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
+  return kernelServeFetch(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
 }
 
 let defaultClient: Client | null = null;

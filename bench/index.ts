@@ -4,6 +4,7 @@
  */
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
+import { runFetchServerBench } from './fetch-server.js';
 import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
 import { runRouterBench } from './router.js';
@@ -18,6 +19,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['codec', runCodecBench],
   ['hooks', runHooksBench],
   ['server', () => runServerBench()],
+  ['fetch-server', () => runFetchServerBench()],
   ['client', () => runClientBench()],
   ['h2', () => runH2Bench()],
   ['static', () => runStaticBench()],

@@ -18,6 +18,7 @@ import { Client, type ClientOptions } from './client/client.js';
 import type { FetchInit, FetchInput } from './client/fetch.js';
 import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
 import type { Server } from './server/server.js';
+import { serveFetch, type FetchHandler, type ServeFetchOptions } from './web/fetch-handler.js';
 
 // CommonJS, so required: imported, Node would first lex its source for export names (see hooks.ts).
 const avvio = createRequire(import.meta.url)('avvio') as typeof Avvio;
@@ -292,6 +293,13 @@ export class Kernel implements HookHost {
   /** Starts a server for a stream handler running this kernel's server plugins; `kernel.close()` closes it. */
   async listen(handler: StreamHandler, options: Omit<ServeOptions, 'kernel'> = {}): Promise<Server> {
     const server = await listen(handler, { ...options, kernel: this });
+    this.onClose(() => server.close());
+    return server;
+  }
+
+  /** Starts a server for a fetch-style handler (`app.fetch`) running this kernel's server plugins; `kernel.close()` closes it. */
+  async serveFetch(handler: FetchHandler, options: Omit<ServeFetchOptions, 'kernel'> = {}): Promise<Server> {
+    const server = await serveFetch(handler, { ...options, kernel: this });
     this.onClose(() => server.close());
     return server;
   }

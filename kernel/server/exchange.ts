@@ -241,6 +241,12 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     return this.respond(req, wire, res, ex);
   }
 
+  /** True when `onResponseHead` has taps. */
+  get tapsResponseHead(): boolean {
+    const h = this.server.hooks;
+    return h !== null && h.onResponseHead !== null;
+  }
+
   /** `onResponseHead` taps, when any. */
   responseHead(response: Response, request: Request): void {
     const h = this.server.hooks;
@@ -472,10 +478,15 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     try {
       const hooks = this.server.hooks;
       if (hooks !== null && hooks.onRequest !== null) {
-        const res = await hooks.onRequest.promise(req, stream);
-        if (res != null) {
-          await writeResponseToStream(stream, res);
-          return;
+        // As for request handlers: taps that have nothing to do now (a router with no routes)
+        // are not called, which saves the hook's Promise on every exchange.
+        const idle = this.server.requestTapsIdle;
+        if (idle === null || !idle()) {
+          const res = await hooks.onRequest.promise(req, stream);
+          if (res != null) {
+            await writeResponseToStream(stream, res);
+            return;
+          }
         }
       }
       await this.server.streamHandler!(stream);

@@ -27,7 +27,8 @@ function instead(value: unknown): string {
   if (value === undefined) return 'return new Response(status, body) from every path of the handler (a missing return gives undefined)';
   if (typeof value === 'string' || value instanceof Uint8Array) return 'return new Response(200, body) instead';
   if (typeof value === 'number') return `return new Response(${value}) instead`;
-  if (isFetchResponse(value)) return "return this library's Response (new Response(status, body, { headers }))";
+  if (isFetchResponse(value))
+    return "return this library's Response (new Response(status, body, { headers })), or serve a fetch-style handler with serveFetch(handler) or listen(fetchHandler(handler))";
   if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
     return "to send JSON, return new Response(200, JSON.stringify(value), { headers: { 'Content-Type': 'application/json' } })";
   }
@@ -41,4 +42,13 @@ function instead(value: unknown): string {
  */
 export function notAResponse(value: unknown, who = 'request handler'): TypeError {
   return new TypeError(`${who} returned ${shown(value)}, not a Response: ${instead(value)}`);
+}
+
+/**
+ * @internal The error a server reports for a fetch-style handler that returned or resolved to
+ * `value`, not a global (web) `Response`. The client gets 500.
+ */
+export function notAWebResponse(value: unknown): TypeError {
+  const hint = value === undefined ? ' (a missing return gives undefined)' : '';
+  return new TypeError(`fetch handler returned ${shown(value)}, not a web Response: return new Response(body, { status, headers }) with the global Response${hint}`);
 }

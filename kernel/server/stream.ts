@@ -31,6 +31,8 @@ import type { ExchangeWire } from './protocol-host.js';
 export interface StreamHost {
   /** The listener, as hooks see it. */
   readonly info: ServerInfo;
+  /** True when `onResponseHead` has taps (else the head is not built as a Response for them). */
+  readonly tapsResponseHead: boolean;
   /** Runs the `onResponseHead` taps, if any. */
   responseHead(response: Response, request: Request): void;
 }
@@ -303,11 +305,13 @@ export class Stream implements ServerExchange {
 
   private decide(ending = false): void {
     this.headStarted = true;
-    const r = this.response();
-    this.host.responseHead(r, this.request);
-    // A tap may have changed the status (headers are shared with `r`).
-    this.status = r.status;
-    this.reason = r.reason;
+    if (this.host.tapsResponseHead) {
+      const r = this.response();
+      this.host.responseHead(r, this.request);
+      // A tap may have changed the status (headers are shared with `r`).
+      this.status = r.status;
+      this.reason = r.reason;
+    }
     const h = this.headers;
     const wire = this.wire;
     h.delete('Transfer-Encoding');

@@ -46,9 +46,9 @@ describe('switchyard (the top level)', () => {
     }
   });
 
-  it('re-exports the kernel’s values as the same objects (serve and listen wrap the kernel’s with the default kernel)', () => {
+  it('re-exports the kernel’s values as the same objects (serve, listen and serveFetch wrap the kernel’s with the default kernel)', () => {
     const k = kernel as unknown as Record<string, unknown>;
-    const own = new Set(['serve', 'listen']);
+    const own = new Set(['serve', 'listen', 'serveFetch']);
     for (const [name, value] of Object.entries(top)) if (name in k && !own.has(name)) expect(value, name).toBe(k[name]);
   });
 });

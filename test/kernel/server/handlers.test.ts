@@ -213,7 +213,7 @@ describe('request handlers: errors', () => {
     expect(errors.map((e) => (e.error as Error).message)).toEqual([
       'request handler returned undefined, not a Response: return new Response(status, body) from every path of the handler (a missing return gives undefined)',
       'request handler returned a string ("hello"), not a Response: return new Response(200, body) instead',
-      "request handler returned the fetch API's Response, not a Response: return this library's Response (new Response(status, body, { headers }))",
+      "request handler returned the fetch API's Response, not a Response: return this library's Response (new Response(status, body, { headers })), or serve a fetch-style handler with serveFetch(handler) or listen(fetchHandler(handler))",
     ]);
   });
 });

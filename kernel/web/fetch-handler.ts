@@ -1,0 +1,284 @@
+/**
+ * Fetch-style handlers (`(request: Request) => Response`, as Hono's `app.fetch`, itty-router
+ * or a Deno-style server export) served by switchyard: `fetchHandler` makes one a stream
+ * handler, `serveFetch` starts a server for one.
+ *
+ * The request the handler gets is built lazily: method, URL, headers and signal are read
+ * straight from the switchyard request, and only a handler that asks for more (the body's
+ * mixins, `clone()`, `cache`, …) pays for a full web `Request`, made once and then answering
+ * for it. It is an `instanceof Request`, and the platform's own code (`new Request(req)`,
+ * `fetch(req)`) takes it as the full request.
+ */
+import { Buffer } from 'node:buffer';
+import { ArgumentError } from '../errors.js';
+import { checkOptionKeys } from '../option-keys.js';
+import type { Request } from '../message/request.js';
+import { responseHasNoBody } from '../http1/framing.js';
+import { listen, type ServeOptions } from '../server/index.js';
+import type { Server } from '../server/server.js';
+import type { Stream } from '../server/stream.js';
+import type { StreamHandler } from '../server/exchange.js';
+import { notAWebResponse } from '../server/handler-result.js';
+import { toWebHeaders } from './headers.js';
+import { webBodySource } from './from-web-response.js';
+import { installLightResponse, lightParts } from './light-response.js';
+import { bodyOfStream, webRequest, webRequestUrl } from './to-web-request.js';
+
+/** The second argument a fetch-style handler gets: the exchange it answers (peer address, protocol, the server). */
+export interface FetchEnv {
+  /** The server stream of this exchange (`stream.peerAddr()`, `stream.protocol`, `stream.server`). */
+  readonly stream: Stream;
+}
+
+/** Options of {@link fetchHandler} (and, beside the server's, of {@link serveFetch}). */
+export interface FetchHandlerOptions {
+  /**
+   * Put a light `Response` class in `globalThis.Response` (default true), process-wide and for
+   * good, as Hono's own Node adapter does: an app's `new Response('hi')` then costs no stream
+   * until something reads its body, and the server writes its string as it is. Its instances
+   * are `instanceof Response` both ways and answer every member (see `light-response.ts`);
+   * false leaves the platform's class alone.
+   */
+  lightResponse?: boolean;
+}
+
+const HANDLER_KEYS: ReadonlySet<string> = new Set(['lightResponse']);
+
+/**
+ * A fetch-style handler: takes the web's global `Request` (and {@link FetchEnv}, which Hono
+ * exposes as `c.env`) and returns, or resolves to, a global `Response`.
+ */
+export type FetchHandler = (request: globalThis.Request, env: FetchEnv) => globalThis.Response | Promise<globalThis.Response>;
+
+const STREAM = Symbol('stream');
+const URL_ = Symbol('url');
+const HEADERS = Symbol('headers');
+const FULL = Symbol('full');
+
+/** The lazily built web request of one server exchange (see the module notes). */
+interface LightRequest {
+  [STREAM]: Stream;
+  [URL_]: string;
+  [HEADERS]: globalThis.Headers | null;
+  [FULL]: globalThis.Request | null;
+}
+
+/** The full web request behind `r`, made on first use. */
+function full(r: LightRequest): globalThis.Request {
+  let f = r[FULL];
+  if (f === null) {
+    const stream = r[STREAM];
+    const req = stream.request;
+    f = r[FULL] = webRequest(req, r[URL_], req.contentLength === 0 ? null : bodyOfStream(stream), r[HEADERS]);
+  }
+  return f;
+}
+
+// Made on first use: touching the platform's Request loads Node's fetch implementation.
+let lightProto: object | null = null;
+
+/** The prototype of the light requests: the platform's Request's, with the members below. */
+function requestProto(): object {
+  return (lightProto ??= buildRequestProto());
+}
+
+function buildRequestProto(): object {
+  const lightProto: object = Object.create(globalThis.Request.prototype, {
+    method: {
+      get(this: LightRequest): string {
+        return this[STREAM].request.method;
+      },
+    },
+    url: {
+      get(this: LightRequest): string {
+        return this[URL_];
+      },
+    },
+    headers: {
+      get(this: LightRequest): globalThis.Headers {
+        return (this[HEADERS] ??= toWebHeaders(this[STREAM].request.headers));
+      },
+    },
+    signal: {
+      get(this: LightRequest): AbortSignal {
+        return this[STREAM].request.ctx.signal;
+      },
+    },
+    bodyUsed: {
+      get(this: LightRequest): boolean {
+        const f = this[FULL];
+        return f !== null && f.bodyUsed;
+      },
+    },
+  });
+
+  // Every other member of the platform's Request answers from the full request: its public
+  // ones, and the platform's internal (symbol-keyed) slots, so that undici's own code given this
+  // object (`new Request(req)`, `fetch(req)`) reads the full request's state.
+  function delegate(key: string | symbol): void {
+    if (key === 'constructor' || key === Symbol.toStringTag || Object.prototype.hasOwnProperty.call(lightProto, key)) return;
+    const d = Object.getOwnPropertyDescriptor(globalThis.Request.prototype, key);
+    if (d !== undefined && typeof d.value === 'function') {
+      const method = d.value as (...args: unknown[]) => unknown;
+      Object.defineProperty(lightProto, key, {
+        value(this: LightRequest, ...args: unknown[]): unknown {
+          return method.apply(full(this), args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    } else {
+      Object.defineProperty(lightProto, key, {
+        get(this: LightRequest): unknown {
+          return (full(this) as unknown as Record<string | symbol, unknown>)[key];
+        },
+        configurable: true,
+      });
+    }
+  }
+  for (const key of Reflect.ownKeys(globalThis.Request.prototype)) delegate(key);
+  for (const key of Reflect.ownKeys(new globalThis.Request('http://localhost/'))) delegate(key);
+  Object.defineProperty(lightProto, Symbol.for('nodejs.util.inspect.custom'), {
+    value(this: LightRequest): string {
+      return `Request ${this[STREAM].request.method} ${this[URL_]}`;
+    },
+  });
+  return lightProto;
+}
+
+function lightRequest(stream: Stream, url: string): globalThis.Request {
+  const r = Object.create(requestProto()) as LightRequest;
+  r[STREAM] = stream;
+  r[URL_] = url;
+  r[HEADERS] = null;
+  r[FULL] = null;
+  return r as unknown as globalThis.Request;
+}
+
+/**
+ * A stream handler running the fetch-style `handler` for each request: the handler gets a
+ * global `Request` whose URL is absolute (scheme from the connection, host from the request),
+ * whose body is a `ReadableStream` read from the connection as the handler reads it, and whose
+ * `signal` aborts when the client goes away; its `Response` is written out as it comes (a
+ * string or bytes body at once, a `ReadableStream` body chunk by chunk, each sent as it is
+ * produced). The second argument is {@link FetchEnv}. A handler that throws, or returns
+ * anything but a global `Response`, gets the server's 500 and error report, as with `serve`.
+ * A request whose host or target does not make a URL is answered 400.
+ */
+export function fetchHandler(handler: FetchHandler, options: FetchHandlerOptions = {}): StreamHandler {
+  if (typeof handler !== 'function') throw new ArgumentError(`fetchHandler(handler): handler must be a function, got ${typeof handler}`);
+  if (typeof options !== 'object' || options === null) throw new ArgumentError(`fetchHandler(handler, options): options must be an object, got ${options === null ? 'null' : typeof options}`);
+  checkOptionKeys(options, HANDLER_KEYS, 'fetchHandler(handler, options)');
+  const light = options.lightResponse ?? true;
+  if (typeof light !== 'boolean') throw new ArgumentError(`fetchHandler: lightResponse must be a boolean, got ${typeof light}`);
+  if (light) installLightResponse();
+  return (stream: Stream): Promise<void> => {
+    let url: string;
+    try {
+      url = webRequestUrl(stream.request, stream.server.tls);
+    } catch (err) {
+      return badRequest(stream, err as Error);
+    }
+    const res = handler(lightRequest(stream, url), { stream });
+    // A handler that answers synchronously (most routes of most apps) costs no extra turn.
+    if (res != null && typeof (res as Partial<PromiseLike<unknown>>).then === 'function') return Promise.resolve(res).then((r) => writeWebResponse(stream, r));
+    return writeWebResponse(stream, res);
+  };
+}
+
+/** Answers a request that makes no URL. */
+async function badRequest(stream: Stream, err: Error): Promise<void> {
+  stream.setStatus(400);
+  stream.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  await stream.write(`${err.message}\n`);
+}
+
+/** Copies web headers onto the stream's response; true when they hold a Content-Length. */
+function copyHeaders(stream: Stream, headers: globalThis.Headers): boolean {
+  let hasLength = false;
+  for (const [k, v] of headers) {
+    if (k === 'content-length') hasLength = true;
+    stream.appendHeader(k, v);
+  }
+  return hasLength;
+}
+
+/** Writes the web response `res` through `stream` (see {@link fetchHandler}). */
+async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
+  if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
+  const light = lightParts(res);
+  let src: string | Uint8Array | null | undefined;
+  let hasLength = false;
+  let status: number;
+  if (light !== null) {
+    status = light.status;
+    stream.setStatus(status, light.statusText);
+    if (light.headers !== null) hasLength = copyHeaders(stream, light.headers);
+    else if (typeof light.body === 'string') stream.setHeader('Content-Type', 'text/plain;charset=UTF-8');
+    src = light.body;
+  } else {
+    status = res.status;
+    stream.setStatus(status, res.statusText);
+    hasLength = copyHeaders(stream, res.headers);
+    src = webBodySource(res);
+  }
+  const req: Request = stream.request;
+  if (src !== undefined) {
+    if (src !== null) {
+      const bytes = typeof src === 'string' ? Buffer.from(src, 'utf8') : src;
+      if (!hasLength) stream.setHeader('Content-Length', String(bytes.length));
+      if (bytes.length > 0) await stream.write(bytes);
+    }
+    await stream.closeWrite();
+    return;
+  }
+  const body = (res as globalThis.Response).body!;
+  if (responseHasNoBody(status, req.method)) {
+    await body.cancel();
+    await stream.closeWrite();
+    return;
+  }
+  const reader = body.getReader();
+  // A client that goes away stops the producer now (an event stream may wait long for its next event).
+  const stop = req.ctx.onCancel((err) => void reader.cancel(err).catch(() => undefined));
+  // The head goes out with the first chunk when that is ready at once (one write, not two),
+  // else as soon as this turn of the event loop is over: a client of an event stream whose
+  // first event is late still gets the head without waiting for it.
+  let headError: unknown = null;
+  const head = setImmediate(() => {
+    try {
+      stream.startWrite();
+    } catch (err) {
+      headError = err;
+    }
+  });
+  try {
+    let chunk = await reader.read();
+    clearImmediate(head);
+    if (headError !== null) throw headError;
+    while (chunk.done !== true) {
+      await stream.write(chunk.value);
+      chunk = await reader.read();
+    }
+    await stream.closeWrite();
+  } catch (err) {
+    clearImmediate(head);
+    void reader.cancel(err).catch(() => undefined);
+    throw err;
+  } finally {
+    stop();
+  }
+}
+
+/** Options of {@link serveFetch}: those of `serve`, and `lightResponse` ({@link FetchHandlerOptions}). */
+export type ServeFetchOptions = ServeOptions & FetchHandlerOptions;
+
+/**
+ * Starts a server for the fetch-style `handler` (see {@link fetchHandler}) and resolves once
+ * it listens: `listen(fetchHandler(handler, { lightResponse }), options)`, with the options of
+ * `serve` besides.
+ */
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
+  const { lightResponse, ...rest } = options;
+  return listen(fetchHandler(handler, lightResponse === undefined ? {} : { lightResponse }), rest);
+}
