@@ -410,15 +410,7 @@ export class Client {
       call.unlink();
       throw err;
     }
-    // The signal stays linked while the streamed body is read; closing the body ends it.
-    const body = res.body;
-    if (body instanceof AbstractBody) {
-      const close = body.close.bind(body);
-      body.close = () => {
-        call.unlink();
-        close();
-      };
-    } else call.unlink();
+    unlinkOnClose(call, res);
     return res;
   }
 
@@ -439,15 +431,7 @@ export class Client {
     call.begin(req, o.context);
     return this.run(call).then(
       (res) => {
-        const body = res.body;
-        if (body instanceof AbstractBody) {
-          // The signal stays linked while the body is read; closing it ends the call.
-          const close = body.close.bind(body);
-          body.close = () => {
-            call.unlink();
-            close();
-          };
-        } else call.unlink();
+        unlinkOnClose(call, res);
         return { response: res, redirected: res.request !== null && res.request !== req };
       },
       (err: unknown) => {
@@ -787,6 +771,23 @@ function rejectCall(call: Call, err: unknown): Promise<never> {
   } catch (e) {
     return Promise.reject(e);
   }
+}
+
+/**
+ * A streamed response's call ends when its body does: the call's signal stays linked while the
+ * body is read, and closing the body unlinks it (at once when the body is already in memory).
+ */
+function unlinkOnClose(call: Call, res: Response): void {
+  const body = res.body;
+  if (!(body instanceof AbstractBody)) {
+    call.unlink();
+    return;
+  }
+  const close = body.close.bind(body);
+  body.close = () => {
+    call.unlink();
+    close();
+  };
 }
 
 /** What {@link Client.run} hands the pool and the session, derived from a call's options. */
