@@ -512,9 +512,10 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
       body.close();
     }
   } else if (body !== null && body.length > 0) {
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-    stream.setHeader('Content-Length', String(bytes.length));
-    await stream.write(bytes);
+    // The length set first, so trailers (dropped with it) do not make it chunked.
+    stream.setHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length));
+    await stream.closeWrite(body);
+    return;
   } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
     stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
   }
