@@ -147,7 +147,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
    * its body in memory), else a Promise that resolves when it is over. Never rejects.
    */
   run(request: Request, wire: ExchangeWire): Promise<void> | undefined {
-    if (this.server.streamHandler !== null) return this.guard(this.runStream(request, wire), request, wire);
+    if (this.server.streamHandler !== null) return this.runStream(request, wire);
     if (request.body === null) return this.guard(this.runRequest(request, wire), request, wire);
     const hooks = this.server.hooks;
     if (hooks !== null && hooks.onRequest !== null) {
@@ -472,37 +472,74 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
 
   // ---- stream handlers (listen) ------------------------------------------------------------
 
-  private async runStream(req: Request, wire: ExchangeWire): Promise<void> {
+  /**
+   * A stream handler's exchange; undefined when it is over already (the handler returned
+   * without a Promise, or its Promise settled, and the wire took the end of the response at
+   * once), so the common exchange adds no Promise of its own. Never rejects: only the rare
+   * paths (taps, a failure, a wire that asks to wait) are guarded.
+   */
+  private runStream(req: Request, wire: ExchangeWire): Promise<void> | undefined {
     req.body = null; // the body stays on the stream
     const stream = new Stream(req, wire, this);
+    const hooks = this.server.hooks;
+    if (hooks !== null && hooks.onRequest !== null) {
+      // As for request handlers: taps that have nothing to do now (a router with no routes)
+      // are not called, which saves the hook's Promise on every exchange.
+      const idle = this.server.requestTapsIdle;
+      if (idle === null || !idle()) return this.guard(this.tappedStream(req, wire, stream, hooks.onRequest), req, wire);
+    }
+    let p: void | Promise<void>;
     try {
-      const hooks = this.server.hooks;
-      if (hooks !== null && hooks.onRequest !== null) {
-        // As for request handlers: taps that have nothing to do now (a router with no routes)
-        // are not called, which saves the hook's Promise on every exchange.
-        const idle = this.server.requestTapsIdle;
-        if (idle === null || !idle()) {
-          const res = await hooks.onRequest.promise(req, stream);
-          if (res != null) {
-            await writeResponseToStream(stream, res);
-            return;
-          }
-        }
+      p = this.server.streamHandler!(stream);
+    } catch (err) {
+      return this.streamFailed(req, wire, stream, err);
+    }
+    if (p == null || typeof (p as Partial<PromiseLike<void>>).then !== 'function') return this.streamEnded(req, wire, stream);
+    return Promise.resolve(p).then(
+      () => this.streamEnded(req, wire, stream),
+      (err: unknown) => this.streamFailed(req, wire, stream, err),
+    );
+  }
+
+  /** The stream handler returned: a response it left open is ended. Never rejects. */
+  private streamEnded(req: Request, wire: ExchangeWire, stream: Stream): Promise<void> | undefined {
+    if (stream.isWriteClosed || stream.isUpgraded) return undefined;
+    let w: Promise<void> | undefined;
+    try {
+      w = stream.finishWrite();
+    } catch (err) {
+      return this.streamFailed(req, wire, stream, err);
+    }
+    return w === undefined ? undefined : w.then(undefined, (err: unknown) => this.streamFailed(req, wire, stream, err));
+  }
+
+  /** `onRequest` taps with something to do: they may answer for the stream handler. */
+  private async tappedStream(req: Request, wire: ExchangeWire, stream: Stream, hook: NonNullable<Tapped<ServerHooks>['onRequest']>): Promise<void> {
+    try {
+      const res = await hook.promise(req, stream);
+      if (res != null) {
+        await writeResponseToStream(stream, res);
+        return;
       }
       await this.server.streamHandler!(stream);
       if (!stream.isWriteClosed && !stream.isUpgraded) await stream.closeWrite();
     } catch (err) {
-      this.server.reportError(err, req);
-      if (!wire.writable) return;
-      if (stream.isCommitted) {
-        // Part of the response is out: only this exchange is abandoned (HTTP/2: the stream is
-        // reset, the connection goes on; HTTP/1.1: the connection closes).
-        wire.abort(err);
-        return;
-      }
-      const bodyErr = err === wire.bodyError;
-      await this.errorResponse(req, wire, bodyErr ? bodyStatus(err) : 500, bodyErr && err instanceof Error ? err.message : '', null);
+      await this.streamFailed(req, wire, stream, err);
     }
+  }
+
+  /** A stream handler (or the end of its response) failed: reported, and answered 500 while nothing went out. Never rejects. */
+  private streamFailed(req: Request, wire: ExchangeWire, stream: Stream, err: unknown): Promise<void> | undefined {
+    this.server.reportError(err, req);
+    if (!wire.writable) return undefined;
+    if (stream.isCommitted) {
+      // Part of the response is out: only this exchange is abandoned (HTTP/2: the stream is
+      // reset, the connection goes on; HTTP/1.1: the connection closes).
+      wire.abort(err);
+      return undefined;
+    }
+    const bodyErr = err === wire.bodyError;
+    return this.guard(this.errorResponse(req, wire, bodyErr ? bodyStatus(err) : 500, bodyErr && err instanceof Error ? err.message : '', null), req, wire);
   }
 }
 

@@ -628,9 +628,12 @@ export class H1Connection implements H1WireConnection, Timed {
 
   private runStream(req: Request): void {
     // A microtask later: the rest of this read is queued as body (or stashed) first.
-    void Promise.resolve()
-      .then(() => this.host.pipeline.run(req, this.wire))
-      .then(() => this.streamDone(req));
+    queueMicrotask(() => {
+      const p = this.host.pipeline.run(req, this.wire);
+      // Over already (the usual short answer): no Promise to wait on.
+      if (p === undefined) this.streamDone(req);
+      else void p.then(() => this.streamDone(req));
+    });
   }
 
   /** {@link H1WireConnection.takeSocket}: see `Stream.upgrade`. */

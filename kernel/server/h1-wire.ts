@@ -188,12 +188,14 @@ export class H1Wire implements ExchangeWire {
       case 'length': {
         const head = this.pending;
         const held = this.held;
-        if (held !== null) {
+        // The whole body at once is not held: it goes with the head, as below.
+        if (held !== null && end && held.length === 0) this.held = null;
+        else if (held !== null) {
           const buf = utf8(bytes);
           const total = this.heldBytes + buf.length;
           if (!end && total <= HOLD_BYTES) {
-            // A copy: the caller may reuse its buffer once this returns.
-            held.push(owned ? buf : Buffer.from(buf));
+            // A copy: the caller may reuse its buffer once this returns (a string's bytes are new).
+            held.push(owned || typeof bytes === 'string' ? buf : Buffer.from(buf));
             this.heldBytes = total;
             return undefined;
           }
@@ -267,7 +269,11 @@ export class H1Wire implements ExchangeWire {
     const held = this.held;
     this.held = null;
     if (held === null || held.length === 0) return this.finish(head);
-    return this.finish(encodeMessage(head, held.length === 1 ? held[0]! : Buffer.concat(held, this.heldBytes)));
+    // Head and body as one piece, as a whole body given at once goes (see data).
+    this.sentAny = true;
+    const w = this.conn.sendMessage(head, held.length === 1 ? held[0]! : Buffer.concat(held, this.heldBytes));
+    this.complete();
+    return w;
   }
 
   /** Sends the last of the response (a string: latin1, a head or a last chunk) and tells the connection. */

@@ -11,7 +11,9 @@
  *   a clean 500 instead of a malformed body; once bytes went out, a failure closes the
  *   connection (HTTP/2: resets the stream);
  * - a response of unknown length (chunked over HTTP/1.1) carries trailers; a response with
- *   Content-Length drops them.
+ *   Content-Length drops them;
+ * - `closeWrite(body)` before any write hands head and body to the wire together, as a request
+ *   handler's answer goes: nothing held, no chunked framing.
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
@@ -26,6 +28,8 @@ import { parseContentLength } from '../http1/head-parser.js';
 import { responseHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
 import type { ExchangeWire } from './protocol-host.js';
+
+const DONE: Promise<void> = Promise.resolve();
 
 /** What a {@link Stream} needs from the server it runs on, whatever the protocol. */
 export interface StreamHost {
@@ -61,7 +65,8 @@ export class Stream implements ServerExchange {
   private readonly host: StreamHost;
   private status = 200;
   private reason = '';
-  private readonly headers = new Headers();
+  /** Made on first use: a handler that sets no header costs none. */
+  private fields: Headers | null = null;
   private trailerFields: Headers | null = null;
   private headStarted = false;
   private mode = Mode.Undecided;
@@ -78,6 +83,11 @@ export class Stream implements ServerExchange {
     this.wire = wire;
     this.host = host;
     this.protocol = wire.protocol;
+  }
+
+  /** The response headers being built. */
+  private get headers(): Headers {
+    return (this.fields ??= new Headers());
   }
 
   /** The request message (the reference's `stream.message`). */
@@ -304,6 +314,26 @@ export class Stream implements ServerExchange {
   }
 
   private decide(ending = false): void {
+    const h = this.settle();
+    const wire = this.wire;
+    if (this.mode === Mode.None) {
+      this.writeClosed = ending;
+      wire.head(this.status, h, headLength(h), true, false, this.reason);
+      return;
+    }
+    if (ending && this.declared <= 0 && this.trailerFields === null) {
+      this.writeClosed = true;
+      wire.head(this.status, h, 0, true, false, this.reason);
+      return;
+    }
+    wire.head(this.status, h, this.declared, false, true, this.reason);
+  }
+
+  /**
+   * Fixes the head before it goes to the wire: `onResponseHead` taps, then whether a body may
+   * follow (`mode`) and its declared length. Returns the headers to send.
+   */
+  private settle(): Headers {
     this.headStarted = true;
     if (this.host.tapsResponseHead) {
       const r = this.response();
@@ -313,15 +343,12 @@ export class Stream implements ServerExchange {
       this.reason = r.reason;
     }
     const h = this.headers;
-    const wire = this.wire;
     h.delete('Transfer-Encoding');
+    this.committed = true;
     if (responseHasNoBody(this.status, this.request.method)) {
       this.mode = Mode.None;
       if (this.status === 204 || this.status < 200) h.delete('Content-Length');
-      this.writeClosed = ending;
-      this.committed = true;
-      wire.head(this.status, h, headLength(h), true, false, this.reason);
-      return;
+      return h;
     }
     const cl = h.indexOf('Content-Length');
     if (cl >= 0) {
@@ -330,44 +357,71 @@ export class Stream implements ServerExchange {
       this.declared = n;
     }
     this.mode = Mode.Wire;
-    this.committed = true;
-    if (ending && this.declared <= 0 && this.trailerFields === null) {
-      this.writeClosed = true;
-      wire.head(this.status, h, 0, true, false, this.reason);
-      return;
-    }
-    wire.head(this.status, h, this.declared, false, true, this.reason);
+    return h;
   }
 
   // ---- writing -------------------------------------------------------------------------
 
   /** Writes body bytes (a string is UTF-8); starts the head when needed. */
-  async write(data: Uint8Array | string): Promise<void> {
-    if (this.writeClosed) throw new ArgumentError('write after closeWrite');
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`write takes a Uint8Array or string, got ${typeof data}`);
+  write(data: Uint8Array | string): Promise<void> {
+    try {
+      if (this.writeClosed) throw new ArgumentError('write after closeWrite');
+      return this.send(typeof data === 'string' ? Buffer.from(data, 'utf8') : data, typeof data === 'string') ?? DONE;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** `write` without its Promise when the wire does not ask to wait; `owned`: the bytes are the stream's own. */
+  private send(bytes: Uint8Array, owned: boolean): Promise<void> | undefined {
+    if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`write takes a Uint8Array or string, got ${typeof bytes}`);
     if (!this.headStarted) this.decide();
     if (!this.wire.writable) throw new ProtocolError('cannot write: the client closed the connection');
-    if (bytes.length === 0) return;
-    if (this.mode === Mode.None) return;
+    if (bytes.length === 0) return undefined;
+    if (this.mode === Mode.None) return undefined;
     if (this.declared >= 0 && this.sent + bytes.length > this.declared) {
       throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
     }
     this.sent += bytes.length;
     // The wire copies what it keeps, as its protocol lets it out.
-    await this.wire.data(bytes, false);
+    return this.wire.data(bytes, false, owned);
   }
 
   /**
    * Ends the response body: a held fixed-length response goes out now (or, when its length
    * is wrong, fails with ProtocolError so the server can still answer 500); a chunked one
    * sends the last chunk and its trailers.
+   *
+   * `last` (a string is UTF-8) is the body's last bytes, as if written just before. When
+   * nothing was written yet, it is the whole body: the head, with its `Content-Length` (the
+   * one set, else the body's own; chunked instead when trailers were added), and the body go
+   * to the wire together, as a request handler's answer does: the cheapest way to send a
+   * short response. The wire may keep `last` until it is sent: do not change its bytes
+   * afterwards. `ArgumentError` after the response ended.
    */
-  async closeWrite(): Promise<void> {
-    if (this.writeClosed) return;
+  closeWrite(last?: Uint8Array | string): Promise<void> {
+    try {
+      return this.finishWrite(last) ?? DONE;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** @internal {@link Stream.closeWrite} without its Promise when the wire does not ask to wait (the server's and the fetch handler's). */
+  finishWrite(last?: Uint8Array | string): Promise<void> | undefined {
+    if (last !== undefined) {
+      if (typeof last !== 'string' && !(last instanceof Uint8Array)) throw new ArgumentError(`closeWrite takes a Uint8Array or string, got ${typeof last}`);
+      if (last.length > 0 && this.writeClosed) throw new ArgumentError('closeWrite(data) after closeWrite');
+    }
+    if (last !== undefined && last.length > 0) {
+      if (!this.headStarted && this.trailerFields === null) return this.whole(last);
+      const w = this.send(typeof last === 'string' ? Buffer.from(last, 'utf8') : last, typeof last === 'string');
+      if (w !== undefined) return w.then(() => this.finishWrite());
+    }
+    if (this.writeClosed) return undefined;
     if (!this.headStarted) {
       // Nothing written: an empty body. Without a declared length, say 0 rather than chunked.
-      if (!responseHasNoBody(this.status, this.request.method) && !this.headers.has('Content-Length') && !this.headers.has('Transfer-Encoding')) {
+      if (!responseHasNoBody(this.status, this.request.method) && (this.fields === null || (!this.fields.has('Content-Length') && !this.fields.has('Transfer-Encoding')))) {
         this.headers.set('Content-Length', '0');
       }
       this.decide(true);
@@ -375,13 +429,11 @@ export class Stream implements ServerExchange {
     if (this.mode === Mode.None) {
       // The head went out with the body's end (a wire may still hold it until now).
       this.writeClosed = true;
-      await this.wire.end(null);
-      return;
+      return this.wire.end(null);
     }
     if (this.writeClosed) {
       // Ended with the head itself (nothing to send): a wire that holds the head lets it go now.
-      await this.wire.end(null);
-      return;
+      return this.wire.end(null);
     }
     if (this.declared >= 0 && this.sent !== this.declared) {
       // Nothing went out yet (the wire still holds it): the exchange can still be answered 500.
@@ -392,7 +444,35 @@ export class Stream implements ServerExchange {
       );
     }
     this.writeClosed = true;
-    await this.wire.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);
+    return this.wire.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);
+  }
+
+  /** The whole body, before the head: head and body in one go to the wire (no chunked framing, no held copy). */
+  private whole(body: Uint8Array | string): Promise<void> | undefined {
+    // A string goes to the wire as it is; only its length is needed here.
+    const n = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
+    const h0 = this.headers;
+    if (!h0.has('Content-Length')) h0.set('Content-Length', String(n));
+    const h = this.settle();
+    const wire = this.wire;
+    if (this.mode === Mode.None) {
+      // HEAD, 204, 304: the head says what a GET would get (as a request handler's answer does); the body is dropped.
+      this.writeClosed = true;
+      wire.head(this.status, h, headLength(h), true, false, this.reason);
+      return wire.end(null);
+    }
+    if (this.declared !== n) {
+      // A length the handler set that the body does not match: as a write then closeWrite
+      // would go (the failure tells which).
+      wire.head(this.status, h, this.declared, false, true, this.reason);
+      const w = this.send(typeof body === 'string' ? Buffer.from(body, 'utf8') : body, typeof body === 'string');
+      return w === undefined ? this.finishWrite() : w.then(() => this.finishWrite());
+    }
+    if (!wire.writable) throw new ProtocolError('cannot write: the client closed the connection');
+    this.sent = n;
+    this.writeClosed = true;
+    wire.head(this.status, h, n, false, false, this.reason);
+    return wire.data(body, true);
   }
 
   /** @internal True once any byte of the response went out (a failure then closes the connection or resets the stream). */
@@ -432,9 +512,10 @@ export async function writeResponseToStream(stream: Stream, res: Response): Prom
       body.close();
     }
   } else if (body !== null && body.length > 0) {
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-    stream.setHeader('Content-Length', String(bytes.length));
-    await stream.write(bytes);
+    // The length set first, so trailers (dropped with it) do not make it chunked.
+    stream.setHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length));
+    await stream.closeWrite(body);
+    return;
   } else if (res.headers.has('Content-Length') && (stream.request.method === 'HEAD' || res.status === 304)) {
     stream.setHeader('Content-Length', res.headers.get('Content-Length')!);
   }

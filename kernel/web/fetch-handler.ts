@@ -9,7 +9,6 @@
  * for it. It is an `instanceof Request`, and the platform's own code (`new Request(req)`,
  * `fetch(req)`) takes it as the full request.
  */
-import { Buffer } from 'node:buffer';
 import { ArgumentError } from '../errors.js';
 import { checkOptionKeys } from '../option-keys.js';
 import type { Request } from '../message/request.js';
@@ -172,7 +171,7 @@ export function fetchHandler(handler: FetchHandler, options: FetchHandlerOptions
   const light = options.lightResponse ?? true;
   if (typeof light !== 'boolean') throw new ArgumentError(`fetchHandler: lightResponse must be a boolean, got ${typeof light}`);
   if (light) installLightResponse();
-  return (stream: Stream): Promise<void> => {
+  return (stream: Stream): Promise<void> | undefined => {
     let url: string;
     try {
       url = webRequestUrl(stream.request, stream.server.tls);
@@ -180,7 +179,8 @@ export function fetchHandler(handler: FetchHandler, options: FetchHandlerOptions
       return badRequest(stream, err as Error);
     }
     const res = handler(lightRequest(stream, url), { stream });
-    // A handler that answers synchronously (most routes of most apps) costs no extra turn.
+    // A handler that answers synchronously (most routes of most apps) costs no extra turn, and
+    // its string or bytes body no Promise at all.
     if (res != null && typeof (res as Partial<PromiseLike<unknown>>).then === 'function') return Promise.resolve(res).then((r) => writeWebResponse(stream, r));
     return writeWebResponse(stream, res);
   };
@@ -193,46 +193,42 @@ async function badRequest(stream: Stream, err: Error): Promise<void> {
   await stream.write(`${err.message}\n`);
 }
 
-/** Copies web headers onto the stream's response; true when they hold a Content-Length. */
-function copyHeaders(stream: Stream, headers: globalThis.Headers): boolean {
-  let hasLength = false;
-  for (const [k, v] of headers) {
-    if (k === 'content-length') hasLength = true;
-    stream.appendHeader(k, v);
-  }
-  return hasLength;
+/** Copies web headers onto the stream's response. */
+function copyHeaders(stream: Stream, headers: globalThis.Headers): void {
+  for (const [k, v] of headers) stream.appendHeader(k, v);
 }
 
-/** Writes the web response `res` through `stream` (see {@link fetchHandler}). */
-async function writeWebResponse(stream: Stream, res: unknown): Promise<void> {
+/**
+ * Writes the web response `res` through `stream` (see {@link fetchHandler}): a string or bytes
+ * body with its head in one go, undefined when the wire took it at once.
+ */
+function writeWebResponse(stream: Stream, res: unknown): Promise<void> | undefined {
   if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
   const light = lightParts(res);
   let src: string | Uint8Array | null | undefined;
-  let hasLength = false;
   let status: number;
   if (light !== null) {
     status = light.status;
     stream.setStatus(status, light.statusText);
-    if (light.headers !== null) hasLength = copyHeaders(stream, light.headers);
+    if (light.headers !== null) copyHeaders(stream, light.headers);
     else if (typeof light.body === 'string') stream.setHeader('Content-Type', 'text/plain;charset=UTF-8');
     src = light.body;
   } else {
     status = res.status;
     stream.setStatus(status, res.statusText);
-    hasLength = copyHeaders(stream, res.headers);
+    copyHeaders(stream, res.headers);
     src = webBodySource(res);
   }
+  // A Content-Length the response carries is kept (and checked against the body); else the
+  // stream declares the body's own.
+  if (src !== undefined) return stream.finishWrite(src === null ? undefined : src);
+  return writeWebStream(stream, res, status);
+}
+
+/** Writes the `ReadableStream` body of `res` through `stream`, chunk by chunk as it comes. */
+async function writeWebStream(stream: Stream, res: globalThis.Response, status: number): Promise<void> {
   const req: Request = stream.request;
-  if (src !== undefined) {
-    if (src !== null) {
-      const bytes = typeof src === 'string' ? Buffer.from(src, 'utf8') : src;
-      if (!hasLength) stream.setHeader('Content-Length', String(bytes.length));
-      if (bytes.length > 0) await stream.write(bytes);
-    }
-    await stream.closeWrite();
-    return;
-  }
-  const body = (res as globalThis.Response).body!;
+  const body = res.body!;
   if (responseHasNoBody(status, req.method)) {
     await body.cancel();
     await stream.closeWrite();

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { AbstractBody, ArgumentError, ByteReader, ProtocolError, Response, readAll, readResponse, trailers, type Stream } from '../../../kernel/index.js';
+import { AbstractBody, ArgumentError, ByteReader, createKernel, definePlugin, ProtocolError, Response, readAll, readResponse, trailers, type Stream } from '../../../kernel/index.js';
 import { get, onCleanup, rawClient, startStreamServer, track, waitFor, within } from '../../helpers/server.js';
 
 // ---- local helpers ---------------------------------------------------------------------------
@@ -519,6 +519,124 @@ describe('chunked responses', () => {
     expect(b!.text).toBe('hello');
     expect(c.received.toString('latin1')).not.toContain('X-Dropped');
     expect(c.received.toString('latin1')).not.toContain('Transfer-Encoding');
+    expect(errors).toEqual([]);
+  });
+});
+
+// ---- the whole body at closeWrite ----------------------------------------------------------------
+
+describe('closeWrite(data): a short response whole', () => {
+  it('before any write, sends head and body in one piece with Content-Length, no chunked framing; the connection is reused', async () => {
+    const { port, errors } = await startStreamServer(async (s) => {
+      s.setHeader('Content-Type', 'text/plain');
+      await s.closeWrite(s.request.target === '/bytes' ? new Uint8Array([104, 105]) : 'héllo');
+    });
+    const sock = await connect(port);
+    sock.write(get('/str'));
+    // One write on the server: the head and the body arrive together.
+    const first = ((await once(sock, 'data')) as [Buffer])[0];
+    const at = headEnd(first);
+    expect(at).toBeGreaterThan(0);
+    const head = first.subarray(0, at).toString('latin1');
+    expect(head).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(head).toContain('Content-Length: 6\r\n');
+    expect(head).not.toMatch(/transfer-encoding/i);
+    expect(first.subarray(at).toString('utf8')).toBe('héllo');
+    sock.write(get('/bytes'));
+    const res = await readResponse(sock);
+    expect(res.headers.get('Content-Length')).toBe('2');
+    expect((await bodyOf(res)).toString()).toBe('hi');
+    expect(errors).toEqual([]);
+  });
+
+  it('HEAD gets the length a GET would, without the body; 204 and 304 get no body either', async () => {
+    const { port, errors } = await startStreamServer(async (s) => {
+      if (s.request.target === '/204') s.setStatus(204);
+      if (s.request.target === '/304') s.setStatus(304);
+      await s.closeWrite('twelve bytes');
+    });
+    const c = await rawClient(port);
+    await c.write(`HEAD / HTTP/1.1\r\nHost: x\r\n\r\n${get('/204')}${get('/304')}${get('/after')}`);
+    const [head, nc, nm, after] = await c.responses(4, ['HEAD', 'GET', 'GET', 'GET']);
+    expect([head!.status, head!.headers.get('Content-Length'), head!.body.length]).toEqual([200, '12', 0]);
+    expect([nc!.status, nc!.headers.has('Content-Length'), nc!.body.length]).toEqual([204, false, 0]);
+    expect([nm!.status, nm!.body.length]).toEqual([304, 0]);
+    expect(after!.text).toBe('twelve bytes');
+    expect(c.received.toString('latin1').split('twelve bytes').length).toBe(2);
+    expect(errors).toEqual([]);
+  });
+
+  it('keeps a Content-Length the handler set; one the body does not match gets the clean 500 a write would', async () => {
+    const { port, errors } = await startStreamServer(async (s) => {
+      s.setHeader('Content-Length', s.request.target === '/wrong' ? '10' : '5');
+      await s.closeWrite('hello');
+    });
+    const c = await rawClient(port);
+    await c.write(get('/right') + get('/wrong') + get('/right'));
+    const [a, b, d] = await c.responses(3);
+    expect([a!.status, a!.text, a!.headers.get('Content-Length')]).toEqual([200, 'hello', '5']);
+    expect(b!.status).toBe(500);
+    expect(b!.text).not.toContain('hello');
+    expect(d!.text).toBe('hello');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.error).toBeInstanceOf(ProtocolError);
+    expect(String((errors[0]!.error as Error).message)).toMatch(/5 bytes.*10/);
+  });
+
+  it('with trailers added, the body goes chunked and the trailers follow it', async () => {
+    const { port, errors } = await startStreamServer(async (s) => {
+      s.addTrailer('X-Checksum', 'c0ffee');
+      await s.closeWrite('abc');
+    });
+    const sock = await connect(port);
+    sock.write(get('/'));
+    const res = await readResponse(sock);
+    expect(res.headers.get('Transfer-Encoding')).toBe('chunked');
+    expect((await bodyOf(res)).toString()).toBe('abc');
+    expect(trailers(res.body).get('X-Checksum')).toBe('c0ffee');
+    expect(errors).toEqual([]);
+  });
+
+  it('after writes, its bytes end the body; a second closeWrite with data, or data of another type, is an ArgumentError', async () => {
+    const seen: unknown[] = [];
+    const { port, errors } = await startStreamServer(async (s) => {
+      s.setHeader('Content-Length', '6');
+      await s.write('abc');
+      await s.closeWrite(Buffer.from('def'));
+      await s.closeWrite().then(() => seen.push('again: ok'));
+      await s.closeWrite('more').catch((err: unknown) => seen.push(err));
+      await s.closeWrite(42 as unknown as string).catch((err: unknown) => seen.push(err));
+    });
+    const c = await rawClient(port);
+    await c.write(get('/'));
+    const [a] = await c.responses(1);
+    expect([a!.text, a!.headers.get('Content-Length')]).toEqual(['abcdef', '6']);
+    await waitFor(() => seen.length === 3);
+    expect(seen[0]).toBe('again: ok');
+    expect(seen[1]).toBeInstanceOf(ArgumentError);
+    expect(seen[2]).toBeInstanceOf(ArgumentError);
+    expect(errors).toEqual([]);
+  });
+
+  it('an onResponseHead tap sees the Content-Length and may change the status', async () => {
+    const kernel = createKernel().register(
+      definePlugin({
+        name: 'tagging',
+        register(k) {
+          k.hooks.server.onResponseHead.tap('tagging', (res) => {
+            res.headers.set('X-Seen-Length', res.headers.get('Content-Length') ?? 'none');
+            res.status = 203;
+          });
+        },
+      }),
+    );
+    await kernel.ready();
+    onCleanup(() => kernel.close());
+    const { port, errors } = await startStreamServer((s) => s.closeWrite('four'), { kernel });
+    const c = await rawClient(port);
+    await c.write(get('/'));
+    const [a] = await c.responses(1);
+    expect([a!.status, a!.headers.get('X-Seen-Length'), a!.text]).toEqual([203, '4', 'four']);
     expect(errors).toEqual([]);
   });
 });

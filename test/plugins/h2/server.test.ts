@@ -185,6 +185,30 @@ describe('stream handlers over HTTP/2', () => {
     expect(thrown).toBeInstanceOf(ArgumentError);
   });
 
+  it('closeWrite(body) answers with its content-length and the body, over h2c, h2 and the h2c upgrade; HEAD gets the length only', async () => {
+    for (const secure of [false, true]) {
+      const { port, errors } = await startStreamServer(
+        async (st) => {
+          st.setHeader('Content-Type', 'text/plain');
+          await st.closeWrite('héllo');
+        },
+        { secure },
+      );
+      const s = nodeSession(`${secure ? 'https' : 'http'}://127.0.0.1:${port}`);
+      const r = await nodeRequest(s, { ':path': '/' });
+      expect([r.status, r.headers['content-length'], r.headers['content-type'], r.body.toString(), r.trailers, r.rstCode]).toEqual([200, '6', 'text/plain', 'héllo', null, 0]);
+      const head = await nodeRequest(s, { ':method': 'HEAD', ':path': '/' });
+      expect([head.status, head.headers['content-length'], head.body.length]).toEqual([200, '6', 0]);
+      if (!secure) {
+        const up = await run(CURL, ['-sS', '--http2', '-i', `http://127.0.0.1:${port}/up`]);
+        expect(up.stdout).toContain('HTTP/2 200');
+        expect(up.stdout).toMatch(/content-length: 6\r\n/);
+        expect(up.stdout.endsWith('héllo')).toBe(true);
+      }
+      expect(errors).toEqual([]);
+    }
+  });
+
   it('HEAD and 204 end the stream with the head', async () => {
     const { port } = await startStreamServer(async (st) => {
       st.setHeader('Content-Length', '10');
