@@ -388,7 +388,8 @@ export class H1Connection implements H1WireConnection, Timed {
       return;
     }
     const hooks = this.host.hooks;
-    if (hooks !== null && hooks.onUpgrade !== null && p.upgrade && (p.connection & CONN_UPGRADE) !== 0) {
+    // RFC 9110 §7.8: a server MUST ignore Upgrade in an HTTP/1.0 request.
+    if (hooks !== null && hooks.onUpgrade !== null && p.upgrade && (p.connection & CONN_UPGRADE) !== 0 && p.versionMinor >= 1) {
       this.phase = P_BUSY;
       void Promise.resolve().then(() => this.offerUpgrade(req));
       return;

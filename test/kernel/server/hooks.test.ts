@@ -583,6 +583,24 @@ describe('server.onUpgrade', () => {
     expect(onRequest).toHaveBeenCalledTimes(2);
   });
 
+  it('an HTTP/1.0 request with Upgrade is not offered to the taps: the handler answers it (RFC 9110 §7.8)', async () => {
+    const upgrades: string[] = [];
+    const kernel = await kernelWith((k) => {
+      k.hooks.server.onUpgrade.tap('test', (req, socket) => {
+        upgrades.push(req.target);
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n');
+        return true;
+      });
+    });
+    const { port } = await startServer((req) => new Response(200, `handler ${req.target}`), { kernel });
+    const c = await rawClient(port);
+    await c.write('GET /old HTTP/1.0\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: foo\r\n\r\n');
+    const res = await c.response();
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('handler /old');
+    expect(upgrades).toEqual([]);
+  });
+
   it('a declining tap on listen leaves the request to the stream handler', async () => {
     const kernel = await kernelWith((k) => {
       k.hooks.server.onUpgrade.tap('test', () => undefined);
