@@ -18,6 +18,7 @@ import type { Server } from '../server/server.js';
 import type { Stream } from '../server/stream.js';
 import type { StreamHandler } from '../server/exchange.js';
 import { notAWebResponse } from '../server/handler-result.js';
+import { delegateToFull } from './delegate.js';
 import { toWebHeaders } from './headers.js';
 import { webBodySource } from './from-web-response.js';
 import { installLightResponse, lightParts } from './light-response.js';
@@ -111,32 +112,9 @@ function buildRequestProto(): object {
     },
   });
 
-  // Every other member of the platform's Request answers from the full request: its public
-  // ones, and the platform's internal (symbol-keyed) slots, so that undici's own code given this
-  // object (`new Request(req)`, `fetch(req)`) reads the full request's state.
-  function delegate(key: string | symbol): void {
-    if (key === 'constructor' || key === Symbol.toStringTag || Object.prototype.hasOwnProperty.call(lightProto, key)) return;
-    const d = Object.getOwnPropertyDescriptor(globalThis.Request.prototype, key);
-    if (d !== undefined && typeof d.value === 'function') {
-      const method = d.value as (...args: unknown[]) => unknown;
-      Object.defineProperty(lightProto, key, {
-        value(this: LightRequest, ...args: unknown[]): unknown {
-          return method.apply(full(this), args);
-        },
-        writable: true,
-        configurable: true,
-      });
-    } else {
-      Object.defineProperty(lightProto, key, {
-        get(this: LightRequest): unknown {
-          return (full(this) as unknown as Record<string | symbol, unknown>)[key];
-        },
-        configurable: true,
-      });
-    }
-  }
-  for (const key of Reflect.ownKeys(globalThis.Request.prototype)) delegate(key);
-  for (const key of Reflect.ownKeys(new globalThis.Request('http://localhost/'))) delegate(key);
+  // Every other member of the platform's Request answers from the full request, so undici's
+  // own code given this object (`new Request(req)`, `fetch(req)`) reads the full request's state.
+  delegateToFull<LightRequest>(lightProto, globalThis.Request.prototype, new globalThis.Request('http://localhost/'), full);
   Object.defineProperty(lightProto, Symbol.for('nodejs.util.inspect.custom'), {
     value(this: LightRequest): string {
       return `Request ${this[STREAM].request.method} ${this[URL_]}`;

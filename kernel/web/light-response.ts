@@ -17,6 +17,8 @@
  * platform's response is made, except the status range, checked at once as the platform does.
  */
 
+import { delegateToFull } from './delegate.js';
+
 let platform: typeof globalThis.Response | null = null;
 
 /** The platform's Response, as it was before {@link installLightResponse} replaced it. */
@@ -118,32 +120,10 @@ function build(): typeof globalThis.Response {
     },
   });
 
-  // Every other member answers from the platform's response, made on first use: the public
-  // ones, and the platform's internal (symbol-keyed) slots, so its own code handed a light
-  // response (`new Response(r.body, r)`, `Response.prototype.clone.call(r)`) finds its state.
-  function delegate(key: string | symbol): void {
-    if (key === 'constructor' || key === Symbol.toStringTag || Object.prototype.hasOwnProperty.call(proto, key)) return;
-    const d = Object.getOwnPropertyDescriptor(NativeResponse.prototype, key);
-    if (d !== undefined && typeof d.value === 'function') {
-      const method = d.value as (...args: unknown[]) => unknown;
-      Object.defineProperty(proto, key, {
-        value(this: LightParts, ...args: unknown[]): unknown {
-          return method.apply(native(this), args);
-        },
-        writable: true,
-        configurable: true,
-      });
-    } else {
-      Object.defineProperty(proto, key, {
-        get(this: LightParts): unknown {
-          return (native(this) as unknown as Record<string | symbol, unknown>)[key];
-        },
-        configurable: true,
-      });
-    }
-  }
-  for (const key of Reflect.ownKeys(NativeResponse.prototype)) delegate(key);
-  for (const key of Reflect.ownKeys(new NativeResponse(null))) delegate(key);
+  // Every other member answers from the platform's response, made on first use, so its own
+  // code handed a light response (`new Response(r.body, r)`, `Response.prototype.clone.call(r)`)
+  // finds its state.
+  delegateToFull<LightParts>(proto, NativeResponse.prototype, new NativeResponse(null), native);
   return LightResponse;
 }
 
