@@ -13,6 +13,7 @@ import type { ClientSession, ExchangeOptions } from '../hooks.js';
 export type { ExchangeOptions } from '../hooks.js';
 import { AbstractBody, nobody, type Body } from '../message/body.js';
 import { FlowBody, type FlowSource } from './flow-body.js';
+import { DueTimer } from './due-timer.js';
 import { stopUpload } from './request-body.js';
 import { nodeTls } from '../builtins.js';
 import { bytesSent } from '../socket-progress.js';
@@ -79,9 +80,7 @@ export class H1ClientSession implements ClientSession {
    * of a Timeout armed and cleared per request.
    */
   private headWaiter: Exchange | null = null;
-  private headTimer: NodeJS.Timeout | null = null;
-  /** When {@link H1ClientSession.headTimer} fires (`performance.now()` time). */
-  private headTimerDue = 0;
+  private readonly headTimer = new DueTimer((now) => this.onHeadTimer(now));
 
   constructor(socket: Duplex, owner: SessionOwner, limits: HeadLimits) {
     this.socket = socket;
@@ -181,8 +180,7 @@ export class H1ClientSession implements ClientSession {
   private readonly onClose = (): void => {
     const wasDead = this.dead;
     this.dead = true;
-    if (this.headTimer !== null) clearTimeout(this.headTimer);
-    this.headTimer = null;
+    this.headTimer.clear();
     const ex = this.exchange;
     if (ex !== null) ex.onEnd();
     if (!wasDead || ex === null) this.owner.discard(this);
@@ -191,7 +189,7 @@ export class H1ClientSession implements ClientSession {
   /** @internal Fails `ex` with its `responseHeaderTimeout` unless its head arrives by `ex.headDue`. */
   watchHead(ex: Exchange): void {
     this.headWaiter = ex;
-    if (this.headTimer === null || ex.headDue < this.headTimerDue) this.armHead(ex.headDue, ex.headDue - performance.now());
+    if (!this.headTimer.armed || ex.headDue < this.headTimer.due) this.headTimer.arm(ex.headDue);
   }
 
   /** @internal `ex` got its head, or ended. */
@@ -199,26 +197,15 @@ export class H1ClientSession implements ClientSession {
     if (this.headWaiter === ex) this.headWaiter = null;
   }
 
-  /** Arms the timer to fire `ms` from now, for the head due at `due`. */
-  private armHead(due: number, ms: number): void {
-    if (this.headTimer !== null) clearTimeout(this.headTimer);
-    this.headTimerDue = due;
-    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, ms));
-    this.headTimer.unref();
-  }
-
-  private readonly onHeadTimer = (): void => {
-    this.headTimer = null;
+  /** The head timer reached `now` (see {@link DueTimer}): the watched head is late, or due later. */
+  private onHeadTimer(now: number): void {
     const ex = this.headWaiter;
     if (ex === null || this.dead) return;
-    // The timer's own time is `headTimerDue` (as for a Timeout per exchange, the clock is the
-    // timers', not read again); a head due within a millisecond of it is due now.
-    const now = this.headTimerDue;
     if (ex.headDue - now < 1) {
       this.headWaiter = null;
       ex.onHeadTimeout();
-    } else this.armHead(ex.headDue, ex.headDue - now);
-  };
+    } else this.headTimer.arm(ex.headDue, now);
+  }
 
   private readonly onError = (err: Error): void => {
     const ex = this.exchange;

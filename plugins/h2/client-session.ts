@@ -38,6 +38,7 @@ import {
   framingPlan,
   headersFromFields,
   kBufferBody,
+  DueTimer,
   kUnprocessed,
   protocolResponse,
   requestFraming,
@@ -140,9 +141,7 @@ export class H2ClientSession implements ClientSession {
    */
   private headFirst: H2ClientExchange | null = null;
   private headLast: H2ClientExchange | null = null;
-  private headTimer: NodeJS.Timeout | null = null;
-  /** When {@link H2ClientSession.headTimer} fires. */
-  private headTimerDue = 0;
+  private readonly headTimer = new DueTimer((now) => this.onHeadTimer(now));
 
   constructor(socket: Duplex, info: SessionInfo, options: H2SessionOptions) {
     this.socket = socket;
@@ -176,8 +175,7 @@ export class H2ClientSession implements ClientSession {
       s.once('close', () => {
         this.dead = true;
         this.clearPing();
-        if (this.headTimer !== null) clearTimeout(this.headTimer);
-        this.headTimer = null;
+        this.headTimer.clear();
         this.leavePool();
         resolve();
       });
@@ -345,7 +343,7 @@ export class H2ClientSession implements ClientSession {
     if (before === null) this.headLast = ex;
     else before.headPrev = ex;
     // The timer stays armed while exchanges come and go; only a sooner head moves it.
-    if (this.headTimer === null || (after === null && ex.headDue < this.headTimerDue)) this.armHead(ex.headDue, ex.headDue - performance.now());
+    if (!this.headTimer.armed || (after === null && ex.headDue < this.headTimer.due)) this.headTimer.arm(ex.headDue);
   }
 
   /** @internal `ex` got its head, or ended: it is no longer watched. */
@@ -360,28 +358,16 @@ export class H2ClientSession implements ClientSession {
     ex.headDue = 0;
   }
 
-  /** Arms the watch's timer to fire `ms` from now, for the head due at `due` (a `performance.now()` time). */
-  private armHead(due: number, ms: number): void {
-    if (this.headTimer !== null) clearTimeout(this.headTimer);
-    this.headTimerDue = due;
-    this.headTimer = setTimeout(this.onHeadTimer, Math.max(1, ms));
-    this.headTimer.unref();
-  }
-
-  /** The soonest head is due: fails each exchange whose time is up, and waits for the next one. */
-  private readonly onHeadTimer = (): void => {
-    this.headTimer = null;
-    // The timer's own time is `headTimerDue` (as for a Timeout per exchange, the clock is the
-    // timers', not read again); a head due within a millisecond of it is due now.
-    const now = this.headTimerDue;
+  /** The head timer reached `now` (see DueTimer): fails each exchange whose time is up, and waits for the next one. */
+  private onHeadTimer(now: number): void {
     let ex = this.headFirst;
     while (ex !== null && ex.headDue - now < 1) {
       this.unwatchHead(ex);
       ex.onHeadTimeout();
       ex = this.headFirst;
     }
-    if (ex !== null && !this.dead) this.armHead(ex.headDue, ex.headDue - now);
-  };
+    if (ex !== null && !this.dead) this.headTimer.arm(ex.headDue, now);
+  }
 
   private armPing(): void {
     if (this.dead || this.pingTimer !== null) return;
