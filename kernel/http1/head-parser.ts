@@ -187,6 +187,13 @@ const DEFERRED = '\0';
  */
 const HELD_RECORDS = 60;
 
+// The Int32 view of the last chunk any parser scanned: the heads of one read (pipelined
+// requests, each parsed after a reset, by whichever pooled parser) share it, where each would
+// make its own. A view aliases the chunk's memory, so it stays right if the memory is reused.
+let lastChunk: Buffer | null = null;
+let lastWords: Int32Array | null = null;
+let lastI0 = 0;
+
 const S_START = 0;
 const S_HEADERS = 1;
 const S_DONE = 2;
@@ -1036,11 +1043,16 @@ export class HeadParser {
         return (this.words = this.accWords);
       }
       if (buf.length < 64) return null;
-      const i0 = ((buf.byteOffset + 3) & ~3) - buf.byteOffset;
-      const n = (buf.length - i0) >> 2;
-      this.words = new Int32Array(buf.buffer, buf.byteOffset + i0, n > 0 ? n : 0);
+      if (buf !== lastChunk) {
+        const i0 = ((buf.byteOffset + 3) & ~3) - buf.byteOffset;
+        const n = (buf.length - i0) >> 2;
+        lastWords = new Int32Array(buf.buffer, buf.byteOffset + i0, n > 0 ? n : 0);
+        lastChunk = buf;
+        lastI0 = i0;
+      }
+      this.words = lastWords;
       this.wBuf = buf;
-      this.wI0 = i0;
+      this.wI0 = lastI0;
     }
     return this.words!;
   }
