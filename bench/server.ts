@@ -40,7 +40,7 @@
  * Environment: BENCH_DURATION (s per run, default 3), BENCH_WARMUP (s, default 1),
  * BENCH_RUNS (default 3), BENCH_CONNECTIONS (default 50), BENCH_PIPELINE (depth, default 16),
  * BENCH_IDLE_CONNECTIONS (default 5000), BENCH_IDLE_WARMUP (default 200), BENCH_SERVERS (comma list of switchyard,
- * switchyard-preset, node-http, fastify, net-raw), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
+ * switchyard-preset, node-http, fastify, net-raw, h1-floor), BENCH_SCENARIOS (comma list of hello, pipeline, big, idle),
  * BENCH_SERVER_CPU / BENCH_LOAD_CPU (default 1 / 0), BENCH_RUNNER (esbuild | tsx).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -86,6 +86,8 @@ const SERVERS: ServerSpec[] = [
   { id: 'node-http', label: 'node:http' },
   { id: 'fastify', label: 'fastify' },
   { id: 'net-raw', label: 'net (ceiling)' },
+  // switchyard's head parser and serializer on a bare socket, nothing else: the floor of the pipeline.
+  { id: 'h1-floor', label: 'codec alone (floor)' },
 ];
 const SCENARIOS = ['hello', 'pipeline', 'big', 'idle'] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
