@@ -1,6 +1,8 @@
 /**
- * HTTP/1.1 server benchmark: switchyard's server side by side with bare `node:http`, fastify
- * and a bare `node:net` responder (the ceiling), in one run. switchyard runs twice: the kernel
+ * HTTP/1.1 server benchmark: switchyard's server side by side with bare `node:http`, fastify,
+ * a bare `node:net` responder (the ceiling: no HTTP work at all) and the kernel's HTTP/1 codec
+ * alone on a bare socket (bench/servers/h1-floor.ts: every head parsed and serialized, nothing
+ * else, the least HTTP work a server can do), in one run. switchyard runs twice: the kernel
  * alone (`switchyard`) and as users start it, `HTTP.serve` on the default preset
  * (`switchyard-preset`), so what the preset's plugins cost per request shows.
  *
