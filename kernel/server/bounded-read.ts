@@ -125,6 +125,35 @@ export function unboundReads(socket: Socket): void {
 }
 
 /**
+ * Reads `socket` by calling `onRead(nread, buf)` with each read, as net calls the callback of
+ * a `net.connect({ onread })` socket: `this` is the socket, `buf[0..nread)` the bytes, a view
+ * of one buffer shared by every such socket and valid only during the call (copy what you
+ * keep); false stops reading (`socket.resume()` starts it again). No Buffer is made per read and
+ * the readable side's machinery (a push, its bookkeeping, a 'data' event) is skipped: a
+ * keep-alive connection answering one small request per read spends a good part of its time
+ * there. `pause`/`resume`, 'end', 'close' and errors work as on any socket. For a socket that
+ * {@link boundReads} bounded, the read in flight still lands in the bounded buffer. Returns
+ * false, having changed nothing, for a TLS socket and where node's internals are not as this
+ * module expects; {@link unboundReads} gives the socket's reads back to its readable side.
+ */
+export function readDirect(socket: Socket, onRead: (this: Socket, nread: number, buf: Buffer) => boolean): boolean {
+  if ((socket as Socket & { encrypted?: boolean }).encrypted === true) return false;
+  const k = userBufferKeys(socket);
+  if (k === null) return false;
+  const s = socket as SocketFields;
+  if (s[k.buffer] === null) {
+    const handle = s._handle;
+    if (handle == null || typeof handle.useUserBuffer !== 'function') return false;
+    const buf = sharedBuffer();
+    s[k.buffer] = buf;
+    handle.useUserBuffer(buf);
+  }
+  s[k.generator] = sharedBuffer;
+  s[k.callback] = onRead;
+  return true;
+}
+
+/**
  * Pauses the readable side of a socket that reads into a user buffer without stopping its
  * handle: net's `pause` on such a socket also stops reading, and the `resume` after it starts
  * again, two `epoll_ctl` calls per connection for nothing when the same read loop goes on.

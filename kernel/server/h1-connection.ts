@@ -33,6 +33,7 @@ import { statusFor } from './error-status.js';
 import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
 import { OutBatch } from './out-batch.js';
+import { readDirect, unboundReads } from './bounded-read.js';
 import type { HeadParserPool } from './parser-pool.js';
 import type { Timed, TimerHeap } from './timer-heap.js';
 import { bytesSent } from '../socket-progress.js';
@@ -172,6 +173,11 @@ export class H1Connection implements H1WireConnection, Timed {
   /** The response asked the connection to close after it. */
   private closeAfter = false;
 
+  /** Reads come straight from the socket's handle (`readDirect`), not as 'data' events. */
+  private direct = false;
+  /** The bytes being processed are a view valid only during this read: copy what is kept. */
+  private transient = false;
+
   /** `parseStash` bound, made the first time this connection needs it. */
   private parseStashFn: (() => void) | null = null;
 
@@ -180,6 +186,17 @@ export class H1Connection implements H1WireConnection, Timed {
   // function objects of its own.
   private static onSocketData(this: ConnSocket, chunk: Buffer): void {
     this[kConnection]!.onData(chunk);
+  }
+
+  private static onSocketRead(this: ConnSocket, nread: number, buf: Buffer): boolean {
+    const conn = this[kConnection]!;
+    conn.transient = true;
+    try {
+      conn.onData(buf.subarray(0, nread));
+    } finally {
+      conn.transient = false;
+    }
+    return true;
   }
 
   private static onSocketClose(this: ConnSocket): void {
@@ -204,6 +221,9 @@ export class H1Connection implements H1WireConnection, Timed {
     socket.on('error', onSocketError);
     socket.on('close', H1Connection.onSocketClose);
     socket.on('drain', H1Connection.onSocketDrain);
+    // 'data' stays subscribed: it keeps the socket flowing (so 'end' comes), and carries the
+    // reads of a socket that cannot be read directly (TLS).
+    this.direct = readDirect(socket, H1Connection.onSocketRead);
     if (host.opts.timeouts) this.arm(host.opts.readHeaderTimeout, T_HEADER);
   }
 
@@ -316,8 +336,9 @@ export class H1Connection implements H1WireConnection, Timed {
 
   private stashBytes(buf: Buffer, off: number): void {
     let rest = off === 0 ? buf : buf.subarray(off);
-    // A small rest of a large read is copied out, so it does not keep the whole read alive.
-    if (rest.length <= buf.buffer.byteLength >> 2) rest = Buffer.from(rest);
+    // A small rest of a large read is copied out, so it does not keep the whole read alive; a
+    // direct read's bytes are the shared read buffer's, so they are always copied.
+    if (this.transient || rest.length <= buf.buffer.byteLength >> 2) rest = Buffer.from(rest);
     // Kept as a list: joining per read would copy the stash again for every small read.
     if (this.stash === null) this.stash = [rest];
     else this.stash.push(rest);
@@ -471,7 +492,7 @@ export class H1Connection implements H1WireConnection, Timed {
         if (this.drainAfter && this.discarded > DRAIN_LIMIT) this.closeSocket();
         return;
       }
-      this.queue.push(data);
+      this.queue.push(this.transient ? Buffer.from(data) : data);
       this.queued += data.length;
       const w = this.waiter;
       if (w !== null) {
@@ -490,7 +511,7 @@ export class H1Connection implements H1WireConnection, Timed {
       this.answer(413, `request body exceeds maxBodyBytes (${max})`);
       return;
     }
-    this.collected!.push(data);
+    this.collected!.push(this.transient ? Buffer.from(data) : data);
   }
 
   private bodyDone(): void {
@@ -590,6 +611,8 @@ export class H1Connection implements H1WireConnection, Timed {
     const socket = this.socket;
     socket.pause();
     socket.removeListener('data', H1Connection.onSocketData);
+    // A tap that takes the socket reads it as a stream.
+    if (this.direct) unboundReads(socket);
     const head = this.takeStash() ?? EMPTY;
     hook.promise(req, socket, { head, server: this.host.info, host: this.host.pipeline }).then(
       (claimed) => {
@@ -600,6 +623,7 @@ export class H1Connection implements H1WireConnection, Timed {
         }
         // Unclaimed: an ordinary request (RFC 9110 §7.8 lets a server ignore Upgrade).
         socket.on('data', H1Connection.onSocketData);
+        if (this.direct) readDirect(socket, H1Connection.onSocketRead);
         this.phase = P_HEAD;
         this.beginExchange(req, this.host.opts);
         if (head.length > 0) this.onData(Buffer.from(head.buffer, head.byteOffset, head.length));
@@ -608,6 +632,7 @@ export class H1Connection implements H1WireConnection, Timed {
       (err: unknown) => {
         this.host.reportError(err, req);
         socket.on('data', H1Connection.onSocketData);
+        if (this.direct) readDirect(socket, H1Connection.onSocketRead);
         socket.resume();
         this.answer(500, 'upgrade failed');
       },
@@ -942,6 +967,8 @@ export class H1Connection implements H1WireConnection, Timed {
     s.removeListener('close', H1Connection.onSocketClose);
     s.removeListener('drain', H1Connection.onSocketDrain);
     (s as ConnSocket)[kConnection] = undefined;
+    // The new owner reads the socket as a stream.
+    if (this.direct) unboundReads(s);
     s.removeListener('error', onSocketError);
     this.releaseParser();
     if (this.timerIndex >= 0) this.stopTimer();
