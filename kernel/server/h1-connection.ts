@@ -192,7 +192,9 @@ export class H1Connection implements H1WireConnection, Timed {
     const conn = this[kConnection]!;
     conn.transient = true;
     try {
-      conn.onData(buf.subarray(0, nread));
+      // The whole shared buffer with an end, not a view per read: the head parser's word view
+      // of it is then made once.
+      conn.onData(buf, nread);
     } finally {
       conn.transient = false;
     }
@@ -279,32 +281,31 @@ export class H1Connection implements H1WireConnection, Timed {
 
   // ---- reading ---------------------------------------------------------------------------
 
-  private onData(chunk: Buffer): void {
+  private onData(chunk: Buffer, end: number = chunk.length): void {
     const phase = this.phase;
     if (phase === P_BUSY || this.writeBlocked) {
-      this.stashBytes(chunk, 0);
+      this.stashBytes(chunk, 0, end);
       return;
     }
     if (phase >= P_CLOSED) return;
     this.batching = true;
     this.readAt = -1;
     try {
-      this.process(chunk, 0);
+      this.process(chunk, 0, end);
     } finally {
       this.batching = false;
       this.flush();
     }
   }
 
-  private process(buf: Buffer, off: number): void {
-    const end = buf.length;
+  private process(buf: Buffer, off: number, end: number): void {
     while (off < end) {
       const phase = this.phase;
       if (phase === P_HEAD) {
         if (this.idle) {
           if (this.out.bytes > BATCH_HIGH_WATER) this.flush();
           if (this.socket.writableNeedDrain) {
-            this.blockReads(buf, off);
+            this.blockReads(buf, off, end);
             return;
           }
           this.idle = false;
@@ -326,7 +327,7 @@ export class H1Connection implements H1WireConnection, Timed {
       } else if (phase === P_BODY) {
         off = this.feedBody(buf, off, end);
       } else if (phase === P_BUSY) {
-        this.stashBytes(buf, off);
+        this.stashBytes(buf, off, end);
         return;
       } else {
         return;
@@ -334,8 +335,8 @@ export class H1Connection implements H1WireConnection, Timed {
     }
   }
 
-  private stashBytes(buf: Buffer, off: number): void {
-    let rest = off === 0 ? buf : buf.subarray(off);
+  private stashBytes(buf: Buffer, off: number, end: number): void {
+    let rest = off === 0 && end === buf.length ? buf : buf.subarray(off, end);
     // A small rest of a large read is copied out, so it does not keep the whole read alive; a
     // direct read's bytes are the shared read buffer's, so they are always copied.
     if (this.transient || rest.length <= buf.buffer.byteLength >> 2) rest = Buffer.from(rest);
@@ -350,9 +351,9 @@ export class H1Connection implements H1WireConnection, Timed {
   }
 
   /** The socket's writes are backed up: keep `buf[off..]` for later and stop reading until 'drain'. */
-  private blockReads(buf: Buffer, off: number): void {
+  private blockReads(buf: Buffer, off: number, end: number): void {
     this.writeBlocked = true;
-    this.stashBytes(buf, off);
+    this.stashBytes(buf, off, end);
     if (!this.paused) {
       this.paused = true;
       this.socket.pause();
@@ -765,7 +766,10 @@ export class H1Connection implements H1WireConnection, Timed {
         this.paused = false;
         this.socket.resume();
       }
-      if (this.batching) this.process(this.takeStash()!, 0);
+      if (this.batching) {
+        const s = this.takeStash()!;
+        this.process(s, 0, s.length);
+      }
       // Outside a read (a response that finished later): the next request starts once the call
       // that ended this one has returned, so the wire is never reused beneath its caller.
       else queueMicrotask((this.parseStashFn ??= () => this.parseStash()));
