@@ -253,8 +253,27 @@ function withBody(p: Prepared, h: Headers, body: RequestBody, type: string | nul
   return p;
 }
 
-/** The URL of a fetch: absolute, http(s), no credentials. */
+const checkedUrls = new Map<string, string>();
+
+/**
+ * The URL of a fetch: absolute, http(s), no credentials. A string already checked is answered
+ * from a bounded cache (calls repeat a few URLs, and `new URL` is a native round trip); a `URL`
+ * object is read each time, as it may have changed.
+ */
 function parseUrl(input: unknown): string {
+  if (typeof input === 'string') {
+    let href = checkedUrls.get(input);
+    if (href === undefined) {
+      href = checkUrl(input);
+      if (checkedUrls.size >= 256) checkedUrls.clear();
+      checkedUrls.set(input, href);
+    }
+    return href;
+  }
+  return checkUrl(input);
+}
+
+function checkUrl(input: unknown): string {
   let u: URL;
   try {
     u = input instanceof URL ? input : new URL(String(input));
