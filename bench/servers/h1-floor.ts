@@ -12,7 +12,7 @@ import { HeadParser } from '../../kernel/http1/head-parser.js';
 import { buildResponseHead } from '../../kernel/http1/framing.js';
 import { encodeMessageInto, messageLength } from '../../kernel/http1/serialize.js';
 import { Headers } from '../../kernel/message/headers.js';
-import { readDirect } from '../../kernel/server/bounded-read.js';
+import { readDirect } from '../../kernel/socket-reads.js';
 import { dateField } from '../../kernel/server/date.js';
 import { announce, BODY, exitOnSignal, HOST, PORT } from './common.js';
 

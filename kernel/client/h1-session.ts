@@ -6,6 +6,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ParseError, ProtocolError, TimeoutError, TLSTransportError } from '../errors.js';
 import type { ClientSession, ExchangeOptions } from '../hooks.js';
@@ -24,6 +25,7 @@ import { ChunkedDecoder } from '../http1/chunked.js';
 import { framingPlan, requestFraming, responseBodyKind, type FramingPlan } from '../http1/framing.js';
 import { MAX_INTERIM_RESPONSES } from '../http1/head-exchange.js';
 import { CONN_CLOSE, connectionFlags, HeadParser, type HeadLimits } from '../http1/head-parser.js';
+import { readDirect, unboundReads } from '../socket-reads.js';
 import { CHUNK_ROOM, checkTrailers, encodeMessage, frameChunkInPlace, serializeLastChunk, serializeRequestHead } from '../http1/serialize.js';
 
 /** @internal Called when a session can take another exchange, or is gone. */
@@ -49,6 +51,10 @@ export const kHoldConnection = Symbol('switchyard.holdConnection');
 
 /** Marks an error that happened before any response byte on a reused connection: safe to retry once. */
 export const kStale = Symbol.for('switchyard.staleConnection');
+
+/** The session a socket's direct reads go to (see H1ClientSession.onSocketRead). */
+const kSession = Symbol('h1ClientSession');
+type SessionSocket = Socket & { [kSession]?: H1ClientSession };
 
 /** @internal */
 export class H1ClientSession implements ClientSession {
@@ -81,6 +87,22 @@ export class H1ClientSession implements ClientSession {
    */
   private headWaiter: Exchange | null = null;
   private readonly headTimer = new DueTimer((now) => this.onHeadTimer(now));
+  /** Reads come straight from the socket's handle (`readDirect`), not as 'data' events. */
+  private direct = false;
+  /** @internal The bytes being processed are a view valid only during this read: copy what is kept. */
+  transient = false;
+
+  /** A direct read (shared by every session: `this` is the socket). */
+  private static onSocketRead(this: SessionSocket, nread: number, buf: Buffer): boolean {
+    const session = this[kSession]!;
+    session.transient = true;
+    try {
+      session.read(buf, nread);
+    } finally {
+      session.transient = false;
+    }
+    return true;
+  }
 
   constructor(socket: Duplex, owner: SessionOwner, limits: HeadLimits) {
     this.socket = socket;
@@ -94,6 +116,10 @@ export class H1ClientSession implements ClientSession {
     socket.on('close', this.onClose);
     socket.on('error', this.onError);
     socket.on('drain', this.onDrain);
+    // 'data' stays subscribed: it keeps the socket flowing (so 'end' comes), and carries the
+    // reads of a stream that cannot be read directly (TLS, a tap's own Duplex).
+    (socket as SessionSocket)[kSession] = this;
+    this.direct = readDirect(socket as Socket, H1ClientSession.onSocketRead);
   }
 
   get closed(): boolean {
@@ -161,14 +187,25 @@ export class H1ClientSession implements ClientSession {
   // ---- socket events -------------------------------------------------------------------------
 
   private readonly onData = (chunk: Buffer): void => {
+    this.read(chunk, chunk.length);
+  };
+
+  private read(chunk: Buffer, end: number): void {
     const ex = this.exchange;
     if (ex === null) {
       // Bytes while idle: the server broke framing or is closing; the connection is unusable.
       this.destroy();
       return;
     }
-    ex.onData(chunk, this.parser);
-  };
+    ex.onData(chunk, this.parser, end);
+  }
+
+  /** @internal The socket now speaks another protocol (a 101): whoever takes it reads it as a stream. */
+  handOver(): void {
+    if (!this.direct) return;
+    this.direct = false;
+    unboundReads(this.socket as Socket);
+  }
 
   private readonly onEnd = (): void => {
     const ex = this.exchange;
@@ -449,7 +486,7 @@ class Exchange implements FlowSource, CancelListener {
 
   // ---- reading ---------------------------------------------------------------------------
 
-  onData(chunk: Buffer, parser: HeadParser): void {
+  onData(chunk: Buffer, parser: HeadParser, end: number): void {
     if (this.finished) {
       // Bytes after a held exchange's response: the server broke framing.
       if (this.heldReuse === true) this.heldReuse = false;
@@ -457,7 +494,6 @@ class Exchange implements FlowSource, CancelListener {
     }
     this.gotBytes = true;
     let off = 0;
-    const end = chunk.length;
     if (!this.headDone) {
       for (;;) {
         let n: number;
@@ -529,6 +565,7 @@ class Exchange implements FlowSource, CancelListener {
     if (!this.keepAlive) res.close = true;
     if (p.status === 101) {
       // The socket now speaks another protocol; the caller that asked for it takes it.
+      this.session.handOver();
       this.finished = true;
       this.cleanup();
       this.resolveHead(res);
@@ -545,6 +582,16 @@ class Exchange implements FlowSource, CancelListener {
 
   private keepAliveOverride = true;
 
+  /** Bytes `chunk[a..b)` for the body to keep: a copy of a direct read's (the shared buffer is read into again), else a view. */
+  private kept(chunk: Buffer, a: number, b: number): Buffer {
+    if (this.session.transient) {
+      const copy = Buffer.allocUnsafe(b - a);
+      chunk.copy(copy, 0, a, b);
+      return copy;
+    }
+    return a === 0 && b === chunk.length ? chunk : chunk.subarray(a, b);
+  }
+
   private feed(chunk: Buffer, off: number, end: number): void {
     if (this.timerOp === 'idle') this.rearm();
     const body = this.body!;
@@ -552,7 +599,7 @@ class Exchange implements FlowSource, CancelListener {
       case B_LENGTH: {
         const n = Math.min(end - off, this.remaining);
         this.remaining -= n;
-        body.push(chunk.subarray(off, off + n));
+        body.push(this.kept(chunk, off, off + n));
         if (off + n < end) this.keepAlive = false; // bytes after the body: the server broke framing
         if (this.remaining === 0) this.complete();
         return;
@@ -567,7 +614,7 @@ class Exchange implements FlowSource, CancelListener {
             this.fail(err);
             return;
           }
-          if (d.dataEnd > d.dataStart) body.push(chunk.subarray(d.dataStart, d.dataEnd));
+          if (d.dataEnd > d.dataStart) body.push(this.kept(chunk, d.dataStart, d.dataEnd));
           off += n;
           if (d.done) {
             body.trailerFields = d.trailers;
@@ -579,7 +626,7 @@ class Exchange implements FlowSource, CancelListener {
         return;
       }
       case B_CLOSE:
-        body.push(off === 0 ? chunk : chunk.subarray(off));
+        body.push(this.kept(chunk, off, end));
         return;
       default:
         // Bytes after a body-less response on an exchange that is over.

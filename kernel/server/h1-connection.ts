@@ -33,7 +33,7 @@ import { statusFor } from './error-status.js';
 import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
 import { OutBatch } from './out-batch.js';
-import { readDirect, unboundReads } from './bounded-read.js';
+import { readDirect, unboundReads } from '../socket-reads.js';
 import type { HeadParserPool } from './parser-pool.js';
 import type { Timed, TimerHeap } from './timer-heap.js';
 import { bytesSent } from '../socket-progress.js';

@@ -25,7 +25,7 @@ import { tapsIdle, type ServerHooks, type ServerInfo, type Tapped } from '../hoo
 import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import { hostPort } from '../message/uri.js';
-import { boundReads, pauseReadable, READ_MAX, unboundReads } from './bounded-read.js';
+import { boundReads, pauseReadable, READ_MAX, unboundReads } from '../socket-reads.js';
 import { H1Connection, type ConnectionHost } from './h1-connection.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';

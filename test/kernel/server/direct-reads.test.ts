@@ -1,6 +1,6 @@
 /**
  * A plain HTTP/1.1 connection reads straight from its socket's handle into one buffer that
- * every such connection shares (kernel/server/bounded-read.ts `readDirect`): each read's bytes
+ * every such connection shares (kernel/socket-reads.ts `readDirect`): each read's bytes
  * are valid only until the next read of any connection. What the server keeps past a read (a
  * request body gathered over several reads, the pipelined rest of a read while a handler runs,
  * a stream handler's unread body) must be its own copy. Each test lets another connection's

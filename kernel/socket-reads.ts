@@ -1,8 +1,13 @@
 /**
- * Reading a plain connection's first bytes without reading past the preface a protocol tap
- * declared (see `ProtocolTapOptions`), so what follows it stays in the socket for the taker.
+ * How the kernel reads a plain TCP socket, through net's user-buffer reads (the machinery
+ * behind `net.connect({ onread })`), three ways:
+ * - bounded ({@link boundReads}): a connection's first bytes, never past the preface a protocol
+ *   tap declared (see `ProtocolTapOptions`), so what follows it stays in the socket for the taker;
+ * - direct ({@link readDirect}): every read handed to one function as a view of a shared buffer,
+ *   no Buffer and no stream machinery per read (the HTTP/1.1 server and client connections);
+ * - as a stream again ({@link unboundReads}): for whoever takes the socket over.
  *
- * Why, with HTTP/2 (h2c) as the case that made it matter: bytes read in JavaScript and then
+ * Why bounded, with HTTP/2 (h2c) as the case that made it matter: bytes read in JavaScript and then
  * given to node:http2 (`unshift`, which the session takes on its next tick) are parsed inside
  * that JavaScript call, and the streams in them run their whole lifecycle nested in it, in an
  * order they never have otherwise. V8 learns from those first streams, and the whole process
@@ -11,8 +16,8 @@
  * client's first frames in the kernel's socket buffer, for the session to read natively like
  * any later ones.
  *
- * How: net's user-buffer reads, the machinery behind `net.connect({ onread })`: the handle reads
- * into a buffer we size, so a read never takes more than the preface still missing. A server's
+ * How: the handle reads into a buffer we size, so a read never takes more than the preface
+ * still missing. A server's
  * sockets cannot be given `onread` by option, so this sets the same fields (own symbols of every
  * `net.Socket`, found once by description) and calls the handle's `useUserBuffer`. Those are
  * node internals: where they are not as expected, {@link boundReads} returns false, changes
@@ -141,6 +146,8 @@ export function readDirect(socket: Socket, onRead: (this: Socket, nread: number,
   const k = userBufferKeys(socket);
   if (k === null) return false;
   const s = socket as SocketFields;
+  // A stream that is not a net socket has none of the fields.
+  if (!(k.buffer in s) || s._handle == null) return false;
   if (s[k.buffer] === null) {
     const handle = s._handle;
     if (handle == null || typeof handle.useUserBuffer !== 'function') return false;

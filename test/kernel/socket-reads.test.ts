@@ -1,5 +1,5 @@
 /**
- * kernel/server/bounded-read.ts on real loopback sockets: reads bounded to what the caller
+ * kernel/socket-reads.ts on real loopback sockets: reads bounded to what the caller
  * asks (the rest stays in the kernel's socket buffer), the switch back to ordinary reads
  * through the one shared buffer (bytes intact with several sockets reading at once), and the
  * refusal for a socket that already reads into a user buffer of its own.
@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { boundReads, pauseReadable, unboundReads } from '../../../kernel/server/bounded-read.js';
-import { closeNetServerAfter, destroyAfter } from '../../helpers/cleanup.js';
-import { deferred, within } from '../../helpers/server.js';
+import { boundReads, pauseReadable, unboundReads } from '../../kernel/socket-reads.js';
+import { closeNetServerAfter, destroyAfter } from '../helpers/cleanup.js';
+import { deferred, within } from '../helpers/server.js';
 
 /** A loopback listener whose accepted sockets go to `onSocket`; it and they are closed after the test. */
 async function listen(onSocket: (s: net.Socket) => void): Promise<number> {
