@@ -133,6 +133,11 @@ export class Client {
   /** Exchange and acquire options of calls that pass no options (made on the first such call). */
   private defaultPlan: CallPlan | null = null;
   /**
+   * The plan of the last call that passed options of its own: the next such call with the same
+   * plan-relevant values (the usual case, one options object passed to every call) reuses it.
+   */
+  private lastPlan: CallPlan | null = null;
+  /**
    * True when every client hook that acts per attempt is untapped or has only synchronous taps
    * (known once the kernel is ready): calls take {@link Client.requestPlain}, or
    * {@link Client.requestTapped} when some of those hooks are tapped.
@@ -571,8 +576,10 @@ export class Client {
 
   /** The exchange and acquire options of `o`; calls without options of their own share one (frozen: sessions only read them). */
   private planFor(o: CallOptions): CallPlan {
-    if (o !== this.defaults) return planOf(o, this.hooks, this.preferHttp2);
-    return (this.defaultPlan ??= planOf(o, this.hooks, this.preferHttp2));
+    if (o === this.defaults) return (this.defaultPlan ??= planOf(o, this.hooks, this.preferHttp2));
+    const last = this.lastPlan;
+    if (last !== null && last.acquire.hooks === this.hooks && planFits(last.from, o)) return last;
+    return (this.lastPlan = planOf(o, this.hooks, this.preferHttp2));
   }
 
   private merge(call: CallOptions): CallOptions {
@@ -796,6 +803,43 @@ interface CallPlan {
   /** `timeouts` marked {@link kBufferBody} with the call's bound: for calls that buffer the whole body and run no per-attempt hooks. */
   readonly buffered: ExchangeOptions;
   readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null };
+  /** The options the plan was made from, as {@link planFits} compares them (copied: the call's own object may hold a body). */
+  readonly from: PlanInputs;
+}
+
+/** The call options a {@link CallPlan} depends on. */
+type PlanInputs = Readonly<
+  Pick<
+    CallOptions,
+    | 'responseHeaderTimeout'
+    | 'readIdleTimeout'
+    | 'writeIdleTimeout'
+    | 'expectContinueTimeout'
+    | 'requestTimeout'
+    | 'maxLineBytes'
+    | 'maxHeaderBytes'
+    | 'httpVersion'
+    | 'http2PriorKnowledge'
+    | 'connectTimeout'
+    | 'maxResponseBytes'
+  >
+>;
+
+/** True when `o` would make the same plan as the options `p` was taken from (same client, same hooks). */
+function planFits(p: PlanInputs, o: CallOptions): boolean {
+  return (
+    p.responseHeaderTimeout === o.responseHeaderTimeout &&
+    p.readIdleTimeout === o.readIdleTimeout &&
+    p.writeIdleTimeout === o.writeIdleTimeout &&
+    p.expectContinueTimeout === o.expectContinueTimeout &&
+    p.requestTimeout === o.requestTimeout &&
+    p.maxLineBytes === o.maxLineBytes &&
+    p.maxHeaderBytes === o.maxHeaderBytes &&
+    p.httpVersion === o.httpVersion &&
+    p.http2PriorKnowledge === o.http2PriorKnowledge &&
+    p.connectTimeout === o.connectTimeout &&
+    p.maxResponseBytes === o.maxResponseBytes
+  );
 }
 
 function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean): CallPlan {
@@ -816,7 +860,20 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: 
   const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks } as const);
   // A session that gathers the whole body itself enforces the call's bound as it goes.
   const buffered: ExchangeOptions = Object.freeze({ ...timeouts, [kBufferBody]: maxResponseBytes(o) });
-  return { timeouts, buffered, acquire };
+  const from: PlanInputs = {
+    responseHeaderTimeout: o.responseHeaderTimeout,
+    readIdleTimeout: o.readIdleTimeout,
+    writeIdleTimeout: o.writeIdleTimeout,
+    expectContinueTimeout: o.expectContinueTimeout,
+    requestTimeout: o.requestTimeout,
+    maxLineBytes: o.maxLineBytes,
+    maxHeaderBytes: o.maxHeaderBytes,
+    httpVersion: o.httpVersion,
+    http2PriorKnowledge: o.http2PriorKnowledge,
+    connectTimeout: o.connectTimeout,
+    maxResponseBytes: o.maxResponseBytes,
+  };
+  return { timeouts, buffered, acquire, from };
 }
 
 /** What the `client.poolKey` taps add to the pool key of the call on `ctx`; nothing to ask when none is tapped. */
