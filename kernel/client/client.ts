@@ -105,7 +105,8 @@ export function setDefaultClientKernel(get: (() => HookHost) | null): void {
 export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') as never;
 /**
  * Marks exchange options of a call that will buffer the whole response body at once and has no
- * hook to show the head to first; its value is the call's bound on that body in bytes
+ * hook to show the head to first (or whose hooks the session runs itself: {@link kHeadGate});
+ * its value is the call's bound on that body in bytes
  * (`maxResponseBytes`; Infinity: none). A protocol session may then resolve `dispatch` with
  * the body complete (bytes, or a `FlowBody` that holds all of it), saving the caller a second
  * wait; one that gathers the bytes itself refuses a declared length past the bound at the head
