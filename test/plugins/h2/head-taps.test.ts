@@ -10,6 +10,7 @@ import { createHook } from 'node:async_hooks';
 import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import * as HTTP from '../../../index.js';
 import { Client, createKernel, definePlugin, ResponseTooLargeError, type AnyPlugin, type CallOptions } from '../../../kernel/index.js';
 import { CookieJar, getJarCookies } from '../../../plugins/cookies/index.js';
 import { H2StreamResetError } from '../../../plugins/h2/index.js';
@@ -63,6 +64,18 @@ describe('head taps on the HTTP/2 client', () => {
     expect(await promisesPerCall(() => preset.get(url))).toBeLessThanOrEqual(m);
     expect(await promisesPerCall(() => preset.get(url, own))).toBeLessThanOrEqual(m);
     expect(text((await preset.get(url, own)).body)).toBe('hello');
+  });
+
+  it('the top-level get makes no more promises than the default client’s own get', async () => {
+    const { port } = await nodeServer((st) => {
+      st.respond({ ':status': 200, 'content-length': '5' });
+      st.end('hello');
+    });
+    const url = `http://127.0.0.1:${port}/`;
+    const own = { http2PriorKnowledge: true };
+    const client = closeAfter(HTTP.getDefaultClient());
+    const direct = await promisesPerCall(() => client.get(url, own));
+    expect(await promisesPerCall(() => HTTP.get(url, own))).toBeLessThanOrEqual(direct);
   });
 
   it('a redirect is followed with the cookie its head set, and a gzip body is decoded', async () => {
