@@ -11,12 +11,12 @@ import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
-import { Client, createKernel, definePlugin, ResponseTooLargeError, type AnyPlugin, type CallOptions } from '../../../kernel/index.js';
+import { CanceledError, Client, createKernel, definePlugin, ResponseTooLargeError, TimeoutError, type AnyPlugin, type CallOptions } from '../../../kernel/index.js';
 import { CookieJar, getJarCookies } from '../../../plugins/cookies/index.js';
 import { H2StreamResetError } from '../../../plugins/h2/index.js';
 import { presets } from '../../../plugins/index.js';
 import { closeAfter, closeKernelAfter } from '../../helpers/cleanup.js';
-import { h2Client, nodeServer } from '../../helpers/h2.js';
+import { h2Client, nodeServer, waitFor } from '../../helpers/h2.js';
 
 /** A client on a fresh default-preset kernel (plus `extra` plugins), h2c by prior knowledge. */
 async function presetClient(options: CallOptions = {}, extra: AnyPlugin[] = []): Promise<Client> {
@@ -171,6 +171,36 @@ describe('head taps on the HTTP/2 client', () => {
     expect(err).toBeInstanceOf(H2StreamResetError);
     expect((err as H2StreamResetError).errorCode).toBe(http2.constants.NGHTTP2_INTERNAL_ERROR);
     expect(streams).toBe(1);
+  });
+
+  it('a call canceled or timed out while its body is gathered fails with that, and its stream is reset', async () => {
+    let resets = 0;
+    const { port } = await nodeServer((st) => {
+      st.on('error', () => undefined);
+      st.on('close', () => {
+        if (st.rstCode === http2.constants.NGHTTP2_CANCEL) resets++;
+      });
+      st.respond({ ':status': 200, 'content-length': '100' });
+      st.write('partial');
+    });
+    // A tap with nothing to do that says when a head was shown to the taps (the body is being gathered then).
+    let seen: () => void = () => undefined;
+    const watcher = definePlugin({
+      name: 'watcher',
+      register(kernel) {
+        kernel.hooks.client.onResponseHead.tap('watcher', () => seen());
+      },
+    });
+    const c = await presetClient({}, [watcher]);
+    const ac = new AbortController();
+    const head = new Promise<void>((r) => (seen = r));
+    const canceled = c.get(`http://127.0.0.1:${port}/`, { signal: ac.signal }).catch((e: unknown) => e);
+    await head;
+    ac.abort();
+    expect(await canceled).toBeInstanceOf(CanceledError);
+    const timedOut = await c.get(`http://127.0.0.1:${port}/`, { requestTimeout: 100 }).catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(TimeoutError);
+    await waitFor(() => resets === 2);
   });
 
   it('an error thrown by an onResponseHead tap or an onRetry tap fails the call with it', async () => {
