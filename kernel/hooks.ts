@@ -166,6 +166,13 @@ export interface ClientSession {
   readonly closed: boolean;
   /** Sends one exchange. Resolves when the response head arrived, with a streaming body; the exchange ends when that body is read or closed. */
   dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response>;
+  /**
+   * True: the session honours `kHeadGate` in exchange options (it calls the gate with each
+   * response head, whose `request` is the one dispatched, and gathers the body when the gate
+   * says so). Absent or false: the client never passes the mark, and runs its head taps itself
+   * once `dispatch` resolves.
+   */
+  readonly headGate?: boolean;
   /** How many more exchanges may start now: HTTP/1 0 or 1, HTTP/2 the free concurrent streams; 0 after GOAWAY. */
   capacity(): number;
   /** True when no exchange is in flight (the pool's idle timeout counts from here). */

@@ -65,7 +65,7 @@ export { MAX_PREFACE_BYTES, type ProtocolInfo, type ProtocolTapOptions } from '.
 
 // The client side: sessions, their bodies, and how a connection is dialled.
 export type { ClientSession, SessionInfo, SessionPool, ExchangeOptions } from './hooks.js';
-export { kUnprocessed, kBufferBody } from './client/client.js';
+export { kUnprocessed, kBufferBody, kHeadGate } from './client/client.js';
 export { DueTimer } from './client/due-timer.js';
 export { stopUpload } from './client/request-body.js';
 export { FlowBody, FLOW_HIGH_WATER, type FlowSource } from './client/flow-body.js';

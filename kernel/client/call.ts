@@ -159,6 +159,18 @@ export class Call {
       return this.fail(err);
     }
     if (now) return this.finish(res);
+    const body = res.body;
+    if (body instanceof FlowBody && this.options.responseStream === undefined) {
+      // The rest of a protocol driver's body in one promise, without bufferBody's async frame.
+      return body.readRest(maxResponseBytes(this.options)).then(
+        (all) => {
+          res.body = all;
+          adoptTrailers(res, body);
+          return this.finish(res);
+        },
+        (err: unknown) => this.fail(err),
+      );
+    }
     return bufferBody(res, this.options).then(
       () => this.finish(res),
       (err: unknown) => this.fail(err),
@@ -258,11 +270,7 @@ async function bufferBody(res: Response, o: CallOptions): Promise<void> {
     return;
   }
   const limit = maxResponseBytes(o);
-  if (body instanceof FlowBody) {
-    // A protocol driver's body hands the rest over at once (one buffer, one promise).
-    res.body = await body.readRest(limit);
-    adoptTrailers(res, body);
-  } else if (body instanceof AbstractBody) {
+  if (body instanceof AbstractBody) {
     try {
       res.body = await readCapped(body, limit);
     } finally {

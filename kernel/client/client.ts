@@ -105,7 +105,8 @@ export function setDefaultClientKernel(get: (() => HookHost) | null): void {
 export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') as never;
 /**
  * Marks exchange options of a call that will buffer the whole response body at once and has no
- * hook to show the head to first; its value is the call's bound on that body in bytes
+ * hook to show the head to first (or whose hooks the session runs itself: {@link kHeadGate});
+ * its value is the call's bound on that body in bytes
  * (`maxResponseBytes`; Infinity: none). A protocol session may then resolve `dispatch` with
  * the body complete (bytes, or a `FlowBody` that holds all of it), saving the caller a second
  * wait; one that gathers the bytes itself refuses a declared length past the bound at the head
@@ -114,6 +115,17 @@ export const kUnprocessed: unique symbol = Symbol.for('switchyard.unprocessed') 
  * plugin can read it by its key (`Symbol.for('switchyard.bufferBody')`).
  */
 export const kBufferBody: unique symbol = Symbol.for('switchyard.bufferBody') as never;
+/**
+ * Marks exchange options of a buffered call (they carry {@link kBufferBody} too) whose client
+ * has synchronous `onResponseHead` or `onRetry` taps, given only to a session that declares
+ * {@link ClientSession.headGate}. Its value, `(response, ctx) => boolean`, runs those taps:
+ * the session calls it once, as soon as the head arrives and before any of the body is
+ * delivered, with the response as it would resolve `dispatch` with it (the body streamed).
+ * True: the taps had nothing to do and left the body as it was, so the session may gather it
+ * as under {@link kBufferBody} (checking the bound then) and resolve with it complete. False:
+ * the session resolves with that response now, as without either mark. It never throws.
+ */
+export const kHeadGate: unique symbol = Symbol.for('switchyard.headGate') as never;
 /** How many times one attempt is resent after {@link kUnprocessed} failures (Go's http2 transport retries a few times too). */
 const MAX_UNPROCESSED_RETRIES = 3;
 const USER_AGENT = 'switchyard/0.1';
@@ -132,6 +144,11 @@ export class Client {
   private isOpenFlag = true;
   /** Exchange and acquire options of calls that pass no options (made on the first such call). */
   private defaultPlan: CallPlan | null = null;
+  /**
+   * The plan of the last call that passed options of its own: the next such call with the same
+   * plan-relevant values (the usual case, one options object passed to every call) reuses it.
+   */
+  private lastPlan: CallPlan | null = null;
   /**
    * True when every client hook that acts per attempt is untapped or has only synchronous taps
    * (known once the kernel is ready): calls take {@link Client.requestPlain}, or
@@ -331,14 +348,63 @@ export class Client {
       if (acquire.httpVersion === 'h2' && origin.protocol === 'http:' && !this.speaksH2c) return this.resume(call, AT_REQUESTED, undefined, null);
       const session = this.transport.acquireIdle(origin, acquire, route);
       if (session === null) return this.resume(call, AT_REQUESTED, undefined, null);
-      // A tap shown the head sees it before the body is read, as in the attempt loop.
+      // A tap shown the head sees it before the body is read, as in the attempt loop: in the
+      // session (which then gathers the body itself when the taps leave it alone), or here.
       const headTaps = this.onResponseHeadSync !== null || this.onRetrySync !== null;
-      p = session.dispatch(req, ctx, headTaps || call.options.responseStream !== undefined ? plan.timeouts : plan.buffered);
+      if (call.options.responseStream !== undefined) p = session.dispatch(req, ctx, plan.timeouts);
+      else if (!headTaps) p = session.dispatch(req, ctx, plan.buffered);
+      else if (session.headGate === true) {
+        p = session.dispatch(req, ctx, plan.gated);
+        return call.settle(p, this.failedTapped, this.headGated);
+      } else p = session.dispatch(req, ctx, plan.timeouts);
     } catch (err) {
       return this.resume(call, AT_FAILED, err, null);
     }
     return call.settle(p, this.failedTapped, this.headTapped);
   }
+
+  /**
+   * The {@link kHeadGate} of this client's buffered calls: runs the synchronous `onResponseHead`
+   * and `onRetry` taps on a first attempt's head inside the session, as {@link Client.headTapped}
+   * would after it; what they did, when anything, waits in {@link gateOutcomes} for
+   * {@link Client.headGated}.
+   */
+  private readonly headGate = (res: Response, ctx: RequestContext): boolean => {
+    const body = res.body;
+    const req = res.request!;
+    res.url = req.url;
+    const onHead = this.onResponseHeadSync;
+    if (onHead !== null) {
+      let next: Request | void | undefined;
+      try {
+        next = onHead(res, ctx);
+      } catch (err) {
+        return held(res, AT_FAILED, err);
+      }
+      if (next !== undefined) return held(res, AT_HEAD, next);
+    }
+    const onRetry = this.onRetrySync;
+    if (onRetry !== null) {
+      let decision: RetryDecision | void | undefined;
+      try {
+        decision = onRetry({ attempt: 1, error: null, request: req, response: res }, ctx);
+      } catch (err) {
+        return held(res, GATE_THREW, err);
+      }
+      if (decision !== undefined) return held(res, AT_DECIDED, decision);
+    }
+    return res.body === body || held(res, GATE_BODY, undefined);
+  };
+
+  /** A gated exchange's response (see {@link kHeadGate}): its taps ran in the session; the call goes on from what they did. */
+  private readonly headGated = (call: Call, res: Response): Response | Promise<Response> => {
+    const o = gateOutcomes.get(res);
+    if (o === undefined || o.at === GATE_BODY) return call.complete(res);
+    gateOutcomes.delete(res);
+    // A tap's error in onRetry ends the call, as it leaves the attempt loop.
+    if (o.at === GATE_THREW) return call.fail(o.value);
+    return this.resume(call, o.at, o.value, res);
+  };
 
   /** A {@link Client.requestTapped} exchange failed: the attempt loop takes the error as if it had thrown there. */
   private readonly failedTapped = (call: Call, err: unknown): Promise<Response> => this.resume(call, AT_FAILED, err, null);
@@ -571,8 +637,10 @@ export class Client {
 
   /** The exchange and acquire options of `o`; calls without options of their own share one (frozen: sessions only read them). */
   private planFor(o: CallOptions): CallPlan {
-    if (o !== this.defaults) return planOf(o, this.hooks, this.preferHttp2);
-    return (this.defaultPlan ??= planOf(o, this.hooks, this.preferHttp2));
+    if (o === this.defaults) return (this.defaultPlan ??= planOf(o, this.hooks, this.preferHttp2, this.headGate));
+    const last = this.lastPlan;
+    if (last !== null && last.acquire.hooks === this.hooks && planFits(last.from, o)) return last;
+    return (this.lastPlan = planOf(o, this.hooks, this.preferHttp2, this.headGate));
   }
 
   private merge(call: CallOptions): CallOptions {
@@ -756,6 +824,24 @@ const AT_DECIDED = 3;
 /** The attempt threw `value` (`response`: the head it had got, or null). */
 const AT_FAILED = 4;
 
+/** A gated head's `onRetry` taps threw (`value`): the call ends with it. */
+const GATE_THREW = 5;
+/** A gated head's taps replaced its body and returned nothing: the call buffers that body. */
+const GATE_BODY = 6;
+
+/** What a {@link kHeadGate}'s taps did with a head they did not leave alone, until the call's continuation takes it. */
+interface GateOutcome {
+  readonly at: typeof AT_HEAD | typeof AT_DECIDED | typeof AT_FAILED | typeof GATE_THREW | typeof GATE_BODY;
+  readonly value: unknown;
+}
+const gateOutcomes = new WeakMap<Response, GateOutcome>();
+
+/** Records what the taps did with `res` and tells the session to hand it over as it is (false). */
+function held(res: Response, at: GateOutcome['at'], value: unknown): false {
+  gateOutcomes.set(res, { at, value });
+  return false;
+}
+
 /** How far {@link Client.requestTapped} took a call's first attempt before {@link Client.run} goes on with it. */
 interface Resume {
   readonly at: typeof AT_REQUESTED | typeof AT_HEAD | typeof AT_DECIDED | typeof AT_FAILED;
@@ -795,10 +881,49 @@ interface CallPlan {
   readonly timeouts: ExchangeOptions;
   /** `timeouts` marked {@link kBufferBody} with the call's bound: for calls that buffer the whole body and run no per-attempt hooks. */
   readonly buffered: ExchangeOptions;
+  /** `buffered` marked {@link kHeadGate} with the client's gate: for buffered calls whose synchronous head taps a session runs. */
+  readonly gated: ExchangeOptions;
   readonly acquire: { readonly connectTimeout: number; readonly httpVersion: 'h1' | 'h2' | 'auto'; readonly hooks: Tapped<ClientHooks> | null };
+  /** The options the plan was made from, as {@link planFits} compares them (copied: the call's own object may hold a body). */
+  readonly from: PlanInputs;
 }
 
-function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean): CallPlan {
+/** The call options a {@link CallPlan} depends on. */
+type PlanInputs = Readonly<
+  Pick<
+    CallOptions,
+    | 'responseHeaderTimeout'
+    | 'readIdleTimeout'
+    | 'writeIdleTimeout'
+    | 'expectContinueTimeout'
+    | 'requestTimeout'
+    | 'maxLineBytes'
+    | 'maxHeaderBytes'
+    | 'httpVersion'
+    | 'http2PriorKnowledge'
+    | 'connectTimeout'
+    | 'maxResponseBytes'
+  >
+>;
+
+/** True when `o` would make the same plan as the options `p` was taken from (same client, same hooks). */
+function planFits(p: PlanInputs, o: CallOptions): boolean {
+  return (
+    p.responseHeaderTimeout === o.responseHeaderTimeout &&
+    p.readIdleTimeout === o.readIdleTimeout &&
+    p.writeIdleTimeout === o.writeIdleTimeout &&
+    p.expectContinueTimeout === o.expectContinueTimeout &&
+    p.requestTimeout === o.requestTimeout &&
+    p.maxLineBytes === o.maxLineBytes &&
+    p.maxHeaderBytes === o.maxHeaderBytes &&
+    p.httpVersion === o.httpVersion &&
+    p.http2PriorKnowledge === o.http2PriorKnowledge &&
+    p.connectTimeout === o.connectTimeout &&
+    p.maxResponseBytes === o.maxResponseBytes
+  );
+}
+
+function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: boolean, gate: (res: Response, ctx: RequestContext) => boolean): CallPlan {
   const timeouts: ExchangeOptions = Object.freeze({
     // Unset, with readIdleTimeout set: that one times the head wait, as documented.
     responseHeaderTimeout: o.responseHeaderTimeout ?? ((o.readIdleTimeout ?? 0) > 0 ? 0 : DEFAULT_RESPONSE_HEADER_TIMEOUT),
@@ -816,7 +941,21 @@ function planOf(o: CallOptions, hooks: Tapped<ClientHooks> | null, preferHttp2: 
   const acquire = Object.freeze({ connectTimeout: o.connectTimeout ?? 30_000, httpVersion, hooks } as const);
   // A session that gathers the whole body itself enforces the call's bound as it goes.
   const buffered: ExchangeOptions = Object.freeze({ ...timeouts, [kBufferBody]: maxResponseBytes(o) });
-  return { timeouts, buffered, acquire };
+  const gated: ExchangeOptions = Object.freeze({ ...buffered, [kHeadGate]: gate });
+  const from: PlanInputs = {
+    responseHeaderTimeout: o.responseHeaderTimeout,
+    readIdleTimeout: o.readIdleTimeout,
+    writeIdleTimeout: o.writeIdleTimeout,
+    expectContinueTimeout: o.expectContinueTimeout,
+    requestTimeout: o.requestTimeout,
+    maxLineBytes: o.maxLineBytes,
+    maxHeaderBytes: o.maxHeaderBytes,
+    httpVersion: o.httpVersion,
+    http2PriorKnowledge: o.http2PriorKnowledge,
+    connectTimeout: o.connectTimeout,
+    maxResponseBytes: o.maxResponseBytes,
+  };
+  return { timeouts, buffered, gated, acquire, from };
 }
 
 /** What the `client.poolKey` taps add to the pool key of the call on `ctx`; nothing to ask when none is tapped. */

@@ -65,9 +65,9 @@ export interface TimeoutOptions extends ExchangeTimeoutOptions {
 const TIMEOUT_OPTIONS = [...EXCHANGE_TIMEOUT_OPTIONS, 'expectContinueTimeout'] as const satisfies readonly (keyof TimeoutOptions)[];
 
 /** Throws `ArgumentError` (starting with `where: ` when given) unless `v` is a number of milliseconds >= 0 or undefined. */
-function checkMs(v: unknown, key: string, where: string | null): void {
+function checkMs(v: unknown, key: string, where: Where | null): void {
   if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
-    throw new ArgumentError(`${where === null ? '' : `${where}: `}${key} must be a number of milliseconds >= 0, got ${String(v)}`);
+    throw new ArgumentError(`${where === null ? '' : `${describeWhere(where)}: `}${key} must be a number of milliseconds >= 0, got ${String(v)}`);
   }
 }
 
@@ -224,7 +224,13 @@ const BODY_HINT = 'a request body goes in { body: … } (an object there is sent
 /** What to say for a header name given where call options go. */
 const HEADERS_HINT = 'request headers go in { headers: { … } }, or in the positional form (url, headers, body, options)';
 
-function describeWhere(w: string | (() => string)): string {
+/**
+ * Where options were given, for the start of an error's message: the text, or a function that
+ * makes it (only when there is an error to report: a call's checks run per request).
+ */
+type Where = string | (() => string);
+
+function describeWhere(w: Where): string {
   return typeof w === 'string' ? w : w();
 }
 
@@ -235,16 +241,16 @@ function describeWhere(w: string | (() => string)): string {
  * `kernel` (null: none) does not have it; any other name is an `ArgumentError` with the nearest
  * valid one (and `headersHint` for a name that looks like a header's).
  */
-export function checkCallOptionNames(o: object, where: string, kernel: HookHost | null, known: ReadonlySet<string>, headersHint?: string): void {
+export function checkCallOptionNames(o: object, where: Where, kernel: HookHost | null, known: ReadonlySet<string>, headersHint?: string): void {
   for (const key in o) {
     if (known.has(key) || !Object.prototype.hasOwnProperty.call(o, key)) continue;
     const owner = callOptionOwner(key);
-    if (owner === undefined) throw unknownOptionError(where, key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
+    if (owner === undefined) throw unknownOptionError(describeWhere(where), key, [...known, ...pluginCallOptionNames()], adviceFor(o, key, known, headersHint));
     const v = (o as Record<string, unknown>)[key];
     if (v === undefined) continue;
-    if (kernel === null || !kernel.isRegistered(owner.plugin)) throw needsPlugin(where, key, owner.plugin, kernel !== null);
+    if (kernel === null || !kernel.isRegistered(owner.plugin)) throw needsPlugin(describeWhere(where), key, owner.plugin, kernel !== null);
     const expected = owner.check(v);
-    if (expected !== null) throw new ArgumentError(`${where}: ${key} must be ${expected}, got ${describe(v)}`);
+    if (expected !== null) throw new ArgumentError(`${describeWhere(where)}: ${key} must be ${expected}, got ${describe(v)}`);
   }
 }
 
@@ -258,8 +264,8 @@ function adviceFor(o: object, key: string, known: ReadonlySet<string>, headersHi
 }
 
 /** @internal Checks the names and the types of a call's options (`kernel`: the client's, for the options that need a plugin). */
-export function checkCallOptions(o: CallOptions, whereOf: string | (() => string), kernel: HookHost | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
-  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${describeWhere(whereOf)}: options must be an object, got ${o === null ? 'null' : typeof o}`);
+export function checkCallOptions(o: CallOptions, where: Where, kernel: HookHost | null = null, known: ReadonlySet<string> = KERNEL_CALL_OPTIONS): void {
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${describeWhere(where)}: options must be an object, got ${o === null ? 'null' : typeof o}`);
   // The common call passes no options at all: nothing to check.
   let any = false;
   for (const _ in o) {
@@ -267,32 +273,31 @@ export function checkCallOptions(o: CallOptions, whereOf: string | (() => string
     break;
   }
   if (!any) return;
-  const where = typeof whereOf === 'string' ? whereOf : whereOf();
   checkCallOptionNames(o, where, kernel, known, known === KERNEL_CALL_OPTIONS ? HEADERS_HINT : undefined);
   for (const k of TIMEOUT_OPTIONS) checkMs(o[k], k, where);
-  if (o.statusException !== undefined && typeof o.statusException !== 'boolean') throw new ArgumentError(`${where}: statusException must be a boolean`);
+  if (o.statusException !== undefined && typeof o.statusException !== 'boolean') throw new ArgumentError(`${describeWhere(where)}: statusException must be a boolean`);
   if (o.basicauth !== undefined && (!Array.isArray(o.basicauth) || o.basicauth.length !== 2 || typeof o.basicauth[0] !== 'string' || typeof o.basicauth[1] !== 'string')) {
-    throw new ArgumentError(`${where}: basicauth must be [user, password] strings`);
+    throw new ArgumentError(`${describeWhere(where)}: basicauth must be [user, password] strings`);
   }
   if (o.responseStream !== undefined) checkResponseStream(o.responseStream, where);
-  if (o.trace !== undefined && typeof o.trace !== 'function') throw new ArgumentError(`${where}: trace must be a function`);
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new ArgumentError(`${where}: signal must be an AbortSignal`);
+  if (o.trace !== undefined && typeof o.trace !== 'function') throw new ArgumentError(`${describeWhere(where)}: trace must be a function`);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new ArgumentError(`${describeWhere(where)}: signal must be an AbortSignal`);
   if (o.httpVersion !== undefined && o.httpVersion !== 'auto' && o.httpVersion !== 'h1' && o.httpVersion !== 'h2') {
-    throw new ArgumentError(`${where}: httpVersion must be 'auto', 'h1' or 'h2'`);
+    throw new ArgumentError(`${describeWhere(where)}: httpVersion must be 'auto', 'h1' or 'h2'`);
   }
   for (const k of ['maxLineBytes', 'maxHeaderBytes'] as const) {
     const v = o[k];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw new ArgumentError(`${where}: ${k} must be an integer >= 1, got ${String(v)}`);
+    if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 1)) throw new ArgumentError(`${describeWhere(where)}: ${k} must be an integer >= 1, got ${String(v)}`);
   }
   if (o.maxResponseBytes !== undefined && (typeof o.maxResponseBytes !== 'number' || !Number.isSafeInteger(o.maxResponseBytes) || o.maxResponseBytes < 0)) {
-    throw new ArgumentError(`${where}: maxResponseBytes must be a whole number of bytes >= 0 (0 = no bound), got ${String(o.maxResponseBytes)}`);
+    throw new ArgumentError(`${describeWhere(where)}: maxResponseBytes must be a whole number of bytes >= 0 (0 = no bound), got ${String(o.maxResponseBytes)}`);
   }
-  if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${where}: http2PriorKnowledge must be a boolean`);
+  if (o.http2PriorKnowledge !== undefined && typeof o.http2PriorKnowledge !== 'boolean') throw new ArgumentError(`${describeWhere(where)}: http2PriorKnowledge must be a boolean`);
   // HTTP/2 is spoken by plugins (h2 over TLS, h2c on plain http://): without one the call would
   // quietly speak HTTP/1.1. The URL's scheme is checked when the call connects (see checkHttpVersion).
-  if (o.http2PriorKnowledge === true) throwIf(protocolMissing(kernel, 'h2c', where, 'http2PriorKnowledge'));
-  if (o.httpVersion === 'h2') throwIf(protocolMissing(kernel, 'h2', where, "httpVersion: 'h2'"));
-  if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${where}: verbose must be 0, 1 or 2`);
+  if (o.http2PriorKnowledge === true) needProtocol(kernel, 'h2c', where, 'http2PriorKnowledge');
+  if (o.httpVersion === 'h2') needProtocol(kernel, 'h2', where, "httpVersion: 'h2'");
+  if (o.verbose !== undefined && o.verbose !== 0 && o.verbose !== 1 && o.verbose !== 2) throw new ArgumentError(`${describeWhere(where)}: verbose must be 0, 1 or 2`);
 }
 
 /**
@@ -308,14 +313,19 @@ function throwIf(err: ArgumentError | null): void {
   if (err !== null) throw err;
 }
 
+/** Throws {@link protocolMissing}'s error unless `kernel` speaks `protocol` (`where` made only then). */
+function needProtocol(kernel: HookHost | null, protocol: string, where: Where, key: string): void {
+  if (protocolMissing(kernel, protocol, null, key) !== null) throw protocolMissing(kernel, protocol, describeWhere(where), key)!;
+}
+
 function isWritable(x: unknown): boolean {
   return typeof x === 'object' && x !== null && typeof (x as Writable).write === 'function';
 }
 
-function checkResponseStream(r: unknown, where: string): void {
+function checkResponseStream(r: unknown, where: Where): void {
   if (isWritable(r)) return;
   const s = r as Partial<ResponseSink> | null;
   if (typeof s !== 'object' || s === null || !isWritable(s.stream) || (s.end !== undefined && typeof s.end !== 'boolean') || Object.keys(s).some((k) => k !== 'stream' && k !== 'end')) {
-    throw new ArgumentError(`${where}: responseStream must be a Writable stream, or { stream: Writable, end?: boolean }`);
+    throw new ArgumentError(`${describeWhere(where)}: responseStream must be a Writable stream, or { stream: Writable, end?: boolean }`);
   }
 }

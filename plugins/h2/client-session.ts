@@ -38,6 +38,7 @@ import {
   framingPlan,
   headersFromFields,
   kBufferBody,
+  kHeadGate,
   DueTimer,
   kUnprocessed,
   protocolResponse,
@@ -113,6 +114,7 @@ function unprocessed(err: Error): Error {
 export class H2ClientSession implements ClientSession {
   readonly protocol = 'h2';
   readonly multiplexed = true;
+  readonly headGate = true;
   readonly session: ClientHttp2Session;
   /** @internal */
   idleSince = performance.now();
@@ -414,6 +416,14 @@ function bufferBound(t: ExchangeOptions): number {
   return typeof b === 'number' ? b : b === true ? Infinity : -1;
 }
 
+/** The client's head taps to run before gathering the body (see kHeadGate), or null. */
+type HeadGate = (res: Response, ctx: RequestContext) => boolean;
+
+function headGateOf(t: ExchangeOptions): HeadGate | null {
+  const g = (t as unknown as Record<symbol, unknown>)[kHeadGate];
+  return typeof g === 'function' ? (g as HeadGate) : null;
+}
+
 const NO_TIMEOUTS: ExchangeOptions = Object.freeze({ responseHeaderTimeout: 0, readIdleTimeout: 0, writeIdleTimeout: 0, expectContinueTimeout: 0 });
 
 /** One request/response on an {@link H2ClientSession}. */
@@ -448,6 +458,11 @@ class H2ClientExchange implements BodySource, CancelListener {
   private readonly whole: boolean;
   /** Buffering: the call's bound on the body (Infinity: none). */
   private readonly limit: number;
+  /**
+   * Buffering: the client's head taps (kHeadGate), run on the head with a streamed body; the
+   * bytes are gathered here only when they leave that body alone.
+   */
+  private readonly gate: HeadGate | null;
   /** Buffering: the response whose body is still arriving (the head promise is not settled yet). */
   private pending: Response | null = null;
   /** Buffering: the body so far (one chunk, or several), gathered here instead of in a FlowBody. */
@@ -470,6 +485,7 @@ class H2ClientExchange implements BodySource, CancelListener {
     this.owner = owner;
     this.whole = bound >= 0;
     this.limit = bound;
+    this.gate = this.whole ? headGateOf(t) : null;
     this.stream = stream;
     this.req = req;
     this.t = t;
@@ -621,7 +637,8 @@ class H2ClientExchange implements BodySource, CancelListener {
     const ended = (flags & 1) !== 0;
     // A HEAD or 304 response's length is the one a GET would have had: no DATA follows.
     if (!ended && length >= 0 && status !== 304 && this.req.method !== 'HEAD') this.declared = length;
-    if (this.whole && !ended && length > this.limit) {
+    const gate = this.gate;
+    if (this.whole && gate === null && !ended && length > this.limit) {
       // Refused at the head, as the client's own buffering does: the body is not read.
       this.headDone = false;
       this.fail(new ResponseTooLargeError(this.limit, 0, length));
@@ -631,12 +648,27 @@ class H2ClientExchange implements BodySource, CancelListener {
     if (ended) body = nobody;
     else {
       // Buffering: the bytes are gathered here and become the body at the end (no stream body).
-      body = this.whole ? nobody : (this.body = new H2ResponseBody(this, length));
+      body = this.whole && gate === null ? nobody : (this.body = new H2ResponseBody(this, length));
       if (this.t.readIdleTimeout > 0) this.arm(this.t.readIdleTimeout, 'readIdleTimeout');
     }
     const res = protocolResponse(status, '', h, body, ended ? 0 : length, 2, 0, this.req);
-    if (this.whole && !ended) this.pending = res;
+    if (gate !== null) {
+      if (!this.gathers(gate, res, ended, length)) this.resolveHead(res);
+    } else if (this.whole && !ended) this.pending = res;
     else this.resolveHead(res);
+  }
+
+  /**
+   * Runs the client's head taps (kHeadGate) on `res` before any of its body is delivered. True:
+   * they left the body alone, and it is gathered here (a declared length past the bound fails
+   * the call now, as the client's buffering would, the taps having seen the head); false: `res`
+   * is to be handed over as it is.
+   */
+  private gathers(gate: HeadGate, res: Response, ended: boolean, length: number): boolean {
+    if (!gate(res, this.ctx!) || this.finished || ended) return false;
+    this.pending = res;
+    if (length > this.limit) this.fail(new ResponseTooLargeError(this.limit, 0, length));
+    return true;
   }
 
   /** The body ended: a buffering exchange hands over its response now, with the body gathered. */
@@ -774,7 +806,17 @@ class H2ClientExchange implements BodySource, CancelListener {
     this.cleanup();
     const e = err instanceof Error ? err : new ProtocolError(String(err));
     this.dropUpload(e);
-    if (!this.headDone || this.pending !== null) {
+    const pending = this.pending;
+    const body = this.body;
+    if (pending !== null && body !== null) {
+      // Gathering after the head taps (kHeadGate): the response goes out with its streamed body
+      // failed, as it would have failed to the client reading it.
+      this.pending = null;
+      this.gathered = null;
+      pending.body = body;
+      body.error(e);
+      this.resolveHead(pending);
+    } else if (!this.headDone || pending !== null) {
       this.pending = null;
       this.gathered = null;
       this.rejectHead(e);
