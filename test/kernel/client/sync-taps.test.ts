@@ -5,38 +5,20 @@
  * a tap does act (answers, redirects, throws, decides a retry) the call goes on in the attempt
  * loop exactly as before, each tap run once per attempt.
  */
-import { createHook } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
-import { createKernel, definePlugin, Request, Response, type Client, type RetryDecision } from '../../../kernel/index.js';
+import { createKernel, definePlugin, Request, Response, type RetryDecision } from '../../../kernel/index.js';
 import { presets, redirects } from '../../../plugins/index.js';
 import { closeKernelAfter } from '../../helpers/cleanup.js';
 import { newClient, startServer, text } from '../../helpers/client.js';
-
-/** Promises made while one `GET url` runs to its end on `c` (a warmed-up pooled connection). */
-async function promisesPerCall(c: Client, url: string): Promise<number> {
-  await c.get(url);
-  let n = 0;
-  const hook = createHook({
-    init(_id, type) {
-      if (type === 'PROMISE') n++;
-    },
-  });
-  hook.enable();
-  try {
-    await c.get(url);
-  } finally {
-    hook.disable();
-  }
-  return n;
-}
+import { promisesPerCall } from '../../helpers/promises.js';
 
 describe('synchronous per-attempt taps', () => {
   it('a default-preset call whose taps have nothing to do makes no more promises than a bare kernel call', async () => {
     const s = await startServer(() => new Response(200, 'hello'));
     const bare = newClient({ kernel: closeKernelAfter(await createKernel().ready()) });
     const preset = newClient({ kernel: closeKernelAfter(await createKernel().register(presets.defaults).ready()) });
-    const b = await promisesPerCall(bare, `${s.origin}/`);
-    const p = await promisesPerCall(preset, `${s.origin}/`);
+    const b = await promisesPerCall(() => bare.get(`${s.origin}/`));
+    const p = await promisesPerCall(() => preset.get(`${s.origin}/`));
     expect(p).toBeLessThanOrEqual(b);
   });
 

@@ -6,9 +6,9 @@
  * redirect, a decoded or parsed body, a retry, an error) or the body fails after the head, the
  * call ends as it did when the taps ran after `dispatch`. The peer is a bare node:http2 server.
  */
-import { createHook } from 'node:async_hooks';
 import http2 from 'node:http2';
 import { gzipSync } from 'node:zlib';
+import { promisesPerCall } from '../../helpers/promises.js';
 import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { CanceledError, Client, createKernel, definePlugin, ResponseTooLargeError, TimeoutError, type AnyPlugin, type CallOptions } from '../../../kernel/index.js';
@@ -26,24 +26,6 @@ async function presetClient(options: CallOptions = {}, extra: AnyPlugin[] = []):
       .ready(),
   );
   return closeAfter(new Client({ kernel, http2PriorKnowledge: true, retryDelayScale: 1, ...options }));
-}
-
-/** Promises made while one `fn()` runs to its end, after a warm-up call. */
-async function promisesPerCall(fn: () => Promise<unknown>): Promise<number> {
-  await fn();
-  let n = 0;
-  const hook = createHook({
-    init(_id, type) {
-      if (type === 'PROMISE') n++;
-    },
-  });
-  hook.enable();
-  try {
-    await fn();
-  } finally {
-    hook.disable();
-  }
-  return n;
 }
 
 function text(body: unknown): string {
