@@ -146,7 +146,7 @@ export function lightResponseClass(): typeof globalThis.Response {
  * the server then writes it from {@link lightStatus}, {@link lightStatusText},
  * {@link lightHeaders} and {@link lightBody}, without making the platform's.
  */
-export function isLight(res: unknown): res is globalThis.Response {
+export function isLight(res: unknown): boolean {
   return lightProto !== null && typeof res === 'object' && res !== null && Object.getPrototypeOf(res) === lightProto && (res as LightParts)[NATIVE] === null;
 }
 
@@ -160,10 +160,19 @@ export function lightStatusText(res: globalThis.Response): string {
   return (res as unknown as LightParts)[INIT]?.statusText ?? '';
 }
 
-/** The headers of a response {@link isLight} accepted, null when none were given nor read. */
+/**
+ * The header fields to write for a response {@link isLight} accepted, null when none were given
+ * nor read. A platform `Headers` given as `init.headers` (what a Hono context passes) is given
+ * back itself when its fields are the response's (no content type to add), not copied as
+ * `res.headers` would: iterate it, do not change it.
+ */
 export function lightHeaders(res: globalThis.Response): globalThis.Headers | null {
   const r = res as unknown as LightParts;
-  return r[HEADERS] !== null || r[INIT]?.headers !== undefined ? res.headers : null;
+  if (r[HEADERS] !== null) return r[HEADERS];
+  const given = r[INIT]?.headers;
+  if (given === undefined) return null;
+  if (Object.getPrototypeOf(given) === globalThis.Headers.prototype && (typeof r[BODY] !== 'string' || (given as globalThis.Headers).has('content-type'))) return given as globalThis.Headers;
+  return res.headers;
 }
 
 /** The body of a response {@link isLight} accepted: a string, bytes, or null for none. */
@@ -178,7 +187,8 @@ export function lightBody(res: globalThis.Response): string | Uint8Array | null 
  */
 export function lightParts(res: unknown): { status: number; statusText: string; headers: globalThis.Headers | null; body: string | Uint8Array | null } | null {
   if (!isLight(res)) return null;
-  return { status: lightStatus(res), statusText: lightStatusText(res), headers: lightHeaders(res), body: lightBody(res) };
+  const r = res as globalThis.Response;
+  return { status: lightStatus(r), statusText: lightStatusText(r), headers: lightHeaders(r), body: lightBody(r) };
 }
 
 /**
