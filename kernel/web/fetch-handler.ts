@@ -163,7 +163,8 @@ export function fetchHandler(handler: FetchHandler, options: FetchHandlerOptions
     const res = handler(lightRequest(stream, url), { stream });
     // A handler that answers synchronously (most routes of most apps) costs no extra turn, and
     // its string or bytes body no Promise at all.
-    if (!isLight(res) && res != null && typeof (res as Partial<PromiseLike<unknown>>).then === 'function') return Promise.resolve(res).then((r) => writeWebResponse(stream, r));
+    if (isLight(res)) return writeLightResponse(stream, res as globalThis.Response);
+    if (res != null && typeof (res as Partial<PromiseLike<unknown>>).then === 'function') return Promise.resolve(res).then((r) => writeWebResponse(stream, r));
     return writeWebResponse(stream, res);
   };
 }
@@ -186,7 +187,7 @@ function copyHeaders(stream: Stream, headers: globalThis.Headers): void {
  */
 function writeWebResponse(stream: Stream, res: unknown): Promise<void> | undefined {
   // The light response first: its class's instanceof test is a call.
-  if (isLight(res)) return writeLightResponse(stream, res);
+  if (isLight(res)) return writeLightResponse(stream, res as globalThis.Response);
   if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
   const status = res.status;
   stream.setStatus(status, res.statusText);
