@@ -21,7 +21,7 @@ import { notAWebResponse } from '../server/handler-result.js';
 import { delegateToFull } from './delegate.js';
 import { toWebHeaders } from './headers.js';
 import { webBodySource } from './from-web-response.js';
-import { installLightResponse, lightParts } from './light-response.js';
+import { installLightResponse, isLight, lightBody, lightHeaders, lightStatus, lightStatusText } from './light-response.js';
 import { bodyOfStream, webRequest, webRequestUrl } from './to-web-request.js';
 
 /** The second argument a fetch-style handler gets: the exchange it answers (peer address, protocol, the server). */
@@ -74,14 +74,18 @@ function full(r: LightRequest): globalThis.Request {
   return f;
 }
 
-// Made on first use: touching the platform's Request loads Node's fetch implementation.
-let lightProto: object | null = null;
+/** Makes the light request of one exchange; its prototype is set on first use (see {@link lightRequest}). */
+const LightRequest = function LightRequest(this: LightRequest, stream: Stream, url: string): void {
+  this[STREAM] = stream;
+  this[URL_] = url;
+  this[HEADERS] = null;
+  this[FULL] = null;
+} as unknown as { new (stream: Stream, url: string): LightRequest; prototype: object };
+
+// Set on first use: touching the platform's Request loads Node's fetch implementation.
+let protoSet = false;
 
 /** The prototype of the light requests: the platform's Request's, with the members below. */
-function requestProto(): object {
-  return (lightProto ??= buildRequestProto());
-}
-
 function buildRequestProto(): object {
   const lightProto: object = Object.create(globalThis.Request.prototype, {
     method: {
@@ -123,13 +127,13 @@ function buildRequestProto(): object {
   return lightProto;
 }
 
+/** The light request of `stream`, whose URL is `url`. */
 function lightRequest(stream: Stream, url: string): globalThis.Request {
-  const r = Object.create(requestProto()) as LightRequest;
-  r[STREAM] = stream;
-  r[URL_] = url;
-  r[HEADERS] = null;
-  r[FULL] = null;
-  return r as unknown as globalThis.Request;
+  if (!protoSet) {
+    LightRequest.prototype = buildRequestProto();
+    protoSet = true;
+  }
+  return new LightRequest(stream, url) as unknown as globalThis.Request;
 }
 
 /**
@@ -159,6 +163,7 @@ export function fetchHandler(handler: FetchHandler, options: FetchHandlerOptions
     const res = handler(lightRequest(stream, url), { stream });
     // A handler that answers synchronously (most routes of most apps) costs no extra turn, and
     // its string or bytes body no Promise at all.
+    if (isLight(res)) return writeLightResponse(stream, res as globalThis.Response);
     if (res != null && typeof (res as Partial<PromiseLike<unknown>>).then === 'function') return Promise.resolve(res).then((r) => writeWebResponse(stream, r));
     return writeWebResponse(stream, res);
   };
@@ -181,26 +186,27 @@ function copyHeaders(stream: Stream, headers: globalThis.Headers): void {
  * body with its head in one go, undefined when the wire took it at once.
  */
 function writeWebResponse(stream: Stream, res: unknown): Promise<void> | undefined {
+  // The light response first: its class's instanceof test is a call.
+  if (isLight(res)) return writeLightResponse(stream, res as globalThis.Response);
   if (!(res instanceof globalThis.Response)) throw notAWebResponse(res);
-  const light = lightParts(res);
-  let src: string | Uint8Array | null | undefined;
-  let status: number;
-  if (light !== null) {
-    status = light.status;
-    stream.setStatus(status, light.statusText);
-    if (light.headers !== null) copyHeaders(stream, light.headers);
-    else if (typeof light.body === 'string') stream.setHeader('Content-Type', 'text/plain;charset=UTF-8');
-    src = light.body;
-  } else {
-    status = res.status;
-    stream.setStatus(status, res.statusText);
-    copyHeaders(stream, res.headers);
-    src = webBodySource(res);
-  }
+  const status = res.status;
+  stream.setStatus(status, res.statusText);
+  copyHeaders(stream, res.headers);
+  const src = webBodySource(res);
   // A Content-Length the response carries is kept (and checked against the body); else the
   // stream declares the body's own.
   if (src !== undefined) return stream.finishWrite(src === null ? undefined : src);
   return writeWebStream(stream, res, status);
+}
+
+/** Writes a light response (see `light-response.ts`) whose platform response was not made: its body is in memory. */
+function writeLightResponse(stream: Stream, res: globalThis.Response): Promise<void> | undefined {
+  stream.setStatus(lightStatus(res), lightStatusText(res));
+  const headers = lightHeaders(res);
+  const body = lightBody(res);
+  if (headers !== null) copyHeaders(stream, headers);
+  else if (typeof body === 'string') stream.setHeader('Content-Type', 'text/plain;charset=UTF-8');
+  return stream.finishWrite(body === null ? undefined : body);
 }
 
 /** Writes the `ReadableStream` body of `res` through `stream`, chunk by chunk as it comes. */

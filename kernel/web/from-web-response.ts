@@ -8,7 +8,7 @@ import { describeType } from '../message/message.js';
 import { Response } from '../message/response.js';
 import type { Body } from '../message/body.js';
 import { fromWebHeaders } from './headers.js';
-import { lightParts, nativeResponse } from './light-response.js';
+import { isLight, lightBody, nativeResponse } from './light-response.js';
 
 /** What a web response's body was made from, as far as it can be read without its stream. */
 type Source = string | Uint8Array | null | undefined;
@@ -31,8 +31,7 @@ function platformStateKey(): symbol | null {
  * subclass): null for no body, undefined when the body must be read from `response.body`.
  */
 export function webBodySource(response: globalThis.Response): Source {
-  const light = lightParts(response);
-  if (light !== null) return light.body;
+  if (isLight(response)) return lightBody(response);
   if (response.bodyUsed) return undefined;
   // Only the platform's class itself: a subclass (switchyard's fetch responses among them) may
   // keep its body elsewhere than the platform's state, and give it through `body`.

@@ -128,31 +128,67 @@ function build(): typeof globalThis.Response {
 }
 
 let light: typeof globalThis.Response | null = null;
+// Its prototype, kept apart for the test the server runs on every response.
+let lightProto: object | null = null;
 
 /** The light Response class (see the module notes), made on first use. */
 export function lightResponseClass(): typeof globalThis.Response {
-  return (light ??= build());
+  if (light === null) {
+    light = build();
+    lightProto = light.prototype as object;
+  }
+  return light;
+}
+
+/**
+ * True when `res` is an instance of the light class itself (not of a subclass: it may keep its
+ * body or status elsewhere) whose platform response was not made (its body may have been read):
+ * the server then writes it from {@link lightStatus}, {@link lightStatusText},
+ * {@link lightHeaders} and {@link lightBody}, without making the platform's.
+ */
+export function isLight(res: unknown): boolean {
+  return lightProto !== null && typeof res === 'object' && res !== null && Object.getPrototypeOf(res) === lightProto && (res as LightParts)[NATIVE] === null;
+}
+
+/** The status of a response {@link isLight} accepted. */
+export function lightStatus(res: globalThis.Response): number {
+  return (res as unknown as LightParts)[INIT]?.status ?? 200;
+}
+
+/** The status text of a response {@link isLight} accepted. */
+export function lightStatusText(res: globalThis.Response): string {
+  return (res as unknown as LightParts)[INIT]?.statusText ?? '';
+}
+
+/**
+ * The header fields to write for a response {@link isLight} accepted, null when none were given
+ * nor read. A platform `Headers` given as `init.headers` (what a Hono context passes) is given
+ * back itself when its fields are the response's (no content type to add), not copied as
+ * `res.headers` would: iterate it, do not change it.
+ */
+export function lightHeaders(res: globalThis.Response): globalThis.Headers | null {
+  const r = res as unknown as LightParts;
+  if (r[HEADERS] !== null) return r[HEADERS];
+  const given = r[INIT]?.headers;
+  if (given === undefined) return null;
+  if (Object.getPrototypeOf(given) === globalThis.Headers.prototype && (typeof r[BODY] !== 'string' || (given as globalThis.Headers).has('content-type'))) return given as globalThis.Headers;
+  return res.headers;
+}
+
+/** The body of a response {@link isLight} accepted: a string, bytes, or null for none. */
+export function lightBody(res: globalThis.Response): string | Uint8Array | null {
+  return (res as unknown as LightParts)[BODY];
 }
 
 /**
  * The parts of a light response the server writes without making the platform's: status,
- * status text, the headers as given (null: none) and the body; null when `res` is not an
- * instance of the light class itself (a subclass's included), or its platform response was
- * made (its body may have been read).
+ * status text, the headers as given (null: none) and the body; null when {@link isLight}
+ * refuses `res`.
  */
 export function lightParts(res: unknown): { status: number; statusText: string; headers: globalThis.Headers | null; body: string | Uint8Array | null } | null {
-  // Only the light class itself: a subclass may keep its body (or status) elsewhere.
-  if (typeof res !== 'object' || res === null || light === null || Object.getPrototypeOf(res) !== light.prototype) return null;
-  const r = res as LightParts;
-  if (r[NATIVE] !== null) return null;
-  const init = r[INIT];
-  const given = r[HEADERS] !== null || init?.headers !== undefined;
-  return {
-    status: init?.status ?? 200,
-    statusText: init?.statusText ?? '',
-    headers: given ? (res as unknown as globalThis.Response).headers : null,
-    body: r[BODY],
-  };
+  if (!isLight(res)) return null;
+  const r = res as globalThis.Response;
+  return { status: lightStatus(r), statusText: lightStatusText(r), headers: lightHeaders(r), body: lightBody(r) };
 }
 
 /**

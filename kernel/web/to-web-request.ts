@@ -11,11 +11,30 @@ import { Stream } from '../server/stream.js';
 import { toWebHeaders } from './headers.js';
 import { readableOf, readableOfBody } from './readable.js';
 
-// A target that is already a normalized path (no dot segment, backslash, fragment or byte the
-// URL parser would escape) is joined to the origin as it is, without running the parser.
-const PLAIN_PATH = /^\/[!"$-[\]-~]*$/;
 // A host (name or IPv4, optional port up to 65535) the URL parser would leave as it is.
 const PLAIN_HOST = /^[a-z0-9.-]+(?::(?:[0-9]{1,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$/;
+
+// The last authority seen and the origin it made: a server answers under one name (or a few)
+// far more often than not, so the host is checked and the origin joined once, not per request.
+let lastHost: string | null = null;
+let lastTls = false;
+let lastOrigin = '';
+
+/**
+ * True when `target` is already a normalized path (no dot segment, backslash, fragment or byte
+ * the URL parser would escape), which is joined to the origin as it is, without the parser.
+ */
+function plainPath(target: string): boolean {
+  let prev = 0x2f; // the leading '/'
+
+  for (let i = 1; i < target.length; i++) {
+    const c = target.charCodeAt(i);
+    // '!' to '~' but '#' and '\\'; a '.' right after a '/' may start a dot segment.
+    if (c < 0x21 || c > 0x7e || c === 0x23 || c === 0x5c || (c === 0x2e && prev === 0x2f)) return false;
+    prev = c;
+  }
+  return true;
+}
 
 /**
  * The absolute URL of a server request as the web sees it (`Request.url`): the scheme from the
@@ -37,12 +56,19 @@ export function webRequestUrl(req: Request, tls: boolean): string {
     }
     throw new ProtocolError(`request target ${JSON.stringify(target)} has no path a URL can hold (origin or absolute form expected)`);
   }
-  const scheme = tls ? 'https://' : 'http://';
-  let host = req.host ?? req.headers.get('host') ?? 'localhost';
-  if (!PLAIN_HOST.test(host)) host = checkedHost(scheme, host);
-  if (PLAIN_PATH.test(target) && !target.includes('/.')) return scheme + host + target;
+  const host = req.host ?? req.headers.get('host') ?? 'localhost';
+  let origin: string;
+  if (host === lastHost && tls === lastTls) origin = lastOrigin;
+  else {
+    const scheme = tls ? 'https://' : 'http://';
+    origin = scheme + (PLAIN_HOST.test(host) ? host : checkedHost(scheme, host));
+    lastHost = host;
+    lastTls = tls;
+    lastOrigin = origin;
+  }
+  if (plainPath(target)) return origin + target;
   try {
-    return new URL(scheme + host + target).href;
+    return new URL(origin + target).href;
   } catch (err) {
     throw new ProtocolError(`request target ${JSON.stringify(target)} is not a valid URL path`, { cause: err });
   }

@@ -67,6 +67,41 @@ describe('fetchHandler over HTTP/1.1', () => {
     expect(res.headers.get('content-length')).toBe('4');
   });
 
+  it('writes the fields of a Headers given as init as the platform response has them, and leaves that Headers alone', async () => {
+    const kept: { res: Response; given: Headers }[] = [];
+    const { port } = await start((req) => {
+      const given = new Headers([
+        ['x-b', '1'],
+        ['set-cookie', 'a=1'],
+        ['X-A', '1'],
+        ['x-a', '2'],
+        ['set-cookie', 'b=2'],
+      ]);
+      const path = new URL(req.url).pathname;
+      if (path === '/typed') given.set('Content-Type', 'application/json');
+      const res = new Response(path === '/bytes' ? new Uint8Array([111, 107]) : 'ok', { headers: given });
+      // Changed after the response was made, before it is written: the platform's copy would be made then too.
+      given.append('x-late', 'yes');
+      kept.push({ res, given });
+      return res;
+    });
+    const fields = async (path: string): Promise<string[]> => {
+      const { client, res } = await exchange(port, get(path));
+      client.destroy();
+      return [...res.headers].map(([k, v]) => `${k.toLowerCase()}: ${v}`).filter((f) => !f.startsWith('date:') && !f.startsWith('content-length:'));
+    };
+    const rest = ['set-cookie: a=1', 'set-cookie: b=2', 'x-a: 1, 2', 'x-b: 1', 'x-late: yes'];
+    expect(await fields('/typed')).toEqual(['content-type: application/json', ...rest]);
+    // A string body without a type gets the platform's default, in its sorted place.
+    expect(await fields('/text')).toEqual(['content-type: text/plain;charset=UTF-8', ...rest]);
+    expect(await fields('/bytes')).toEqual(rest);
+    for (const { res, given } of kept) {
+      res.headers.set('x-after', '1');
+      expect(given.has('x-after')).toBe(false);
+      expect(res.headers.get('x-late')).toBe('yes');
+    }
+  });
+
   it('streams the request body to the app as it arrives (chunked upload)', async () => {
     const first = deferred<string>();
     const { port } = await start(async (req) => {

@@ -46,6 +46,30 @@ describe('webRequestUrl', () => {
     expect(webRequestUrl(serverRequest('/', { Host: '[::1]:80' }), false)).toBe('http://[::1]/');
   });
 
+  it('takes each request its own origin, whatever host and scheme the one before had', () => {
+    const seq: [string, boolean, string][] = [
+      ['a.example', false, 'http://a.example/p'],
+      ['a.example', true, 'https://a.example/p'],
+      ['b.example:81', true, 'https://b.example:81/p'],
+      ['A.EXAMPLE', true, 'https://a.example/p'],
+      ['a.example', true, 'https://a.example/p'],
+      ['a.example', false, 'http://a.example/p'],
+    ];
+    for (const [host, tls, url] of seq) expect(webRequestUrl(serverRequest('/p', { Host: host }), tls), `${host} ${tls}`).toBe(url);
+    // A host refused once is refused every time, and does not stand for the one before.
+    for (let i = 0; i < 2; i++) expect(() => webRequestUrl(serverRequest('/p', { Host: 'u@a.example' }), false)).toThrow(ProtocolError);
+    expect(webRequestUrl(serverRequest('/p', { Host: 'a.example' }), false)).toBe('http://a.example/p');
+  });
+
+  it('joins a path as it is only when the URL parser would not change it', () => {
+    const h = { Host: 'h' };
+    expect(webRequestUrl(serverRequest('/a.b/c..d/e.?x=/.', h), false)).toBe('http://h/a.b/c..d/e.?x=/.');
+    expect(webRequestUrl(serverRequest('/.hidden', h), false)).toBe('http://h/.hidden');
+    expect(webRequestUrl(serverRequest('/a/..', h), false)).toBe('http://h/');
+    expect(webRequestUrl(serverRequest('/é x#f', h), false)).toBe('http://h/%C3%A9%20x#f');
+    expect(webRequestUrl(serverRequest('/a\\b', h), false)).toBe('http://h/a/b');
+  });
+
   it('takes an absolute-form target as it is, and refuses asterisk and authority forms', () => {
     expect(webRequestUrl(serverRequest('http://other.example/p', { Host: 'h' }), false)).toBe('http://other.example/p');
     expect(() => webRequestUrl(serverRequest('*', { Host: 'h' }), false)).toThrow(ProtocolError);
