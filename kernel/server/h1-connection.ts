@@ -173,6 +173,12 @@ export class H1Connection implements H1WireConnection, Timed {
   /** The response asked the connection to close after it. */
   private closeAfter = false;
 
+  /** The read being processed and where its bytes after the current head begin and end (while the head is handled). */
+  private restBuf: Buffer | null = null;
+  private restOff = 0;
+  private restEnd = 0;
+  /** The request asks to change protocol (Upgrade, CONNECT): its stream handler runs after the read is taken in. */
+  private mayUpgrade = false;
   /** Reads come straight from the socket's handle (`readDirect`), not as 'data' events. */
   private direct = false;
   /** The bytes being processed are a view valid only during this read: copy what is kept. */
@@ -323,7 +329,13 @@ export class H1Connection implements H1WireConnection, Timed {
         }
         off += n;
         if (!parser.complete) return;
+        // What follows the head in this read, for a stream handler that takes the socket
+        // before it is read (see takeSocket).
+        this.restBuf = buf;
+        this.restOff = off;
+        this.restEnd = end;
         this.onHead(parser);
+        this.restBuf = null;
       } else if (phase === P_BODY) {
         off = this.feedBody(buf, off, end);
       } else if (phase === P_BUSY) {
@@ -397,6 +409,7 @@ export class H1Connection implements H1WireConnection, Timed {
     this.bodyRemaining = length;
     this.headBytes = p.headBytes;
     this.keepAlive = p.keepAlive;
+    this.mayUpgrade = p.upgrade || p.method === 'CONNECT';
     this.expectContinue = p.expectContinue && p.versionMinor === 1 && kind !== B_NONE;
     this.continueSent = false;
     const req = requestFromWire(p.method, p.target, p.headers, null, kind === B_LENGTH ? length : kind === B_NONE ? 0 : -1, p.versionMinor);
@@ -654,13 +667,25 @@ export class H1Connection implements H1WireConnection, Timed {
   }
 
   private runStream(req: Request): void {
-    // A microtask later: the rest of this read is queued as body (or stashed) first.
-    queueMicrotask(() => {
-      const p = this.host.pipeline.run(req, this.wire);
-      // Over already (the usual short answer): no Promise to wait on.
-      if (p === undefined) this.streamDone(req);
-      else void p.then(() => this.streamDone(req));
-    });
+    // A request without a body that asks for no other protocol runs now, as a request handler
+    // does (its answer joins the read's batch of responses); any other a microtask later, so the
+    // rest of this read is queued as body (or stashed for the protocol's new owner) first.
+    if (this.bodyKind === B_NONE && !this.mayUpgrade) this.startStream(req);
+    else queueMicrotask(() => this.startStream(req));
+  }
+
+  private startStream(req: Request): void {
+    let p: Promise<void> | undefined;
+    try {
+      p = this.host.pipeline.run(req, this.wire);
+    } catch (err) {
+      this.host.reportError(err, req);
+      this.responseFailed();
+      return;
+    }
+    // Over already (the usual short answer): no Promise to wait on.
+    if (p === undefined) this.streamDone(req);
+    else void p.then(() => this.streamDone(req));
   }
 
   /** {@link H1WireConnection.takeSocket}: see `Stream.upgrade`. */
@@ -670,6 +695,12 @@ export class H1Connection implements H1WireConnection, Timed {
     const socket = this.socket;
     socket.pause();
     this.paused = true;
+    // Taken while its head is handled: the rest of that read is the new owner's too.
+    const rest = this.restBuf;
+    if (rest !== null) {
+      this.restBuf = null;
+      if (this.restEnd > this.restOff) this.stashBytes(rest, this.restOff, this.restEnd);
+    }
     const head = this.takeStash() ?? EMPTY;
     this.phase = P_UPGRADED;
     this.detach();

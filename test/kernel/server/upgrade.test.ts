@@ -46,6 +46,19 @@ describe('Stream.upgrade', () => {
     void server;
   });
 
+  it('a request without Upgrade taken over at once (its handler runs in the read): the bytes behind its head go with the socket', async () => {
+    const { port } = await startStreamServer(async (stream) => {
+      if (stream.request.target === '/take') return echoUpgrade(stream);
+      stream.setHeader('Content-Length', '2');
+      await stream.write('ok');
+    });
+    const c = await rawClient(port);
+    c.socket.write('GET /take HTTP/1.1\r\nHost: x\r\n\r\nearly ');
+    await waitFor(() => c.received.toString('latin1').includes('EARLY '), 3000, '101 and the early bytes');
+    c.socket.write('bye');
+    await waitFor(() => c.received.toString('latin1').endsWith('BYE'), 3000, 'the echo protocol ending');
+  });
+
   it('refuses once the response has started, and the request is answered normally', async () => {
     let thrown: unknown;
     const { port } = await startStreamServer(async (stream) => {
