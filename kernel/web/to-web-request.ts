@@ -14,6 +14,16 @@ import { readableOf, readableOfBody } from './readable.js';
 // A host (name or IPv4, optional port up to 65535) the URL parser would leave as it is.
 const PLAIN_HOST = /^[a-z0-9.-]+(?::(?:[0-9]{1,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$/;
 
+// Bytes the URL parser leaves as they are in a path and a query: visible ASCII but '#' (a
+// fragment), the backslash (read as '/') and those it percent-encodes: the double quote,
+// '<', '>', the backquote, '{', '}', and the single quote in the query of an http(s) URL.
+const PLAIN: Uint8Array = (() => {
+  const t = new Uint8Array(128);
+  for (let c = 0x21; c <= 0x7e; c++) t[c] = 1;
+  for (const c of '#\\"<>`{}\'') t[c.charCodeAt(0)] = 0;
+  return t;
+})();
+
 // The last authority seen and the origin it made: a server answers under one name (or a few)
 // far more often than not, so the host is checked and the origin joined once, not per request.
 let lastHost: string | null = null;
@@ -26,11 +36,10 @@ let lastOrigin = '';
  */
 function plainPath(target: string): boolean {
   let prev = 0x2f; // the leading '/'
-
   for (let i = 1; i < target.length; i++) {
     const c = target.charCodeAt(i);
-    // '!' to '~' but '#' and '\\'; a '.' right after a '/' may start a dot segment.
-    if (c < 0x21 || c > 0x7e || c === 0x23 || c === 0x5c || (c === 0x2e && prev === 0x2f)) return false;
+    // A '.' right after a '/' may start a dot segment.
+    if (c > 0x7e || PLAIN[c] === 0 || (c === 0x2e && prev === 0x2f)) return false;
     prev = c;
   }
   return true;

@@ -70,6 +70,16 @@ describe('webRequestUrl', () => {
     expect(webRequestUrl(serverRequest('/a\\b', h), false)).toBe('http://h/a/b');
   });
 
+  it('gives the URL the URL parser gives for every visible ASCII byte in the path and the query', () => {
+    const h = { Host: 'h' };
+    for (let c = 0x21; c <= 0x7e; c++) {
+      const ch = String.fromCharCode(c);
+      for (const target of [`/a${ch}b`, `/p?q=${ch}`]) {
+        expect(webRequestUrl(serverRequest(target, h), false), target).toBe(new URL(`http://h${target}`).href);
+      }
+    }
+  });
+
   it('takes an absolute-form target as it is, and refuses asterisk and authority forms', () => {
     expect(webRequestUrl(serverRequest('http://other.example/p', { Host: 'h' }), false)).toBe('http://other.example/p');
     expect(() => webRequestUrl(serverRequest('*', { Host: 'h' }), false)).toThrow(ProtocolError);
