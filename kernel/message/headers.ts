@@ -217,8 +217,11 @@ export class Headers implements Iterable<[string, string]> {
   private removeFrom(name: string, from: number): number {
     const names = this._names;
     const values = this._values;
+    // Nothing to remove (the usual case): no writes, and no length set (a runtime call).
     let w = from;
-    for (let r = from; r < names.length; r++) {
+    while (w < names.length && !eqIgnoreCase(names[w]!, name)) w++;
+    if (w === names.length) return 0;
+    for (let r = w + 1; r < names.length; r++) {
       if (eqIgnoreCase(names[r]!, name)) continue;
       names[w] = names[r]!;
       values[w] = values[r]!;
