@@ -435,7 +435,7 @@ export class H1Connection implements H1WireConnection, Timed {
   private beginExchange(req: Request, opts: ResolvedServerOptions): void {
     const kind = this.bodyKind;
     if (this.host.streamHandler !== null) {
-      this.queue.length = 0;
+      if (this.queue.length !== 0) this.queue.length = 0;
       this.queued = 0;
       this.bodyErr = null;
       this.discarding = false;
@@ -897,7 +897,8 @@ export class H1Connection implements H1WireConnection, Timed {
     }
     let ok: boolean;
     if (n === 1) {
-      ok = sock.write(out[0]!);
+      // pop() empties the list without setting its length (a runtime call per flush).
+      ok = sock.write(out.pop()!);
     } else {
       let total = 0;
       for (let i = 0; i < n; i++) total += out[i]!.length;
@@ -911,8 +912,8 @@ export class H1Connection implements H1WireConnection, Timed {
         for (let i = 0; i < n; i++) ok = sock.write(out[i]!) && ok;
         sock.uncork();
       }
+      out.length = 0;
     }
-    out.length = 0;
     if (!ok) this.armWrite();
     if (this.phase === P_CLOSED) this.endSocket();
   }
