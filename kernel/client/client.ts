@@ -373,26 +373,8 @@ export class Client {
     const body = res.body;
     const req = res.request!;
     res.url = req.url;
-    const onHead = this.onResponseHeadSync;
-    if (onHead !== null) {
-      let next: Request | void | undefined;
-      try {
-        next = onHead(res, ctx);
-      } catch (err) {
-        return held(res, AT_FAILED, err);
-      }
-      if (next !== undefined) return held(res, AT_HEAD, next);
-    }
-    const onRetry = this.onRetrySync;
-    if (onRetry !== null) {
-      let decision: RetryDecision | void | undefined;
-      try {
-        decision = onRetry({ attempt: 1, error: null, request: req, response: res }, ctx);
-      } catch (err) {
-        return held(res, GATE_THREW, err);
-      }
-      if (decision !== undefined) return held(res, AT_DECIDED, decision);
-    }
+    const o = headTaps(this.onResponseHeadSync, this.onRetrySync, res, req, ctx);
+    if (o !== null) return held(res, o.at, o.value);
     return res.body === body || held(res, GATE_BODY, undefined);
   };
 
@@ -411,29 +393,11 @@ export class Client {
 
   /** A {@link Client.requestTapped} exchange's response head (its URL set): the `onResponseHead` and `onRetry` taps, then the body. */
   private readonly headTapped = (call: Call, res: Response): Response | Promise<Response> => {
-    const ctx = call.ctx;
-    const onHead = this.onResponseHeadSync;
-    if (onHead !== null) {
-      let next: Request | void | undefined;
-      try {
-        next = onHead(res, ctx);
-      } catch (err) {
-        return this.resume(call, AT_FAILED, err, res);
-      }
-      if (next !== undefined) return this.resume(call, AT_HEAD, next, res);
-    }
-    const onRetry = this.onRetrySync;
-    if (onRetry !== null) {
-      let decision: RetryDecision | void | undefined;
-      try {
-        decision = onRetry({ attempt: 1, error: null, request: call.request, response: res }, ctx);
-      } catch (err) {
-        // A tap's error ends the call, as it leaves the attempt loop.
-        return call.fail(err);
-      }
-      if (decision !== undefined) return this.resume(call, AT_DECIDED, decision, res);
-    }
-    return call.complete(res);
+    const o = headTaps(this.onResponseHeadSync, this.onRetrySync, res, call.request, call.ctx);
+    if (o === null) return call.complete(res);
+    // An onRetry tap's error ends the call, as it leaves the attempt loop.
+    if (o.at === GATE_THREW) return call.fail(o.value);
+    return this.resume(call, o.at, o.value, res);
   };
 
   /** Hands a {@link Client.requestTapped} call to the attempt loop at `at`, with what its first attempt got so far. */
@@ -835,6 +799,39 @@ interface GateOutcome {
   readonly value: unknown;
 }
 const gateOutcomes = new WeakMap<Response, GateOutcome>();
+
+/**
+ * Runs the synchronous `onResponseHead` and `onRetry` taps on a first attempt's response head,
+ * as the attempt loop would: null when they did nothing, else where the loop goes on (a tap's
+ * error in `onRetry` is {@link GATE_THREW}: it ends the call).
+ */
+function headTaps(
+  onHead: ((res: Response, ctx: RequestContext) => Request | void | undefined) | null,
+  onRetry: ((state: RetryState, ctx: RequestContext) => RetryDecision | void | undefined) | null,
+  res: Response,
+  request: Request,
+  ctx: RequestContext,
+): { at: typeof AT_HEAD | typeof AT_DECIDED | typeof AT_FAILED | typeof GATE_THREW; value: unknown } | null {
+  if (onHead !== null) {
+    let next: Request | void | undefined;
+    try {
+      next = onHead(res, ctx);
+    } catch (err) {
+      return { at: AT_FAILED, value: err };
+    }
+    if (next !== undefined) return { at: AT_HEAD, value: next };
+  }
+  if (onRetry !== null) {
+    let decision: RetryDecision | void | undefined;
+    try {
+      decision = onRetry({ attempt: 1, error: null, request, response: res }, ctx);
+    } catch (err) {
+      return { at: GATE_THREW, value: err };
+    }
+    if (decision !== undefined) return { at: AT_DECIDED, value: decision };
+  }
+  return null;
+}
 
 /** Records what the taps did with `res` and tells the session to hand it over as it is (false). */
 function held(res: Response, at: GateOutcome['at'], value: unknown): false {
