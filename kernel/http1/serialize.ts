@@ -82,6 +82,11 @@ function checkMethod(method: string): void {
   }
 }
 
+const CHECKED_SLOTS = 32;
+/** Fields that passed the checks lately, by a slot of their lengths (see serializeFields). */
+const checkedNames: (string | null)[] = new Array<string | null>(CHECKED_SLOTS).fill(null);
+const checkedValues: (string | null)[] = new Array<string | null>(CHECKED_SLOTS).fill(null);
+
 /**
  * Appends `Name: value\r\n` for every field except index `skip`, validating each; with
  * `dropFraming`, Content-Length and Transfer-Encoding fields are left out.
@@ -95,8 +100,15 @@ export function serializeFields(headers: Headers, skip: number, dropFraming: boo
     const name = names[i]!;
     const value = values[i]!;
     if (dropFraming && (eqIgnoreCase(name, 'content-length') || eqIgnoreCase(name, 'transfer-encoding'))) continue;
-    checkFieldName(name);
-    checkFieldValue(name, value);
+    // Most heads repeat the names and values of the one before: a string checked once (they
+    // cannot change) is not checked again while it is the last of its length.
+    const slot = (name.length + value.length * 7) & (CHECKED_SLOTS - 1);
+    if (checkedNames[slot] !== name || checkedValues[slot] !== value) {
+      checkFieldName(name);
+      checkFieldValue(name, value);
+      checkedNames[slot] = name;
+      checkedValues[slot] = value;
+    }
     s += `${name}: ${value}\r\n`;
   }
   return s;

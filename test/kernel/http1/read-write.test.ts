@@ -734,3 +734,20 @@ describe('trailers that may not trail (RFC 9110 §6.5.1)', () => {
     expect(sink2.text).not.toContain('Content-Length: 1');
   });
 });
+
+describe('serializer checks of repeated fields', () => {
+  it('a field that passed does not vouch for another one: every name and value of every head is checked', () => {
+    const ok = new Headers([['X-A', 'ab']]);
+    expect(serializeResponseHead(200, '', ok, 2)).toContain('X-A: ab\r\n');
+    // The same lengths as the field before, and the same field again after a bad one.
+    for (const [name, value] of [
+      ['X-A', 'a\n'],
+      ['X-\r', 'ab'],
+      ['', ''],
+      ['X-A', '\r\n'],
+    ] as const) {
+      expect(() => serializeResponseHead(200, '', new Headers([[name, value]]), 2)).toThrow(ArgumentError);
+      expect(serializeResponseHead(200, '', ok, 2)).toContain('X-A: ab\r\n');
+    }
+  });
+});
