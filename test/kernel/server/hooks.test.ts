@@ -376,6 +376,19 @@ describe('server.connection', () => {
     expect((calls[0]!.socket as net.Socket).remotePort).toBe(a.socket.localPort);
     expect((calls[1]!.socket as net.Socket).remotePort).toBe(b.socket.localPort);
   });
+
+  it("counts what a connection read in bytesRead, although HTTP/1.1 reads it without 'data' events", async () => {
+    const sockets: net.Socket[] = [];
+    const kernel = await kernelWith((k) => {
+      k.hooks.server.connection.tap('count', (socket) => void sockets.push(socket));
+    });
+    const { port } = await startServer((req) => new Response(200, req.target), { kernel });
+    const a = await rawClient(port);
+    const sent = get('/1') + get('/22');
+    await a.write(sent);
+    await a.responses(2);
+    expect(sockets[0]!.bytesRead).toBe(Buffer.byteLength(sent));
+  });
 });
 
 // ---- server.protocol ----------------------------------------------------------------------------
