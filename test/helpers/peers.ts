@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -151,4 +151,42 @@ export async function startNginx(dir: string, count: number, config: (ports: num
       if (attempt >= 3) throw err;
     }
   }
+}
+
+/**
+ * nginx serving HTTP/2 over TLS (certificate `tls`) with gzip for text on a free port, started
+ * with {@link startNginx}: `files` are written under its root, `locations` (location blocks)
+ * go before the root's own. The caller stops `peer` and removes `dir`.
+ */
+export async function startNginxH2(
+  prefix: string,
+  tls: { cert: string; key: string },
+  files: Record<string, string | Uint8Array>,
+  locations: string,
+): Promise<{ peer: Peer; dir: string; origin: string }> {
+  const dir = await tempDir(prefix);
+  await mkdir(join(dir, 'www'), { mode: 0o755 });
+  await mkdir(join(dir, 'tmp'), { mode: 0o755 });
+  for (const [name, data] of Object.entries(files)) await writeFile(join(dir, 'www', name), data);
+  await writeFile(join(dir, 'cert.pem'), tls.cert);
+  await writeFile(join(dir, 'key.pem'), tls.key);
+  const { peer, ports } = await startNginx(
+    dir,
+    1,
+    ([port]) => `${nginxPreamble(dir)}
+http {${nginxHttpCommon(dir)}
+  gzip on;
+  gzip_types text/plain;
+  server {
+    listen 127.0.0.1:${port} ssl http2;
+    ssl_certificate ${dir}/cert.pem;
+    ssl_certificate_key ${dir}/key.pem;
+    root ${dir}/www;
+${locations}
+    location / { }
+  }
+}
+`,
+  );
+  return { peer, dir, origin: `https://127.0.0.1:${ports[0]}` };
 }

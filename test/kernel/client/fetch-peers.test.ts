@@ -5,8 +5,7 @@
  * nobody reads holds the sender.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { createKernel, type Stream } from '../../../kernel/index.js';
@@ -14,7 +13,7 @@ import { presets, proxy, proxyFromEnvironment, h2, decompression, redirects } fr
 import { closeAfter, closeKernelAfter } from '../../helpers/cleanup.js';
 import { startServer, startStreamServer, waitFor } from '../../helpers/client.js';
 import { cert } from '../../helpers/h2.js';
-import { cleanEnv, findBinary, freePort, nginxHttpCommon, nginxPreamble, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../helpers/peers.js';
+import { startNginxH2, stopPeer, type Peer } from '../../helpers/peers.js';
 import { startSquid } from '../../helpers/proxies.js';
 
 let dir = '';
@@ -24,36 +23,13 @@ const BINARY = randomBytes(2 * 1024 * 1024 + 3);
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 beforeAll(async () => {
-  const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
-  dir = await tempDir('swy-nginx-fetch-');
-  await mkdir(join(dir, 'www'), { mode: 0o755 });
-  await mkdir(join(dir, 'tmp'), { mode: 0o755 });
-  await writeFile(join(dir, 'www', 'big.bin'), BINARY);
-  await writeFile(join(dir, 'www', 'text.txt'), 'hello nginx '.repeat(1000));
-  await writeFile(join(dir, 'cert.pem'), cert.cert);
-  await writeFile(join(dir, 'key.pem'), cert.key);
-  const port = await freePort();
-  await writeFile(
-    join(dir, 'nginx.conf'),
-    `${nginxPreamble(dir)}
-http {${nginxHttpCommon(dir)}
-  gzip on;
-  gzip_types text/plain;
-  server {
-    listen 127.0.0.1:${port} ssl http2;
-    ssl_certificate ${dir}/cert.pem;
-    ssl_certificate_key ${dir}/key.pem;
-    root ${dir}/www;
-    location = /proto { default_type text/plain; return 200 "$server_protocol $request_method $http_x_test"; }
-    location = /moved { return 301 /proto; }
-    location / { }
-  }
-}
-`,
-  );
-  peer = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
-  await waitListening(port, peer);
-  origin = `https://127.0.0.1:${port}`;
+  ({ peer, dir, origin } = await startNginxH2(
+    'swy-nginx-fetch-',
+    cert,
+    { 'big.bin': BINARY, 'text.txt': 'hello nginx '.repeat(1000) },
+    `    location = /proto { default_type text/plain; return 200 "$server_protocol $request_method $http_x_test"; }
+    location = /moved { return 301 /proto; }`,
+  ));
 });
 
 afterAll(async () => {

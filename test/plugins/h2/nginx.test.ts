@@ -4,13 +4,12 @@
  * connection multiplexing concurrent requests (nginx's `$connection`), a 2 MiB download, gzip.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createKernel } from '../../../kernel/index.js';
 import { h2 } from '../../../plugins/h2/index.js';
 import { decompression } from '../../../plugins/index.js';
-import { cleanEnv, findBinary, freePort, nginxHttpCommon, nginxPreamble, startPeer, stopPeer, tempDir, waitListening, type Peer } from '../../helpers/peers.js';
+import { startNginxH2, stopPeer, type Peer } from '../../helpers/peers.js';
 import { cert } from '../../helpers/h2.js';
 
 let dir = '';
@@ -20,37 +19,13 @@ let client: Client | null = null;
 const BINARY = randomBytes(2 * 1024 * 1024 + 3);
 
 beforeAll(async () => {
-  const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
-  dir = await tempDir('swy-nginx-h2-');
-  await mkdir(join(dir, 'www'), { mode: 0o755 });
-  await mkdir(join(dir, 'tmp'), { mode: 0o755 });
-  await writeFile(join(dir, 'www', 'big.bin'), BINARY);
-  await writeFile(join(dir, 'www', 'text.txt'), 'hello nginx over h2 '.repeat(1000));
-  await writeFile(join(dir, 'cert.pem'), cert.cert);
-  await writeFile(join(dir, 'key.pem'), cert.key);
-  const port = await freePort();
-  await writeFile(
-    join(dir, 'nginx.conf'),
-    `${nginxPreamble(dir)}
-http {${nginxHttpCommon(dir)}
-  gzip on;
-  gzip_types text/plain;
-  server {
-    listen 127.0.0.1:${port} ssl http2;
-    ssl_certificate ${dir}/cert.pem;
-    ssl_certificate_key ${dir}/key.pem;
-    root ${dir}/www;
-    location = /conn { default_type text/plain; return 200 "$connection $server_protocol"; }
-    location = /echo { default_type text/plain; return 200 "$request_method $http_x_test $host"; }
-    location / { }
-  }
-}
-`,
-  );
-  // daemon off: nginx stays the child the test stops (a daemon would outlive the test).
-  peer = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
-  await waitListening(port, peer);
-  origin = `https://127.0.0.1:${port}`;
+  ({ peer, dir, origin } = await startNginxH2(
+    'swy-nginx-h2-',
+    cert,
+    { 'big.bin': BINARY, 'text.txt': 'hello nginx over h2 '.repeat(1000) },
+    `    location = /conn { default_type text/plain; return 200 "$connection $server_protocol"; }
+    location = /echo { default_type text/plain; return 200 "$request_method $http_x_test $host"; }`,
+  ));
   const kernel = await createKernel().register(h2).register(decompression).ready();
   client = new Client({ kernel, tlsConfig: { ca: cert.cert } });
 });
