@@ -10,6 +10,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median } from './load.js';
 
+/** The environment variable `name` as a positive number, else `fallback` (unset, empty, zero, negative or not a number). */
+export function envPositive(name: string, fallback: number): number {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
 /** Comma list from the environment variable `name`, or null when unset or empty. */
 export function envList(name: string): string[] | null {
   const v = process.env[name]?.trim();

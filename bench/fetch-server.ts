@@ -30,7 +30,23 @@ import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median, pinned, procCpuMs, runWrk, tasksetUsable, wrkArgv, wrkVersion, type WrkResult } from './load.js';
-import { abortOnSignals, childTracker, envList, firstLines, fmtInt, fmtK, fmtRatio, pairedRatio, prepareLaunches, printTable, runSpread, spawnListening, stopChild, type Launch } from './common.js';
+import {
+  abortOnSignals,
+  childTracker,
+  envList,
+  firstLines,
+  fmtInt,
+  fmtK,
+  fmtRatio,
+  pairedRatio,
+  prepareLaunches,
+  printTable,
+  runSpread,
+  spawnListening,
+  stopChild,
+  type Launch,
+  envPositive,
+} from './common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -65,17 +81,12 @@ export interface FetchServerRow {
   note?: string;
 }
 
-function envNumber(name: string, fallback: number): number {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? Math.round(v) : fallback;
-}
-
 /** Runs the bench and prints its tables; every child is ended before it returns or throws. */
 export async function runFetchServerBench(): Promise<{ scenarios: { name: Scenario; command: string; rows: FetchServerRow[] }[] }> {
-  const duration = envNumber('BENCH_DURATION', 3);
-  const warmup = envNumber('BENCH_WARMUP', 1);
-  const runs = envNumber('BENCH_RUNS', 3);
-  const connections = envNumber('BENCH_CONNECTIONS', 50);
+  const duration = Math.round(envPositive('BENCH_DURATION', 3));
+  const warmup = Math.round(envPositive('BENCH_WARMUP', 1));
+  const runs = Math.round(envPositive('BENCH_RUNS', 3));
+  const connections = Math.round(envPositive('BENCH_CONNECTIONS', 50));
   const wanted = envList('BENCH_SERVERS');
   const specs = SERVERS.filter((s) => (wanted === null ? s.byDefault : wanted.includes(s.id)));
   const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is Scenario => (SCENARIOS as readonly string[]).includes(s));

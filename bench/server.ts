@@ -68,6 +68,7 @@ import {
   spawnListening,
   stopChild,
   type Launch,
+  envPositive,
 } from './common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -162,21 +163,16 @@ export interface ServerBenchResult {
   skipped: { server: string; reason: string }[];
 }
 
-function envNumber(name: string, fallback: number): number {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-}
-
 function defaultOptions(): ServerBenchOptions {
   const scenarios = (envList('BENCH_SCENARIOS') ?? [...SCENARIOS]).filter((s): s is ScenarioName => (SCENARIOS as readonly string[]).includes(s));
   return {
-    duration: Math.round(envNumber('BENCH_DURATION', 3)),
-    warmup: Math.round(envNumber('BENCH_WARMUP', 1)),
-    runs: Math.round(envNumber('BENCH_RUNS', 3)),
-    connections: Math.round(envNumber('BENCH_CONNECTIONS', 50)),
-    pipeline: Math.round(envNumber('BENCH_PIPELINE', 16)),
-    idleConnections: Math.round(envNumber('BENCH_IDLE_CONNECTIONS', 5000)),
-    idleWarmup: Math.round(envNumber('BENCH_IDLE_WARMUP', 200)),
+    duration: Math.round(envPositive('BENCH_DURATION', 3)),
+    warmup: Math.round(envPositive('BENCH_WARMUP', 1)),
+    runs: Math.round(envPositive('BENCH_RUNS', 3)),
+    connections: Math.round(envPositive('BENCH_CONNECTIONS', 50)),
+    pipeline: Math.round(envPositive('BENCH_PIPELINE', 16)),
+    idleConnections: Math.round(envPositive('BENCH_IDLE_CONNECTIONS', 5000)),
+    idleWarmup: Math.round(envPositive('BENCH_IDLE_WARMUP', 200)),
     servers: envList('BENCH_SERVERS') ?? SERVERS.map((s) => s.id),
     scenarios,
     serverCpu: Number(process.env.BENCH_SERVER_CPU ?? 1),

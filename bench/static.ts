@@ -28,7 +28,23 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { abortOnSignals, childTracker, envList, firstLines, fmtInt, fmtK, fmtRatio, pairedRatio, prepareLaunches, printTable, runSpread, spawnListening, stopChild, type Launch } from './common.js';
+import {
+  abortOnSignals,
+  childTracker,
+  envList,
+  firstLines,
+  fmtInt,
+  fmtK,
+  fmtRatio,
+  pairedRatio,
+  prepareLaunches,
+  printTable,
+  runSpread,
+  spawnListening,
+  stopChild,
+  type Launch,
+  envPositive,
+} from './common.js';
 import { median, pinned, readRss, runWrk, tasksetUsable, wrkArgv, wrkVersion } from './load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -130,17 +146,12 @@ export interface StaticRow {
   note?: string;
 }
 
-function envNumber(name: string, fallback: number): number {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-}
-
 function defaultOptions(): StaticBenchOptions {
   return {
-    duration: Math.round(envNumber('BENCH_DURATION', 2)),
-    warmup: Math.round(envNumber('BENCH_WARMUP', 1)),
-    runs: Math.round(envNumber('BENCH_RUNS', 3)),
-    connections: Math.round(envNumber('BENCH_CONNECTIONS', 32)),
+    duration: Math.round(envPositive('BENCH_DURATION', 2)),
+    warmup: Math.round(envPositive('BENCH_WARMUP', 1)),
+    runs: Math.round(envPositive('BENCH_RUNS', 3)),
+    connections: Math.round(envPositive('BENCH_CONNECTIONS', 32)),
     sizes: envList('BENCH_STATIC_SIZES') ?? SIZES.map((s) => s.id),
     serverCpu: Number(process.env.BENCH_SERVER_CPU ?? 1),
     loadCpu: Number(process.env.BENCH_LOAD_CPU ?? 0),
