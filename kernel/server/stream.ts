@@ -71,8 +71,6 @@ export class Stream implements ServerExchange {
   private headStarted = false;
   private mode = Mode.Undecided;
   private declared = -1;
-  /** The length of a whole body given before the head (see whole), when no Content-Length field says it. */
-  private wholeLength = -1;
   private sent = 0;
   private writeClosed = false;
   private readClosed = false;
@@ -333,9 +331,10 @@ export class Stream implements ServerExchange {
 
   /**
    * Fixes the head before it goes to the wire: `onResponseHead` taps, then whether a body may
-   * follow (`mode`) and its declared length. Returns the headers to send.
+   * follow (`mode`) and its declared length (`length` when no Content-Length field gives one,
+   * -1: none). Returns the headers to send.
    */
-  private settle(): Headers {
+  private settle(length = -1): Headers {
     this.headStarted = true;
     if (this.host.tapsResponseHead) {
       const r = this.response();
@@ -357,7 +356,7 @@ export class Stream implements ServerExchange {
       const n = parseContentLength(h.getAll('Content-Length').join(', '));
       if (n < 0) throw new ArgumentError(`invalid Content-Length header "${h.valueAt(cl)}"`);
       this.declared = n;
-    } else if (this.wholeLength >= 0) this.declared = this.wholeLength;
+    } else if (length >= 0) this.declared = length;
     this.mode = Mode.Wire;
     return h;
   }
@@ -454,19 +453,21 @@ export class Stream implements ServerExchange {
     // A string goes to the wire as it is; only its length is needed here.
     const n = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
     const h0 = this.headers;
+    // The whole body's length, for the wire when no Content-Length field says it.
+    let length = -1;
     if (!h0.has('Content-Length')) {
       // `onResponseHead` taps see the field the response will have; without taps the length
       // goes to the wire as a number, which writes the field itself (no string made and parsed back).
       if (this.host.tapsResponseHead) h0.set('Content-Length', String(n));
-      else this.wholeLength = n;
+      else length = n;
     }
-    const h = this.settle();
+    const h = this.settle(length);
     const wire = this.wire;
     if (this.mode === Mode.None) {
       // HEAD, 204, 304: the head says what a GET would get (as a request handler's answer does); the body is dropped.
       this.writeClosed = true;
       // The field the body's length would have made (a 204 or 1xx has none).
-      if (this.wholeLength >= 0 && this.status !== 204 && this.status >= 200) h.set('Content-Length', String(this.wholeLength));
+      if (length >= 0 && this.status !== 204 && this.status >= 200) h.set('Content-Length', String(length));
       wire.head(this.status, h, headLength(h), true, false, this.reason);
       return wire.end(null);
     }
