@@ -115,6 +115,7 @@ export {
   AddressInUseError,
   ArgumentError,
   PluginError,
+  NeedsSocketError,
   type LimitName,
   type TimeoutOperation,
 } from './kernel/index.js';
@@ -124,6 +125,8 @@ export { fetchHandler, toWebRequest, fromWebResponse, type FetchHandler, type Fe
 
 // Servers.
 export { Server, Stream, PeerAddr, streamHandler, port, type ServerInit, type ServerOptions, type ServeOptions, type RequestHandler, type StreamHandler } from './kernel/index.js';
+
+export type { InjectRequest, InjectTarget, InjectBody, InjectQueryValue } from './kernel/index.js';
 
 // Clients.
 export {

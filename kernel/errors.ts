@@ -212,6 +212,24 @@ export class ArgumentError extends Error {
   }
 }
 
+/**
+ * `inject()` was asked for what only a real connection has: a protocol change (`Upgrade`, such
+ * as a WebSocket or `h2c`, offered to `server.onUpgrade` taps or taken by a handler's
+ * `stream.upgrade()`). The message says what to use instead: a listening server and a real
+ * client.
+ */
+export class NeedsSocketError extends Error {
+  /** Always `SWY_ERR_NEEDS_SOCKET`. */
+  readonly code = 'SWY_ERR_NEEDS_SOCKET';
+  /** What needed the socket: `upgrade` (an `onUpgrade` tap would be offered it) or `stream.upgrade()`. */
+  readonly feature: string;
+  constructor(feature: string, message: string) {
+    super(message);
+    this.name = 'NeedsSocketError';
+    this.feature = feature;
+  }
+}
+
 /** A plugin failed to load or boot: missing dependency, duplicate, or its `register` threw. */
 export class PluginError extends Error {
   /** `SWY_ERR_PLUGIN_DEPENDENCY`, `SWY_ERR_PLUGIN_DUPLICATE`, `SWY_ERR_PLUGIN_BOOT`, `SWY_ERR_PLUGIN_TAP` (a tap threw a non-Error) or `SWY_ERR_KERNEL_STARTED`. */

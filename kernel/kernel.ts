@@ -17,7 +17,9 @@ import { kPlugin, kPluginMeta } from './symbols.js';
 import { Client, type ClientOptions } from './client/client.js';
 import type { FetchInit, FetchInput } from './client/fetch.js';
 import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
-import type { Server } from './server/server.js';
+import { Server } from './server/server.js';
+import type { InjectRequest, InjectTarget } from './server/inject.js';
+import type { Response } from './message/response.js';
 import { serveFetch, type FetchHandler, type ServeFetchOptions } from './web/fetch-handler.js';
 
 // CommonJS, so required: imported, Node would first lex its source for export names (see hooks.ts).
@@ -85,6 +87,8 @@ export class Kernel implements HookHost {
   #avvio: Avvio.Avvio<null>;
   #timeout: number;
   #state: KernelState = 'idle';
+  /** The servers `inject` made for handlers given alone. */
+  #injectServers = new WeakMap<RequestHandler, Server>();
   /** Top-level registrations, ordered by dependencies and handed to avvio at `ready()`. */
   #pending: PluginEntry[] = [];
   #loaded = new Set<string>();
@@ -295,6 +299,35 @@ export class Kernel implements HookHost {
     const server = await listen(handler, { ...options, kernel: this });
     this.onClose(() => server.close());
     return server;
+  }
+
+  /**
+   * Runs one request through this kernel's server plugins and `target` with no socket, as
+   * `server.inject` does, on a server that never listens. `target` is a request handler, or
+   * what `new Server` takes less `kernel` (`{ handler, stream: true }` for a stream handler,
+   * `onError`, and the server options that act on an exchange: `maxBodyBytes`, plugins'
+   * options). The server made for a handler given alone is kept for the next call with it.
+   */
+  inject(target: RequestHandler | InjectTarget, request: InjectRequest | string): Promise<Response> {
+    if (this.#state === 'closing' || this.#state === 'closed') return Promise.reject(new ArgumentError(`kernel.inject(): the kernel is ${this.#state}`));
+    let server: Server;
+    try {
+      server = this.#injectServer(target);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return server.inject(request);
+  }
+
+  #injectServer(target: RequestHandler | InjectTarget): Server {
+    if (typeof target === 'function') {
+      let server = this.#injectServers.get(target);
+      if (server === undefined) this.#injectServers.set(target, (server = new Server({ handler: target, kernel: this })));
+      return server;
+    }
+    if (typeof target !== 'object' || target === null) throw new ArgumentError(`kernel.inject(target, request): target must be a request handler or { handler, stream?, ...server options }, got ${describe(target)}`);
+    if ('kernel' in target) throw new ArgumentError('kernel.inject(target, request): target takes no kernel (the server runs this one)');
+    return new Server({ ...target, kernel: this });
   }
 
   /** Starts a server for a fetch-style handler (`app.fetch`) running this kernel's server plugins; `kernel.close()` closes it. */

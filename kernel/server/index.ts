@@ -17,6 +17,7 @@ export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';
 export type { ServerOptions } from './options.js';
 export type { RequestHandler, StreamHandler } from './exchange.js';
+export type { InjectRequest, InjectTarget, InjectBody, InjectQueryValue } from './inject.js';
 
 /** Options of {@link serve} and {@link listen}: the server options plus `kernel` and `onError`. */
 export type ServeOptions = ServerOptions & Pick<ServerInit, 'kernel' | 'onError'>;

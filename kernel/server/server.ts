@@ -24,6 +24,7 @@ import { nodeTls } from '../builtins.js';
 import { tapsIdle, type ServerHooks, type ServerInfo, type Tapped } from '../hooks.js';
 import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
+import type { Response } from '../message/response.js';
 import { hostPort } from '../message/uri.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from '../socket-reads.js';
 import { H1Connection, type ConnectionHost } from './h1-connection.js';
@@ -31,6 +32,7 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
 import { Prefaces } from './prefaces.js';
+import { inject, type InjectHost, type InjectRequest } from './inject.js';
 import { HeadParserPool } from './parser-pool.js';
 import { TimerHeap } from './timer-heap.js';
 
@@ -55,7 +57,7 @@ type State = 'configured' | 'listening' | 'closing' | 'closed';
 export const GOING_AWAY_MS = 2000;
 
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
-export class Server implements ConnectionHost, PipelineServer {
+export class Server implements ConnectionHost, PipelineServer, InjectHost {
   /** @internal */
   readonly opts: ResolvedServerOptions;
   /** @internal */
@@ -155,13 +157,8 @@ export class Server implements ConnectionHost, PipelineServer {
   async listen(): Promise<this> {
     if (this.state !== 'configured') throw new ArgumentError(`server.listen(): the server is already ${this.state}`);
     this.state = 'listening';
-    const k = this.kernel;
-    if (k !== null) {
-      if (k.state !== 'ready') await k.ready();
-      this.hooks = k.tapped.server;
-      if (this.hooks.protocol !== null) this.prefaces = Prefaces.of(this.hooks.protocol);
-      this.requestTapsIdle = tapsIdle(this.hooks.onRequest);
-    }
+    const bound = this.bindHooks();
+    if (bound !== null) await bound;
     const o = this.opts;
     let listener = o.listener;
     if (listener === null) {
@@ -209,6 +206,40 @@ export class Server implements ConnectionHost, PipelineServer {
     return this;
   }
 
+  /**
+   * @internal Resolves the kernel's server hooks for this server, once (the kernel boots first
+   * when it has not); null when that is done already, or there is no kernel.
+   */
+  bindHooks(): Promise<void> | null {
+    const k = this.kernel;
+    if (k === null || this.hooks !== null) return null;
+    const bind = (): void => {
+      const hooks = (this.hooks = k.tapped.server);
+      if (hooks.protocol !== null) this.prefaces = Prefaces.of(hooks.protocol);
+      this.requestTapsIdle = tapsIdle(hooks.onRequest);
+    };
+    if (k.state === 'ready') {
+      bind();
+      return null;
+    }
+    return k.ready().then(bind);
+  }
+
+  /**
+   * Runs one request through this server's whole stack (its plugins' hooks, the handler,
+   * `onResponseHead`, limits and error answers) with no socket, and resolves to the response
+   * with its body read (see `InjectRequest`; a string is a GET of that url). Works before
+   * `listen()` (the kernel boots then) and while listening; rejects once `close()` or
+   * `forceClose()` was called. An exchange in flight counts as a connection: a graceful
+   * `close()` waits for it (a streamed body such as SSE ends at the grace period), and
+   * `forceClose()` rejects it with `CanceledError`. A request that asks to upgrade to another
+   * protocol, which needs a socket, rejects with `NeedsSocketError`; `peerAddr()` is the
+   * `remoteAddress` option (127.0.0.1 by default) with port 0.
+   */
+  inject(request: InjectRequest | string): Promise<Response> {
+    return inject(this, request);
+  }
+
   private alpn(given: unknown): string[] {
     let base = Array.isArray(given) && given.every((p) => typeof p === 'string') ? (given as string[]) : ['http/1.1'];
     const tapped = this.kernel !== null ? this.kernel.tapped.server : null;
@@ -240,7 +271,8 @@ export class Server implements ConnectionHost, PipelineServer {
    * also ends a graceful stop under way.
    */
   private stop(force: boolean): Promise<void> {
-    if (this.state === 'configured' || this.state === 'closed') {
+    // A server that never listened closes at once, unless injected exchanges are in flight.
+    if (this.state === 'closed' || (this.state === 'configured' && this.protocolConns.size === 0)) {
       this.state = 'closed';
       this.resolveClosed();
       return this.closed;
@@ -353,6 +385,13 @@ export class Server implements ConnectionHost, PipelineServer {
   /** @internal A protocol plugin's connection joins the lifecycle; false when the server is closing. */
   addProtocolConnection(conn: ProtocolConnection): boolean {
     if (this.state !== 'listening') return false;
+    this.protocolConns.add(conn);
+    return true;
+  }
+
+  /** @internal An exchange `inject()` runs joins the lifecycle, listening or not; false once the server is closing. */
+  addInjected(conn: ProtocolConnection): boolean {
+    if (this.closing) return false;
     this.protocolConns.add(conn);
     return true;
   }
