@@ -7,6 +7,7 @@ import { runCodecBench } from './codec.js';
 import { runFetchServerBench } from './fetch-server.js';
 import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
+import { runInjectBench } from './inject.js';
 import { runRouterBench } from './router.js';
 import { runServerBench } from './server.js';
 import { runSseBench } from './sse.js';
@@ -27,6 +28,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['router', () => runRouterBench()],
   ['websockets', () => runWebsocketsBench()],
   ['startup', () => runStartupBench()],
+  ['inject', () => runInjectBench()],
 ];
 
 for (const [name, fn] of benches) {
