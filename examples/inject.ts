@@ -29,7 +29,7 @@ console.log(`GET /nope?q=x -> ${missing.status} ${missing.text()}`);
 const server = new HTTP.Server({
   kernel,
   maxBodyBytes: 16,
-  handler: (req) => {
+  handler: (req: HTTP.Request) => {
     if (req.target === '/boom') throw new Error('boom');
     return new HTTP.Response(200, `got ${req.body?.length ?? 0} bytes from ${req.headers.get('Cookie') ?? 'nobody'}`);
   },

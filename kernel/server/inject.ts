@@ -329,13 +329,16 @@ class InjectWire implements ExchangeWire, ProtocolConnection {
     const date = headers.has('Date') ? '' : dateField();
     const text = buildResponseHead(status, reason, headers, kind, contentLength, date, method);
     const p = (responseParser ??= new HeadParser('response'));
-    p.reset();
     const bytes = Buffer.from(text, 'latin1');
-    p.execute(bytes, 0, bytes.length);
-    this.status = p.status;
-    this.reason = p.reason;
-    this.headers = p.headers;
-    p.reset();
+    try {
+      p.execute(bytes, 0, bytes.length);
+      this.status = p.status;
+      this.reason = p.reason;
+      this.headers = p.headers;
+    } finally {
+      // Ready for the next head (and its headers are the response's alone).
+      p.reset();
+    }
     this.kind = kind;
     this.chunks = [];
     this.bytes = 0;
@@ -377,6 +380,8 @@ class InjectWire implements ExchangeWire, ProtocolConnection {
     if (this.done) return;
     this.done = true;
     this.out = true;
+    // As a connection that closed: nothing more is written for this exchange.
+    this.destroyed = true;
     this.failure ??= new ProtocolError(`inject(): the server abandoned the response after part of it was written${error instanceof Error ? `: ${error.message}` : ''}`, { cause: error });
   }
 

@@ -15,6 +15,7 @@ import {
   createKernel,
   definePlugin,
   NeedsSocketError,
+  ProtocolError,
   Request,
   Response,
   Server,
@@ -185,6 +186,40 @@ describe('inject: plugins and handlers', () => {
     expect([res.status, res.text(), res.headers.get('X-Peer')]).toEqual([200, 'PUT /items/1 payload via http/1.1', '10.1.2.3:0']);
     const plain = await kernel.inject((req) => new Response(200, `plain ${req.target}`), '/x');
     expect(plain.text()).toBe('plain /x');
+  });
+
+  it('a failing stream handler: within its first 4 KiB a clean 500; past them the inject rejects as a client would lose the connection', async () => {
+    const failAfter = (bytes: number): StreamHandler => async (s) => {
+      await s.startRead();
+      s.setHeader('Content-Length', '100000');
+      await s.write(Buffer.alloc(bytes, 'a'));
+      throw new Error(`failed after ${bytes}`);
+    };
+    const kernel = await kernelOf();
+    const errors: unknown[] = [];
+    const early = await kernel.inject({ handler: failAfter(100), stream: true, onError: (e) => errors.push(e) }, '/early');
+    expect([early.status, early.text()]).toEqual([500, '']);
+    const late = kernel.inject({ handler: failAfter(10_000), stream: true, onError: (e) => errors.push(e) }, '/late');
+    await expect(late).rejects.toBeInstanceOf(ProtocolError);
+    await expect(late).rejects.toThrow(/abandoned the response.*failed after 10000/);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['failed after 100', 'failed after 10000']);
+  });
+
+  it('trailers of a chunked response reach the Response', async () => {
+    const kernel = await kernelOf();
+    const res = await kernel.inject(
+      {
+        handler: async (s: Stream) => {
+          await s.startRead();
+          await s.write('part one,');
+          s.addTrailer('X-Checksum', 'abc');
+          await s.write(' part two');
+        },
+        stream: true,
+      },
+      '/t',
+    );
+    expect([res.text(), res.headers.get('Transfer-Encoding'), res.trailers.get('X-Checksum')]).toEqual(['part one, part two', 'chunked', 'abc']);
   });
 
   it("a custom plugin's onRequest and onResponseHead taps run: setHeader, answering, changing the head", async () => {
