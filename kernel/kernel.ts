@@ -17,8 +17,8 @@ import { kPlugin, kPluginMeta } from './symbols.js';
 import { Client, type ClientOptions } from './client/client.js';
 import type { FetchInit, FetchInput } from './client/fetch.js';
 import { listen, serve, type RequestHandler, type ServeOptions, type StreamHandler } from './server/index.js';
-import { Server } from './server/server.js';
-import type { InjectRequest, InjectTarget } from './server/inject.js';
+import { Server, type InjectTarget } from './server/server.js';
+import type { InjectRequest } from './server/inject.js';
 import type { Response } from './message/response.js';
 import { serveFetch, type FetchHandler, type ServeFetchOptions } from './web/fetch-handler.js';
 

@@ -10,14 +10,14 @@ import type { ServerOptions } from './options.js';
 import { Server, type ServerInit } from './server.js';
 import { writeResponseToStream, type Stream } from './stream.js';
 
-export { Server, type ServerInit } from './server.js';
+export { Server, type ServerInit, type InjectTarget } from './server.js';
 export { Stream } from './stream.js';
 export { PeerAddr } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';
 export type { ServerOptions } from './options.js';
 export type { RequestHandler, StreamHandler } from './exchange.js';
-export type { InjectRequest, InjectTarget, InjectBody, InjectQueryValue } from './inject.js';
+export type { InjectRequest, InjectBody, InjectQueryValue } from './inject.js';
 
 /** Options of {@link serve} and {@link listen}: the server options plus `kernel` and `onError`. */
 export type ServeOptions = ServerOptions & Pick<ServerInit, 'kernel' | 'onError'>;

@@ -35,13 +35,6 @@ import { HOLD_BYTES } from './h1-wire.js';
 import type { HeadParserPool } from './parser-pool.js';
 import { PeerAddr } from './peer.js';
 import type { ExchangeWire, ProtocolConnection, UpgradeInfo } from './protocol-host.js';
-import type { ServerInit } from './server.js';
-
-/**
- * What `kernel.inject(target, request)` runs the request on besides a bare request handler:
- * what `new Server` takes less `kernel` (`{ handler, stream: true }` for a stream handler).
- */
-export type InjectTarget = Omit<ServerInit, 'kernel'>;
 
 /** A value of {@link InjectRequest.query}. */
 export type InjectQueryValue = string | number | boolean;

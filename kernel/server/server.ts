@@ -48,6 +48,12 @@ export interface ServerInit extends ServerOptions {
   onError?: (error: unknown, request: Request | null) => void;
 }
 
+/**
+ * What `kernel.inject(target, request)` runs the request on besides a bare request handler:
+ * what `new Server` takes less `kernel` (`{ handler, stream: true }` for a stream handler).
+ */
+export type InjectTarget = Omit<ServerInit, 'kernel'>;
+
 type State = 'configured' | 'listening' | 'closing' | 'closed';
 
 /**
