@@ -105,3 +105,23 @@ export async function slips(url: string, c: HTTP.Client, name: string, count: nu
   // @ts-expect-error not a window of HTTP2Settings
   await HTTP.serve(ok, { http2Settings: { windowSize: 5 } });
 }
+
+export async function injects(server: HTTP.Server, kernel: HTTP.Kernel): Promise<void> {
+  // What passes: a url alone, the options, a JSON value as the body.
+  await server.inject('/');
+  await server.inject({ method: 'POST', url: '/a', payload: { n: 1 }, query: { q: ['x', 2, true] }, cookies: { sid: 'v' }, remoteAddress: '::1' });
+  await kernel.inject({ handler: () => new HTTP.Response(200), maxBodyBytes: 10 }, { url: '/', body: [1, 2] });
+
+  // @ts-expect-error misspelt
+  await server.inject({ url: '/', payolad: 'x' });
+  // @ts-expect-error url is required
+  await server.inject({ method: 'GET' });
+  // @ts-expect-error a number has no body form (send a string, bytes or an object)
+  await server.inject({ url: '/', body: 42 });
+  // @ts-expect-error query values are strings, numbers or booleans
+  await server.inject({ url: '/', query: { a: { b: 1 } } });
+  // @ts-expect-error cookie values are strings
+  await server.inject({ url: '/', cookies: { a: 1 } });
+  // @ts-expect-error the target takes no kernel (the server runs the one inject is called on)
+  await kernel.inject({ handler: () => new HTTP.Response(200), kernel }, '/');
+}
