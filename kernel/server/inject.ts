@@ -34,6 +34,7 @@ import type { ExchangePipeline } from './exchange.js';
 import { HOLD_BYTES } from './h1-wire.js';
 import type { HeadParserPool } from './parser-pool.js';
 import { PeerAddr } from './peer.js';
+import { statusFor } from './error-status.js';
 import type { ExchangeWire, ProtocolConnection, UpgradeInfo } from './protocol-host.js';
 
 /** A value of {@link InjectRequest.query}. */
@@ -96,11 +97,16 @@ export function inject(server: InjectHost, input: InjectRequest | string): Promi
 
 function run(server: InjectHost, init: Checked): Promise<Response> {
   if (server.closing) return Promise.reject(closedError());
+  let head: Buffer;
+  try {
+    head = Buffer.from(serializeRequestHead(init.method, init.target, init.headers, init.host, init.framing), 'latin1');
+  } catch (err) {
+    return Promise.reject(err instanceof ArgumentError ? err : new ArgumentError(`inject(): a client could not send this request: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+  }
   const parser = server.parsers.take();
   let req: Request;
   let upgrade: boolean;
   try {
-    const head = Buffer.from(serializeRequestHead(init.method, init.target, init.headers, init.host, init.framing), 'latin1');
     parser.execute(head, 0, head.length);
     const body = init.body;
     const chunked = parser.chunked;
@@ -108,7 +114,9 @@ function run(server: InjectHost, init: Checked): Promise<Response> {
     // RFC 9110 §7.8: a request a connection would offer to the onUpgrade taps.
     upgrade = parser.upgrade && (parser.connection & CONN_UPGRADE) !== 0;
   } catch (err) {
-    return Promise.reject(err instanceof ArgumentError ? err : new ArgumentError(`inject(): a client could not send this request: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+    // A head the server refuses (past maxHeaderBytes, a transfer coding it does not know): the
+    // bare answer a connection gives before any request is known, which no hook sees.
+    return Promise.resolve(bareAnswer(statusFor(err), err instanceof Error ? err.message : 'bad request'));
   } finally {
     server.parsers.give(parser);
   }
@@ -231,6 +239,41 @@ function requestBody(body: InjectBody | undefined, headers: Headers): Uint8Array
 /** The response-head parser every injected response is read back with (used synchronously, so one does). */
 let responseParser: HeadParser | null = null;
 
+/** A response head as a client reads it off an HTTP/1.1 connection. */
+interface ReadHead {
+  status: number;
+  reason: string;
+  headers: Headers;
+}
+
+/**
+ * The head as the HTTP/1.1 wire writes it (same checks, same framing fields, a Date unless
+ * `headers` has one), read back as a client reads it: what the caller sees is what a
+ * connection would have carried. Throws `ArgumentError` for what the wire would refuse.
+ */
+function readBackHead(status: number, reason: string, headers: Headers, kind: BodyKind, contentLength: number, method: string): ReadHead {
+  const text = buildResponseHead(status, reason, headers, kind, contentLength, headers.has('Date') ? '' : dateField(), method);
+  const p = (responseParser ??= new HeadParser('response'));
+  const bytes = Buffer.from(text, 'latin1');
+  try {
+    p.execute(bytes, 0, bytes.length);
+    return { status: p.status, reason: p.reason, headers: p.headers };
+  } finally {
+    // Ready for the next head (and its headers are this response's alone).
+    p.reset();
+  }
+}
+
+/** The answer a connection gives to a head it cannot take, before any request is known. */
+function bareAnswer(status: number, message: string): Response {
+  const text = message === '' ? '' : `${message}\n`;
+  const body = Buffer.from(text, 'utf8');
+  const given = new Headers(1);
+  given.push('Content-Type', 'text/plain; charset=utf-8');
+  const head = readBackHead(status, '', given, 'length', body.length, 'GET');
+  return protocolResponse(head.status, head.reason, head.headers, body, body.length, 1, 1, null);
+}
+
 const EMPTY = Buffer.alloc(0);
 
 /**
@@ -317,21 +360,10 @@ class InjectWire implements ExchangeWire, ProtocolConnection {
     if (this.done || this.out) return;
     const method = this.req.method;
     const kind = responseFraming(status, method, contentLength, 1);
-    // The head as the HTTP/1.1 wire writes it (same checks, same framing fields, a Date), read
-    // back as a client reads it: what the caller sees is what a connection would have carried.
-    const date = headers.has('Date') ? '' : dateField();
-    const text = buildResponseHead(status, reason, headers, kind, contentLength, date, method);
-    const p = (responseParser ??= new HeadParser('response'));
-    const bytes = Buffer.from(text, 'latin1');
-    try {
-      p.execute(bytes, 0, bytes.length);
-      this.status = p.status;
-      this.reason = p.reason;
-      this.headers = p.headers;
-    } finally {
-      // Ready for the next head (and its headers are the response's alone).
-      p.reset();
-    }
+    const read = readBackHead(status, reason, headers, kind, contentLength, method);
+    this.status = read.status;
+    this.reason = read.reason;
+    this.headers = read.headers;
     this.kind = kind;
     this.chunks = [];
     this.bytes = 0;

@@ -287,6 +287,25 @@ describe('inject: what needs a socket, and bad input', () => {
     await expect(p).rejects.toMatchObject({ feature: 'stream.upgrade()' });
   });
 
+  it('a head the server refuses gets the answer a connection gives: 431 past maxHeaderBytes, 501 for an unknown transfer coding', async () => {
+    let calls = 0;
+    const server = forceCloseAfter(
+      new Server({
+        handler: () => {
+          calls++;
+          return new Response(200, 'ok');
+        },
+        maxHeaderBytes: 512,
+      }),
+    );
+    const big = await server.inject({ url: '/', headers: { 'X-Big': 'x'.repeat(600) } });
+    expect([big.status, big.headers.get('Content-Type')]).toEqual([431, 'text/plain; charset=utf-8']);
+    expect(big.text()).toMatch(/maxHeaderBytes/);
+    const coded = await server.inject({ method: 'POST', url: '/', body: 'x', headers: { 'Transfer-Encoding': 'gzip, chunked' } });
+    expect(coded.status).toBe(501);
+    expect(calls).toBe(0);
+  });
+
   it('unknown option keys and values a client could not send are ArgumentErrors naming them', async () => {
     const { server } = serverOf(() => new Response(200, 'ok'), undefined);
     await expect(server.inject({ url: '/', payolad: 'x' } as never)).rejects.toThrow(/payolad.*payload/);
