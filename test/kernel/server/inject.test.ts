@@ -31,7 +31,7 @@ import { handlerTimeout, loggingMiddleware, type AccessRecord, type Logger } fro
 import { getParam, router } from '../../../plugins/router/index.js';
 import { SSEEvent, sseStream } from '../../../plugins/sse/index.js';
 import { websockets } from '../../../plugins/websockets/index.js';
-import { request as httpRequest } from '../../../index.js';
+import { request as httpRequest, serve } from '../../../index.js';
 import { closeAfter, closeKernelAfter, forceCloseAfter, onCleanup } from '../../helpers/cleanup.js';
 import { deferred } from '../../helpers/server.js';
 
@@ -333,6 +333,13 @@ describe('inject: the server lifecycle', () => {
     expect((await server.inject('/during')).text()).toBe('/during');
     await server.close();
     await expect(server.inject('/after')).rejects.toThrow(/closing or closed/);
+  });
+
+  it('the server HTTP.serve returns (default kernel, listening) injects too, without a connection', async () => {
+    const server = forceCloseAfter(await serve((req) => new Response(200, `served ${req.target}`), { host: '127.0.0.1', port: 0 }));
+    const res = await server.inject('/top?level=1');
+    expect([res.status, res.text()]).toEqual([200, 'served /top?level=1']);
+    expect(server.connectionCount).toBe(0);
   });
 
   it('forceClose() rejects an exchange in flight with CanceledError and cancels its context; close() waits for one', async () => {
