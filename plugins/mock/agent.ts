@@ -82,12 +82,9 @@ export class MockAgent {
     this.allowed = new Set(Array.isArray(allowNetwork) ? allowNetwork.map((o: string | URL, i: number) => originOf(o, `mock(): allowNetwork[${i}]`)) : []);
     this.recorder = record !== undefined ? new Recorder(record) : null;
     if (replay !== undefined) this.loadReplay(replay);
-    const agent = this;
     this.plugin = definePlugin({
       name: NAME,
-      register(kernel) {
-        agent.install(kernel);
-      },
+      register: (kernel) => this.install(kernel),
     });
   }
 

@@ -3,6 +3,7 @@
  * body), what answers it (a reply, a reply function, an error), and how often. Also the
  * near-miss report of a request that matches none.
  */
+import { Buffer } from 'node:buffer';
 import { isDeepStrictEqual } from 'node:util';
 import { ArgumentError, ConnectError, DNSError, Headers, type HeadersInit } from '../../kernel/index.js';
 
