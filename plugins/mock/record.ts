@@ -77,7 +77,8 @@ export class Recorder {
   /** Replaces `res.body` with one that copies what is read, and files the exchange. */
   tee(res: Response): void {
     const req = res.request;
-    if (req === null) return;
+    // An interim or upgrade answer (a WebSocket's 101) has no exchange to replay.
+    if (req === null || res.status < 200) return;
     const requestHeaders: [string, string][] = [];
     for (const [k, v] of req.headers) if (!SECRET_HEADERS.has(k.toLowerCase())) requestHeaders.push([k, v]);
     const entry: RecordedExchange = { method: req.method, url: req.url, requestHeaders, status: res.status, headers: res.headers.toArray(), body: { encoding: 'utf8', data: '' } };

@@ -42,8 +42,11 @@ export class MockSocket extends Duplex {
     this.encrypted = secure;
   }
   override _read(): void {}
+  /** Its session never writes: bytes written come from a taker of the raw connection (an upgrade handshake), which the mock does not answer. */
   override _write(_chunk: unknown, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    callback();
+    callback(
+      new ArgumentError(`the mock answers requests, not connections written to directly (a WebSocket or other upgrade handshake to ${this.origin}); let that origin use the network with allowNetwork and no interceptors`),
+    );
   }
 }
 

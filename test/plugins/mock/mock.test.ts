@@ -267,3 +267,13 @@ describe('mock: network, timeouts and cancellation', () => {
     expect(await p).toBeInstanceOf(HTTP.CanceledError);
   });
 });
+
+describe('mock: what it does not answer', () => {
+  it('a WebSocket handshake to a mocked origin fails at once, saying to allow the network', async () => {
+    const { mocks, kernel } = await setup();
+    mocks.intercept({ origin: 'http://ws.example.test', path: '/' }).reply(200, 'x');
+    const err = await HTTP.WebSockets.open('ws://ws.example.test/chat', async () => undefined, { kernel, connectTimeout: 5000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HTTP.ArgumentError);
+    expect((err as Error).message).toMatch(/not connections written to directly .*allowNetwork/);
+  });
+});
