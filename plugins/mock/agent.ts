@@ -9,6 +9,7 @@
  */
 import {
   ArgumentError,
+  checkOptionKeys,
   Client,
   createKernel,
   definePlugin,
@@ -66,9 +67,7 @@ export class MockAgent {
 
   constructor(options: MockOptions = {}) {
     if (typeof options !== 'object' || options === null) throw new ArgumentError('mock(options): options must be an object');
-    for (const key of Object.keys(options)) {
-      if (!OPTION_KEYS.has(key)) throw new ArgumentError(`mock(): unknown option "${key}" (valid: ${[...OPTION_KEYS].join(', ')})`);
-    }
+    checkOptionKeys(options, OPTION_KEYS, 'mock()');
     const { allowNetwork = false, record, replay } = options;
     if (record !== undefined && replay !== undefined) throw new ArgumentError('mock(): give record or replay, not both');
     for (const [k, v] of [

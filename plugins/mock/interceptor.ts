@@ -5,7 +5,7 @@
  */
 import { Buffer } from 'node:buffer';
 import { isDeepStrictEqual } from 'node:util';
-import { ArgumentError, ConnectError, DNSError, Headers, type HeadersInit } from '../../kernel/index.js';
+import { ArgumentError, checkOptionKeys, ConnectError, DNSError, Headers, type HeadersInit } from '../../kernel/index.js';
 
 /** How a path is matched: a string (exactly, with the query when it holds `?`), a RegExp or a function, both given the path with its query. */
 export type MockPathMatcher = string | RegExp | ((path: string) => boolean);
@@ -171,6 +171,8 @@ export class MockInterceptor {
 
 /** Checks a reply's status, body and options. */
 export function checkReply(data: MockReplyData, where: string): void {
+  if (typeof data !== 'object' || data === null) throw new ArgumentError(`${where}: a reply is { status, body, headers }, got ${data === null ? 'null' : typeof data}`);
+  checkOptionKeys(data, REPLY_KEYS, where);
   const s = data.status;
   if (!Number.isInteger(s) || s < 100 || s > 999) throw new ArgumentError(`${where}: status must be an integer from 100 to 999, got ${String(s)}`);
   const b = data.body;
@@ -211,9 +213,7 @@ export class Interceptor {
 
   constructor(o: MockInterceptOptions) {
     if (typeof o !== 'object' || o === null) throw new ArgumentError('intercept(options) takes { origin, method, path, query, headers, body }');
-    for (const key of Object.keys(o)) {
-      if (!INTERCEPT_KEYS.has(key)) throw new ArgumentError(`intercept(): unknown option "${key}" (valid: ${[...INTERCEPT_KEYS].join(', ')})`);
-    }
+    checkOptionKeys(o, INTERCEPT_KEYS, 'intercept()');
     this.origin = originOf(o.origin, 'intercept(): origin');
     const m = o.method ?? 'GET';
     if (typeof m !== 'string' || m === '') throw new ArgumentError('intercept(): method must be a non-empty string');
@@ -320,6 +320,7 @@ export class Interceptor {
 }
 
 const INTERCEPT_KEYS: ReadonlySet<string> = new Set(['origin', 'method', 'path', 'query', 'headers', 'body']);
+const REPLY_KEYS: ReadonlySet<string> = new Set(['status', 'body', 'headers']);
 
 function matchValue(m: MockValueMatcher, v: string): boolean {
   if (typeof m === 'string') return m === v;

@@ -124,7 +124,8 @@ describe('mock: replies', () => {
   });
 
   it('refuses bad options, interceptors and replies with ArgumentError', async () => {
-    expect(() => HTTP.mock({ alowNetwork: true } as never)).toThrow(/unknown option "alowNetwork"/);
+    expect(() => HTTP.mock({ alowNetwork: true } as never)).toThrow(/mock\(\): unknown option "alowNetwork" \(did you mean allowNetwork\?\)/);
+    expect(() => HTTP.mock().intercept({ origin: API, path: '/', heders: {} } as never)).toThrow(/did you mean headers\?/);
     expect(() => HTTP.mock({ record: 'a.json', replay: 'b.json' })).toThrow(HTTP.ArgumentError);
     const mocks = HTTP.mock();
     expect(() => mocks.intercept({ origin: 'https://a.test/path', path: '/' })).toThrow(/without a path/);
@@ -134,6 +135,7 @@ describe('mock: replies', () => {
     expect(() => mocks.intercept({ origin: API, path: '/' }).reply(42)).toThrow(/status must be/);
     expect(() => mocks.intercept({ origin: API, path: '/' }).replyWithError('EWHAT' as never)).toThrow(/ECONNREFUSED/);
     expect(() => mocks.intercept({ origin: API, path: '/' }).reply(200).times(0)).toThrow(/times/);
+    expect(() => mocks.intercept({ origin: API, path: '/' }).reply(200, 'x', { header: {} } as never)).toThrow(/did you mean headers\?/);
   });
 });
 
