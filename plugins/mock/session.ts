@@ -68,7 +68,8 @@ export class MockSession implements ClientSession {
   readonly exchanges = new Set<MockExchange>();
 
   constructor(
-    private readonly socket: MockSocket,
+    /** The in-memory connection (diagnostics read its addresses: it has none). */
+    readonly socket: MockSocket,
     private readonly pool: SessionPool | undefined,
     readonly answerer: MockAnswerer,
     h2: boolean,

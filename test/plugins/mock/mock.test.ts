@@ -123,6 +123,23 @@ describe('mock: replies', () => {
     expect(nowhere.message).toContain('GET http://127.0.0.1:1/x');
   });
 
+  it('a reply function may be async; what it throws or a bad reply it returns fails the call', async () => {
+    const { mocks, client } = await setup();
+    mocks.intercept({ origin: API, path: '/async' }).reply(async (req) => ({ status: 200, body: [req.headers.get('X-N')], headers: [['X-Seen', 'yes']] }));
+    const ok = await HTTP.get(`${API}/async`, { client, headers: { 'X-N': '7' } });
+    expect(ok.text()).toBe('["7"]');
+    expect(ok.headers.get('X-Seen')).toBe('yes');
+    const boom = new Error('reply failed');
+    mocks.intercept({ origin: API, path: '/throws' }).reply(() => {
+      throw boom;
+    });
+    expect(await HTTP.get(`${API}/throws`, { client, retry: false }).catch((e: unknown) => e)).toBe(boom);
+    mocks.intercept({ origin: API, path: '/bad' }).reply(() => ({ status: 'ok' }) as never);
+    const bad = await HTTP.get(`${API}/bad`, { client }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(HTTP.ArgumentError);
+    expect((bad as Error).message).toContain(`the reply function of GET ${API}/bad: status must be an integer`);
+  });
+
   it('refuses bad options, interceptors and replies with ArgumentError', async () => {
     expect(() => HTTP.mock({ alowNetwork: true } as never)).toThrow(/mock\(\): unknown option "alowNetwork" \(did you mean allowNetwork\?\)/);
     expect(() => HTTP.mock().intercept({ origin: API, path: '/', heders: {} } as never)).toThrow(/did you mean headers\?/);
@@ -160,7 +177,7 @@ describe('mock: with the default plugins', () => {
     const { mocks, client } = await setup();
     mocks.intercept({ origin: API, path: '/start' }).reply(302, null, { headers: { Location: `${AUTH}/landing?from=api` } });
     mocks.intercept({ origin: AUTH, path: '/landing', query: { from: 'api' } }).reply(200, 'landed');
-    const events: HTTP.AnyClientEvent[] = [];
+    const events: HTTP.ClientEvent[] = [];
     const res = await HTTP.get(`${API}/start`, { client, trace: (e) => events.push(e) });
     expect(res.status).toBe(200);
     expect(res.text()).toBe('landed');
