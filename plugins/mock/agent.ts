@@ -193,7 +193,7 @@ export class MockAgent {
       const u = new URL(e.url);
       const body = e.requestBody === undefined ? undefined : e.requestBody.encoding === 'utf8' ? e.requestBody.data : new Uint8Array(decodeBody(e.requestBody));
       const i = new Interceptor({ origin: u.origin, method: e.method, path: u.pathname + u.search, ...(body !== undefined ? { body } : {}) });
-      i.answer = { kind: 'reply', data: { status: e.status, body: decodeBody(e.body), headers: e.headers } };
+      i.answer = { kind: 'reply', data: { status: e.status, body: decodeBody(e.body), headers: e.headers, ...(e.trailers !== undefined ? { trailers: e.trailers } : {}) } };
       this.interceptors.push(i);
       last.set(`${e.method} ${e.url} ${e.requestBody?.data ?? ''}`, i);
     }

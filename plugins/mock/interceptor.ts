@@ -71,6 +71,8 @@ export type MockReplyBody = string | Uint8Array | Readonly<Record<string, unknow
 export interface MockReplyOptions {
   /** Response headers. `Content-Length` is added when absent. */
   headers?: HeadersInit;
+  /** Trailers that end the body (`response.trailers` once it is read). */
+  trailers?: HeadersInit;
 }
 
 /** What a reply function returns. */
@@ -146,7 +148,7 @@ export class MockInterceptor {
   reply(a: number | MockReplyFunction, body?: MockReplyBody, options: MockReplyOptions = {}): MockScope {
     if (typeof a === 'function') return this.answer({ kind: 'function', fn: a });
     checkReply({ status: a, body, ...options }, 'reply(status, body, options)');
-    return this.answer({ kind: 'reply', data: { status: a, body, headers: options.headers } });
+    return this.answer({ kind: 'reply', data: { status: a, body, headers: options.headers, trailers: options.trailers } });
   }
 
   /**
@@ -171,7 +173,7 @@ export class MockInterceptor {
 
 /** Checks a reply's status, body and options. */
 export function checkReply(data: MockReplyData, where: string): void {
-  if (typeof data !== 'object' || data === null) throw new ArgumentError(`${where}: a reply is { status, body, headers }, got ${data === null ? 'null' : typeof data}`);
+  if (typeof data !== 'object' || data === null) throw new ArgumentError(`${where}: a reply is { status, body, headers, trailers }, got ${data === null ? 'null' : typeof data}`);
   checkOptionKeys(data, REPLY_KEYS, where);
   const s = data.status;
   if (!Number.isInteger(s) || s < 100 || s > 999) throw new ArgumentError(`${where}: status must be an integer from 100 to 999, got ${String(s)}`);
@@ -320,7 +322,7 @@ export class Interceptor {
 }
 
 const INTERCEPT_KEYS: ReadonlySet<string> = new Set(['origin', 'method', 'path', 'query', 'headers', 'body']);
-const REPLY_KEYS: ReadonlySet<string> = new Set(['status', 'body', 'headers']);
+const REPLY_KEYS: ReadonlySet<string> = new Set(['status', 'body', 'headers', 'trailers']);
 
 function matchValue(m: MockValueMatcher, v: string): boolean {
   if (typeof m === 'string') return m === v;

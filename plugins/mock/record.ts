@@ -32,6 +32,8 @@ export interface RecordedExchange {
   headers: [string, string][];
   /** Response body as received (before decoding). */
   body: RecordedBody;
+  /** Trailers that ended the body, when there were any. */
+  trailers?: [string, string][];
 }
 
 /** A body in a recording: UTF-8 text as it is, anything else base64. */
@@ -88,13 +90,15 @@ export class Recorder {
     const slot = { entry, chunks: [] as Uint8Array[] | null };
     this.exchanges.push(slot);
     const coded = res.headers.has('Content-Encoding');
+    const b = res.body;
     const finish = (): void => {
       const chunks = slot.chunks;
       if (chunks === null) return;
       slot.chunks = null;
       entry.body = encodeBody(Buffer.concat(chunks), coded);
+      const t = b instanceof AbstractBody ? b.trailers() : res.trailers;
+      if (t.size > 0) entry.trailers = t.toArray();
     };
-    const b = res.body;
     if (b instanceof AbstractBody) res.body = new TeeBody(b, slot.chunks!, finish);
     else {
       if (b !== null && b.length > 0) slot.chunks!.push(typeof b === 'string' ? Buffer.from(b, 'utf8') : b);
@@ -190,6 +194,7 @@ export function loadRecording(file: string): Recording {
       typeof e.url === 'string' &&
       Number.isInteger(e.status) &&
       Array.isArray(e.headers) &&
+      (e.trailers === undefined || Array.isArray(e.trailers)) &&
       isBody(e.body) &&
       (e.requestBody === undefined || isBody(e.requestBody));
     if (!ok) throw new ArgumentError(`mock replay: exchange ${i} of ${file} lacks method, url, status, headers or body`);

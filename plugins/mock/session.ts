@@ -135,6 +135,7 @@ class MockExchange implements CancelListener, FlowSource {
   private finished = false;
   private body: FlowBody | null = null;
   private bytes: Buffer = EMPTY;
+  private trailers: Headers | null = null;
   private sent = 0;
   private paused = false;
   private pumping = false;
@@ -234,7 +235,8 @@ class MockExchange implements CancelListener, FlowSource {
     this.bytes = noBody ? EMPTY : bytes;
     const h2 = this.session.protocol === 'h2';
     const length = noBody ? 0 : bytes.length;
-    const body = length === 0 ? null : (this.body = new FlowBody(this, length));
+    const trailers = (this.trailers = noBody || data.trailers === undefined ? null : new Headers(data.trailers));
+    const body = length === 0 && trailers === null ? null : (this.body = new FlowBody(this, length));
     const res = protocolResponse(status, h2 ? '' : statusText(status), headers, body ?? EMPTY, length, h2 ? 2 : 1, h2 ? 0 : 1, this.req);
     this.session.answerer.mocked(res);
     this.headDone = true;
@@ -259,6 +261,7 @@ class MockExchange implements CancelListener, FlowSource {
     body.push(this.bytes.subarray(this.sent, this.sent + n));
     this.sent += n;
     if (this.sent >= this.bytes.length) {
+      if (this.trailers !== null) body.trailerFields = this.trailers;
       body.end();
       this.finish();
       return;

@@ -64,6 +64,18 @@ describe('mock: replies', () => {
     expect(reads).toBeGreaterThan(1);
   });
 
+  it('sends trailers after the body', async () => {
+    const { mocks, client } = await setup();
+    mocks.intercept({ origin: API, path: '/t' }).reply(200, 'data', { trailers: { 'X-Checksum': 'abc' } }).times(2);
+    const res = await HTTP.get(`${API}/t`, { client });
+    expect(res.text()).toBe('data');
+    expect(res.trailers.get('X-Checksum')).toBe('abc');
+    const streamed = await client.dispatch(mkRequest(`${API}/t`));
+    const body = streamed.body as HTTP.AbstractBody;
+    for await (const _ of body) void _;
+    expect(body.trailers().get('X-Checksum')).toBe('abc');
+  });
+
   it('matches method, query, headers and body, and uses times() and persist()', async () => {
     const { mocks, client } = await setup();
     mocks.intercept({ origin: API, path: '/items', query: { page: 2, tag: ['a', 'b'] }, headers: { 'X-Key': /^k-/ } }).reply(200, 'page 2').times(2);

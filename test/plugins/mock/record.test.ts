@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import * as HTTP from '../../../index.js';
 import { presets } from '../../../plugins/index.js';
 import { closeKernelAfter, onCleanup } from '../../helpers/cleanup.js';
+import { rawServer, readRequests } from '../../helpers/client.js';
 import { startServer, stopServer } from '../../helpers/server.js';
 
 const BINARY = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41]);
@@ -90,6 +91,26 @@ describe('mock: record and replay', () => {
     const unknown = await HTTP.get(`${origin}/other`, { client: c2 }).catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(HTTP.MockNotMatchedError);
     expect(hits).toBe(7);
+  });
+
+  it('records trailers and replays them', async () => {
+    // A chunked body ending with a trailer, from a real peer that then goes away.
+    const peer = await rawServer((socket) =>
+      readRequests(socket, () => socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\nX-Checksum: c1\r\n\r\n')),
+    );
+    const file = await tempFile();
+    const recorder = HTTP.mock({ record: file });
+    const url = `${peer.origin}/t`;
+    expect((await HTTP.get(url, { client: recorder.client() })).trailers.get('X-Checksum')).toBe('c1');
+    await recorder.close();
+    await new Promise<void>((resolve) => peer.server.close(() => resolve()));
+    const rec = JSON.parse(await readFile(file, 'utf8')) as HTTP.Recording;
+    expect(rec.exchanges[0]!.trailers).toEqual([['X-Checksum', 'c1']]);
+    const replayer = HTTP.mock({ replay: file });
+    onCleanup(() => replayer.close());
+    const res = await HTTP.get(url, { client: replayer.client() });
+    expect(res.text()).toBe('body');
+    expect(res.trailers.get('X-Checksum')).toBe('c1');
   });
 
   it('save() writes what was recorded so far', async () => {
