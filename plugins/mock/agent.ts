@@ -140,11 +140,11 @@ export class MockAgent {
     const answerer: MockAnswerer = {
       take: (req) => this.take(req),
       mocked: (res) => this.mockedResponses.add(res),
+      answers: (origin) => this.answers(origin),
     };
     kernel.hooks.client.connect.tap({ name: NAME, stage: Stage.FIRST }, (o: ConnectOptions) => {
       const origin = connectOrigin(o);
-      if (!this.hasInterceptors(origin) && (this.allowAll || this.allowed.has(origin))) return undefined;
-      return new MockSocket(origin, o.protocol === 'https:');
+      return this.answers(origin) ? new MockSocket(origin, o.protocol === 'https:') : undefined;
     });
     kernel.hooks.client.session.tap({ name: NAME, stage: Stage.FIRST }, (socket, info) => {
       if (!(socket instanceof MockSocket)) return undefined;
@@ -160,9 +160,10 @@ export class MockAgent {
     }
   }
 
-  private hasInterceptors(origin: string): boolean {
+  /** Whether requests to `origin` are the mock's: it has interceptors, or the network is not allowed for it. */
+  private answers(origin: string): boolean {
     for (const i of this.interceptors) if (i.origin === origin) return true;
-    return false;
+    return !(this.allowAll || this.allowed.has(origin));
   }
 
   /** The first interceptor with uses left that matches `req`, counted; else `MockNotMatchedError`. */

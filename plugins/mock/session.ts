@@ -56,6 +56,8 @@ export interface MockAnswerer {
   take(req: MockRequest): Interceptor;
   /** Marks a response as the mock's (the recorder leaves it alone). */
   mocked(res: Response): void;
+  /** Whether `origin` is still the mock's (it has interceptors, or the network is not allowed for it). */
+  answers(origin: string): boolean;
 }
 
 /** @internal The session of a {@link MockSocket}. */
@@ -79,6 +81,10 @@ export class MockSession implements ClientSession {
   }
 
   dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response> {
+    if (!this.closed && !this.answerer.answers(this.socket.origin)) {
+      // Its interceptors are gone (clear()) and the network is allowed: the next connection is a real one.
+      void this.close();
+    }
     if (this.closed) {
       // The pool drops a closed session: a request it handed over anyway goes to a new one.
       const err = new ProtocolError('the mocked connection is closed; the request was not sent');

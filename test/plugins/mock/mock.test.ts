@@ -272,6 +272,16 @@ describe('mock: network, timeouts and cancellation', () => {
     expect((await HTTP.get(`${origin}/y`, { client: open.client })).text()).toBe('real /y');
   });
 
+  it('after clear(), an allowed origin whose mocked connection is pooled reaches the network', async () => {
+    const { port } = await startServer(() => new HTTP.Response(200, 'real'));
+    const origin = `http://127.0.0.1:${port}`;
+    const { mocks, client } = await setup({ allowNetwork: [origin] });
+    mocks.intercept({ origin, path: '/' }).reply(200, 'mocked');
+    expect((await HTTP.get(`${origin}/`, { client })).text()).toBe('mocked');
+    mocks.clear();
+    expect((await HTTP.get(`${origin}/`, { client })).text()).toBe('real');
+  });
+
   it('delay with a request timeout fails with the kernel TimeoutError', async () => {
     const { mocks, client } = await setup();
     mocks.intercept({ origin: API, path: '/slow' }).reply(200, 'late').delay(10_000);
