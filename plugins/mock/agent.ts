@@ -116,11 +116,14 @@ export class MockAgent {
 
   /**
    * A client on a kernel of the default plugins with this one, made on first use and closed by
-   * {@link MockAgent.close}: `HTTP.get(url, { client: mocks.client() })`. `options` apply when
-   * it is made.
+   * {@link MockAgent.close}: `HTTP.get(url, { client: mocks.client() })`. `options` are the
+   * client's, given when it is made (later calls pass none).
    */
   client(options: Omit<ClientOptions, 'kernel'> = {}): Client {
-    if (this.defaultClient !== null && this.defaultClient.isOpen) return this.defaultClient;
+    if (this.defaultClient !== null && this.defaultClient.isOpen) {
+      if (Object.keys(options).length > 0) throw new ArgumentError('mocks.client(options): the client exists already, with the options it was made with; call mocks.close() first, or make another with kernel.client(options) on a kernel of your own');
+      return this.defaultClient;
+    }
     if (this.kernel === null) {
       if (defaultPlugins === null) throw new ArgumentError('mocks.client() needs the default plugins: import switchyard or switchyard/plugins, or register mocks.plugin on a kernel of your own');
       this.kernel = createKernel().register([...defaultPlugins(), this.plugin]);

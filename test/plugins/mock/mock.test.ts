@@ -41,8 +41,10 @@ describe('mock: replies', () => {
     const mocks = HTTP.mock();
     onCleanup(() => mocks.close());
     mocks.intercept({ origin: 'http://localhost:9', method: 'POST', path: '/echo', body: { a: 1 } }).reply((req) => ({ status: 201, body: `got ${req.text()} from ${req.method} ${req.path}` }));
-    const res = await HTTP.post('http://localhost:9/echo', { json: { a: 1 }, client: mocks.client() });
+    const res = await HTTP.post('http://localhost:9/echo', { json: { a: 1 }, client: mocks.client({ requestTimeout: 5000 }) });
     expect(res.status).toBe(201);
+    expect(mocks.client()).toBe(mocks.client());
+    expect(() => mocks.client({ requestTimeout: 1 })).toThrow(/exists already/);
     expect(res.text()).toBe('got {"a":1} from POST /echo');
   });
 
