@@ -20,6 +20,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['redirects', /^GET \/old: 200 "GET \/final" after 301 \/old -> \/moved\/here, 307 \/moved\/here -> \/final$/m],
   ['decompression', /^decoded: 110000 bytes, was br, Content-Encoding now \(removed\)$/m],
   ['retries', /^GET: 200 "GET ok after 3 calls"$/m],
+  ['mock', /^replayed with the server closed: 200 "hello from the real server"$/m],
   ['multipart', /^part report: 28 bytes, text\/csv, file report\.csv$/m],
   ['proxy', /^proxy saw: GET http:\/\/shop\.test:\d+\/cart \| CONNECT shop\.test:\d+$/m],
   ['router', /^DELETE \/users\/42 -> 405 \(Allow: GET, HEAD\)$/m],
@@ -30,7 +31,6 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['h2', /^10 concurrent requests: all HTTP\/2, server connections: 1$/m],
   ['custom-plugin', /^GET \/users\/\{id\} +count=3 statuses=\{"200":3\}$/m],
   ['protocol-plugin', /^ping-pong: PONG one, PONG two$/m],
-  ['mock', /^replayed with the server closed: 200 "hello from the real server"$/m],
 ];
 
 /** Examples that run until stopped, so no smoke test can wait for their exit. */
