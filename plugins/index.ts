@@ -16,6 +16,7 @@ import { websockets } from './websockets/index.js';
 import { redirects } from './redirects/index.js';
 import { retries } from './retries/index.js';
 import { router } from './router/index.js';
+import { setDefaultMockPlugins } from './mock/index.js';
 
 export * from './h2/index.js';
 export * from './h2c/index.js';
@@ -30,6 +31,7 @@ export * from './sse/index.js';
 export * from './router/index.js';
 export * from './middleware/index.js';
 export * from './websockets/index.js';
+export * from './mock/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {
@@ -45,3 +47,6 @@ export interface Presets {
 export const presets: Presets = Object.freeze({
   defaults: Object.freeze([h2, h2c, proxy, cookies, redirects, decompression, retries, router, fileserver, sse, websockets] as AnyPlugin[]),
 });
+
+// mocks.client() stacks the mock over the default bundle (the mock cannot import this module).
+setDefaultMockPlugins(() => presets.defaults);

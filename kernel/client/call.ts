@@ -267,18 +267,29 @@ async function bufferBody(res: Response, o: CallOptions): Promise<void> {
   if (sink !== undefined) {
     res.body = null;
     await writeToSink(body, sink);
+    if (body instanceof AbstractBody) takeTrailers(res, body);
     return;
   }
   const limit = maxResponseBytes(o);
   if (body instanceof AbstractBody) {
     try {
       res.body = await readCapped(body, limit);
+      takeTrailers(res, body);
     } finally {
       body.close();
     }
   } else if (typeof body === 'string') res.body = Buffer.from(body, 'utf8');
   else if (body === null) res.body = new Uint8Array(0);
   if (res.body instanceof Uint8Array && res.body.length > limit) throw new ResponseTooLargeError(limit, res.body.length);
+}
+
+/**
+ * The trailers of a body read to its end move to its response, which keeps the bytes (or
+ * none, for a sink): any body, a plugin's over the driver's (a decoder, a recorder) too.
+ */
+function takeTrailers(res: Response, body: AbstractBody): void {
+  const t = body.trailers();
+  if (t.size > 0) res.trailers = t;
 }
 
 /** Reads `body` to its end; past `limit` bytes, stops reading and throws `ResponseTooLargeError`. */

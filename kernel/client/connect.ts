@@ -140,7 +140,9 @@ export async function openConnection(o: ConnectOptions, ctx: RequestContext, giv
       return () => s.destroy();
     });
   }
-  if (o.protocol !== 'https:') return socket;
+  // A stream already secured (a TLSSocket, or an in-memory stream marked `encrypted` as
+  // TLSSocket is) gets no second TLS layer.
+  if (o.protocol !== 'https:' || (socket as { encrypted?: unknown }).encrypted === true) return socket;
   const tls = nodeTls();
   if (socket instanceof tls.TLSSocket) return socket;
   const raw = socket;

@@ -32,14 +32,31 @@ function checkHandler(handler: unknown, fn: string): void {
  * blocks until it is closed (the reference's blocking `serve`).
  */
 export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server> {
-  checkHandler(handler, 'serve');
-  return new Server({ ...options, handler, stream: false }).listen();
+  return starting(() => {
+    checkHandler(handler, 'serve');
+    return new Server({ ...options, handler, stream: false }).listen();
+  });
 }
 
 /** Starts a server for a stream handler (reads and writes one `Stream` per request) and resolves once it listens. */
 export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server> {
-  checkHandler(handler, 'listen');
-  return new Server({ ...options, handler, stream: true }).listen();
+  return starting(() => {
+    checkHandler(handler, 'listen');
+    return new Server({ ...options, handler, stream: true }).listen();
+  });
+}
+
+/**
+ * @internal Runs `start`, a mistake in the arguments (a bad option, a handler that is not a
+ * function) included as a rejection: a call that returns a Promise never also throws, so
+ * `serve(...).catch(...)` sees every failure.
+ */
+export function starting(start: () => Promise<Server>): Promise<Server> {
+  try {
+    return start();
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 /**

@@ -13,7 +13,7 @@ import { ArgumentError } from '../errors.js';
 import { checkOptionKeys } from '../option-keys.js';
 import type { Request } from '../message/request.js';
 import { responseHasNoBody } from '../http1/framing.js';
-import { listen, type ServeOptions } from '../server/index.js';
+import { listen, starting, type ServeOptions } from '../server/index.js';
 import type { Server } from '../server/server.js';
 import type { Stream } from '../server/stream.js';
 import type { StreamHandler } from '../server/exchange.js';
@@ -259,6 +259,8 @@ export type ServeFetchOptions = ServeOptions & FetchHandlerOptions;
  * `serve` besides.
  */
 export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
-  const { lightResponse, ...rest } = options;
-  return listen(fetchHandler(handler, lightResponse === undefined ? {} : { lightResponse }), rest);
+  return starting(() => {
+    const { lightResponse, ...rest } = options;
+    return listen(fetchHandler(handler, lightResponse === undefined ? {} : { lightResponse }), rest);
+  });
 }

@@ -229,6 +229,22 @@ describe('names of the mapping table', () => {
 // ---- the default stack -------------------------------------------------------------------------
 
 describe('top-level helpers on the default stack', () => {
+  it('serve, listen and serveFetch report a mistake in their arguments as a rejection, never a throw', async () => {
+    const calls: [string, () => Promise<unknown>][] = [
+      ['serve', () => HTTP.serve(() => new HTTP.Response(200), { prot: 1 } as never)],
+      ['listen', () => HTTP.listen(() => undefined, { prot: 1 } as never)],
+      ['serveFetch', () => HTTP.serveFetch(() => new globalThis.Response('x'), { prot: 1 } as never)],
+      ['serve (handler)', () => HTTP.serve('nope' as never)],
+      ['kernel.serve', () => HTTP.createKernel().serve(() => new HTTP.Response(200), { prot: 1 } as never)],
+    ];
+    for (const [name, call] of calls) {
+      let p: Promise<unknown> | undefined;
+      expect(() => (p = call()), name).not.toThrow();
+      await expect(p, name).rejects.toThrow(HTTP.ArgumentError);
+    }
+    await expect(HTTP.serve(() => new HTTP.Response(200), { prot: 1 } as never)).rejects.toThrow(/unknown server option "prot" \(did you mean port\?\)/);
+  });
+
   it('HTTP.get follows a 302 and decompresses a gzip body (presets.defaults)', async () => {
     const seen: { target: string; acceptEncoding: string | undefined }[] = [];
     const { origin } = await serveHere((req) => {

@@ -20,6 +20,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['redirects', /^GET \/old: 200 "GET \/final" after 301 \/old -> \/moved\/here, 307 \/moved\/here -> \/final$/m],
   ['decompression', /^decoded: 110000 bytes, was br, Content-Encoding now \(removed\)$/m],
   ['retries', /^GET: 200 "GET ok after 3 calls"$/m],
+  ['mock', /^replayed with the server closed: 200 "hello from the real server"$/m],
   ['multipart', /^part report: 28 bytes, text\/csv, file report\.csv$/m],
   ['proxy', /^proxy saw: GET http:\/\/shop\.test:\d+\/cart \| CONNECT shop\.test:\d+$/m],
   ['router', /^DELETE \/users\/42 -> 405 \(Allow: GET, HEAD\)$/m],

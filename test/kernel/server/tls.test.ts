@@ -351,8 +351,8 @@ describe('a caller-made tls.Server as listener', () => {
     expect(t[0]!.body).toBe(`127.0.0.1:${lp} 127.0.0.1 ${lp}`);
   });
 
-  it('tls options and a listener together are refused', () => {
+  it('tls options and a listener together are refused', async () => {
     const l = tls.createServer({ key: cert.key, cert: cert.cert });
-    expect(() => serve(hello, { listener: l, tls: { key: cert.key, cert: cert.cert } })).toThrow(/either tls options or a listener/);
+    await expect(serve(hello, { listener: l, tls: { key: cert.key, cert: cert.cert } })).rejects.toThrow(/either tls options or a listener/);
   });
 });
