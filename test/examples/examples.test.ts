@@ -25,13 +25,13 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['proxy', /^proxy saw: GET http:\/\/shop\.test:\d+\/cart \| CONNECT shop\.test:\d+$/m],
   ['router', /^DELETE \/users\/42 -> 405 \(Allow: GET, HEAD\)$/m],
   ['middleware', /^GET \/slow -> 503 handler timed out$/m],
+  ['inject', /^POST \/sum -> 200 \{"sum":42\}$/m],
   ['fileserver', /^ {2}Range: bytes=10-14 -> 206 bytes 10-14\/21 "abcde"$/m],
   ['sse', /^sseConnect: #3 train departed$/m],
   ['websockets', /^client: got "HELLO OVER A WEBSOCKET"$/m],
   ['h2', /^10 concurrent requests: all HTTP\/2, server connections: 1$/m],
   ['custom-plugin', /^GET \/users\/\{id\} +count=3 statuses=\{"200":3\}$/m],
   ['protocol-plugin', /^ping-pong: PONG one, PONG two$/m],
-  ['inject', /^POST \/sum -> 200 \{"sum":42\}$/m],
 ];
 
 /** Examples that run until stopped, so no smoke test can wait for their exit. */
