@@ -335,6 +335,18 @@ describe('inject: the server lifecycle', () => {
     await expect(server.inject('/after')).rejects.toThrow(/closing or closed/);
   });
 
+  it('kernel.inject keeps the server made for a handler, boots an idle kernel, and refuses once the kernel closes', async () => {
+    const kernel = createKernel();
+    let calls = 0;
+    const handler: RequestHandler = () => new Response(200, `call ${++calls}`);
+    expect(kernel.state).toBe('idle');
+    expect((await kernel.inject(handler, '/')).text()).toBe('call 1');
+    expect(kernel.state).toBe('ready');
+    expect((await kernel.inject(handler, '/')).text()).toBe('call 2');
+    await kernel.close();
+    await expect(kernel.inject(handler, '/')).rejects.toThrow(/kernel is closed/);
+  });
+
   it('the server HTTP.serve returns (default kernel, listening) injects too, without a connection', async () => {
     const server = forceCloseAfter(await serve((req) => new Response(200, `served ${req.target}`), { host: '127.0.0.1', port: 0 }));
     const res = await server.inject('/top?level=1');
