@@ -325,7 +325,8 @@ export class Kernel implements HookHost {
       if (server === undefined) this.#injectServers.set(target, (server = new Server({ handler: target, kernel: this })));
       return server;
     }
-    if (typeof target !== 'object' || target === null) throw new ArgumentError(`kernel.inject(target, request): target must be a request handler or { handler, stream?, ...server options }, got ${describe(target)}`);
+    if (typeof target !== 'object' || target === null)
+      throw new ArgumentError(`kernel.inject(target, request): target must be a request handler or { handler, stream?, ...server options }, got ${describe(target)}`);
     if ('kernel' in target) throw new ArgumentError('kernel.inject(target, request): target takes no kernel (the server runs this one)');
     return new Server({ ...target, kernel: this });
   }

@@ -101,7 +101,9 @@ function run(server: InjectHost, init: Checked): Promise<Response> {
   try {
     head = Buffer.from(serializeRequestHead(init.method, init.target, init.headers, init.host, init.framing), 'latin1');
   } catch (err) {
-    return Promise.reject(err instanceof ArgumentError ? err : new ArgumentError(`inject(): a client could not send this request: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+    return Promise.reject(
+      err instanceof ArgumentError ? err : new ArgumentError(`inject(): a client could not send this request: ${err instanceof Error ? err.message : String(err)}`, { cause: err }),
+    );
   }
   const parser = server.parsers.take();
   let req: Request;
@@ -123,7 +125,12 @@ function run(server: InjectHost, init: Checked): Promise<Response> {
   const hooks = server.hooks;
   if (upgrade && hooks !== null && hooks.onUpgrade !== null) {
     const to = req.headers.get('Upgrade') ?? 'another protocol';
-    return Promise.reject(new NeedsSocketError('upgrade', `inject(): the request asks to upgrade to ${to}, which needs a socket; test it against a listening server (await server.listen() or serve(), then a real client such as WebSockets.open)`));
+    return Promise.reject(
+      new NeedsSocketError(
+        'upgrade',
+        `inject(): the request asks to upgrade to ${to}, which needs a socket; test it against a listening server (await server.listen() or serve(), then a real client such as WebSockets.open)`,
+      ),
+    );
   }
   const wire = new InjectWire(req, init.body, init.remoteAddress, server);
   if (!server.addInjected(wire)) return Promise.reject(closedError());
@@ -349,7 +356,10 @@ class InjectWire implements ExchangeWire, ProtocolConnection {
   sendContinue(): void {}
 
   takeSocket(): { socket: Duplex } & UpgradeInfo {
-    const err = new NeedsSocketError('stream.upgrade()', 'inject(): the handler called stream.upgrade(), which needs a socket; test the upgrade against a listening server (await server.listen() or listen(), then a real client such as WebSockets.open)');
+    const err = new NeedsSocketError(
+      'stream.upgrade()',
+      'inject(): the handler called stream.upgrade(), which needs a socket; test the upgrade against a listening server (await server.listen() or listen(), then a real client such as WebSockets.open)',
+    );
     this.failure ??= err;
     throw err;
   }

@@ -73,7 +73,10 @@ describe('inject: plugins and handlers', () => {
     const records: AccessRecord[] = [];
     const keep = (obj: object): void => void records.push(obj as AccessRecord);
     const logger: Logger = { info: keep, warn: keep, error: keep, debug: keep };
-    const logged = serverOf(loggingMiddleware(() => new Response(201, 'hello'), { logger }), undefined).server;
+    const logged = serverOf(
+      loggingMiddleware(() => new Response(201, 'hello'), { logger }),
+      undefined,
+    ).server;
     const res = await logged.inject('/logged?x=1');
     expect([res.status, res.text()]).toEqual([201, 'hello']);
     expect(records.map((r) => [r.method, r.target, r.status, r.length])).toEqual([['GET', '/logged?x=1', 201, 5]]);
@@ -189,12 +192,14 @@ describe('inject: plugins and handlers', () => {
   });
 
   it('a failing stream handler: within its first 4 KiB a clean 500; past them the inject rejects as a client would lose the connection', async () => {
-    const failAfter = (bytes: number): StreamHandler => async (s) => {
-      await s.startRead();
-      s.setHeader('Content-Length', '100000');
-      await s.write(Buffer.alloc(bytes, 'a'));
-      throw new Error(`failed after ${bytes}`);
-    };
+    const failAfter =
+      (bytes: number): StreamHandler =>
+      async (s) => {
+        await s.startRead();
+        s.setHeader('Content-Length', '100000');
+        await s.write(Buffer.alloc(bytes, 'a'));
+        throw new Error(`failed after ${bytes}`);
+      };
     const kernel = await kernelOf();
     const errors: unknown[] = [];
     const early = await kernel.inject({ handler: failAfter(100), stream: true, onError: (e) => errors.push(e) }, '/early');
