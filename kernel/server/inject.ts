@@ -163,7 +163,8 @@ function checkInject(input: InjectRequest | string): Checked {
   if (typeof opts !== 'object' || opts === null) throw new ArgumentError(`inject(request): request must be an options object or a url string, got ${describeType(opts)}`);
   checkOptionKeys(opts, INJECT_KEYS, 'inject()');
   const method = opts.method ?? 'GET';
-  if (typeof method !== 'string' || !isToken(method)) throw new ArgumentError(`inject(): method must be a token such as 'GET', got ${describeType(method)}`);
+  if (typeof method !== 'string' || !isToken(method))
+    throw new ArgumentError(`inject(): method must be a token such as 'GET', got ${typeof method === 'string' ? JSON.stringify(method) : describeType(method)}`);
   const url = opts.url;
   if (typeof url !== 'string' || url === '') throw new ArgumentError(`inject(): url must be a path such as '/users?id=1' or an absolute http(s) URL, got ${describeType(url)}`);
   let target = url;
@@ -179,6 +180,10 @@ function checkInject(input: InjectRequest | string): Checked {
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ArgumentError(`inject(): url must be http: or https:, got ${u.protocol}`);
     target = `${u.pathname}${u.search}`;
     host = u.host;
+  } else {
+    // A fragment never leaves a client.
+    const hash = url.indexOf('#');
+    if (hash >= 0) target = url.slice(0, hash);
   }
   if (opts.query != null) target = withQuery(target, opts.query);
   const headers = new Headers(opts.headers ?? null);
@@ -207,9 +212,7 @@ function withQuery(target: string, query: NonNullable<InjectRequest['query']>): 
     }
   }
   if (pairs.length === 0) return target;
-  const hash = target.indexOf('#');
-  const base = hash >= 0 ? target.slice(0, hash) : target;
-  return `${base}${base.includes('?') ? '&' : '?'}${encodeQuery(pairs)}`;
+  return `${target}${target.includes('?') ? '&' : '?'}${encodeQuery(pairs)}`;
 }
 
 function addCookies(headers: Headers, cookies: NonNullable<InjectRequest['cookies']>): void {

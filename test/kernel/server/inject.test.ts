@@ -140,6 +140,8 @@ describe('inject: plugins and handlers', () => {
     expect([res.status, res.json()]).toEqual([201, { doubled: 42 }]);
     const req = seen[0]!;
     expect(req.target).toBe('/calc?a=1&b=x+y&b=2');
+    expect((await server.inject({ method: 'POST', url: '/frag?x=1#section', query: { y: 2 }, body: { n: 1 } })).status).toBe(201);
+    expect(seen[1]!.target).toBe('/frag?x=1&y=2');
     expect(req.headers.get('Host')).toBe('api.test');
     expect(req.headers.get('Content-Type')).toBe('application/json');
     expect(req.headers.get('Content-Length')).toBe('8');
