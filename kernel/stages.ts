@@ -28,6 +28,8 @@ export const Stage = Object.freeze({
   RETRY: 20,
   /** `server.onRequest`: route dispatch runs after auth-like taps that may answer first. */
   ROUTER: 100,
+  /** `server.onResponseHead`: response compression, after the taps that set headers, before the observers at `LAST`. */
+  COMPRESS: 900,
   /** Observers that must see the final state: access-log line, metrics. */
   LAST: 1000,
 } as const);

@@ -21,7 +21,7 @@ import type { Duplex } from 'node:stream';
 import { ArgumentError, ProtocolError } from '../errors.js';
 import type { ServerExchange, ServerHooks, Tapped } from '../hooks.js';
 import type { ExchangeWire, ProtocolConnection, ProtocolHost, ResponseWire, ServerInfo, ServerLimits } from './protocol-host.js';
-import { AbstractBody, type Body } from '../message/body.js';
+import { AbstractBody, readAll, type Body } from '../message/body.js';
 import { eqIgnoreCase, Headers } from '../message/headers.js';
 import { requestFromWire, type Request } from '../message/request.js';
 import { Response } from '../message/response.js';
@@ -33,6 +33,7 @@ import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
 import { Stream, writeResponseToStream, type StreamHost } from './stream.js';
 import { copyResponse } from './copy-response.js';
+import { EncodedBody, takeBodyEncoder } from './body-encoder.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -328,6 +329,14 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         return this.errorResponse(req, wire, 500, '', null);
       }
       headers = res.headers;
+      const encoder = takeBodyEncoder(res);
+      if (encoder !== undefined) {
+        // Also without a body (HEAD): the head then says what a GET's would (no length), and
+        // the body, closed unread, closes the encoder.
+        res.body = new EncodedBody(res.body, encoder);
+        res.contentLength = -1;
+        headers.delete('Content-Length');
+      }
     }
     if (!wire.writable) {
       if (res.body instanceof AbstractBody) res.body.close();
@@ -438,17 +447,24 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     headers.push('Content-Type', 'text/plain; charset=utf-8');
     if (extra !== null) for (const [k, v] of extra) headers.set(k, v);
     let st = status;
+    let bytes: Uint8Array = Buffer.from(text, 'utf8');
     const hooks = this.server.hooks;
     if (hooks !== null && hooks.onResponseHead !== null) {
-      const res = new Response(status, text, { headers, copyHeaders: false, request: req });
+      const res = new Response(status, bytes, { headers, copyHeaders: false, request: req });
       try {
         hooks.onResponseHead.call(res, req);
         st = res.status;
       } catch (err) {
         this.server.reportError(err, req);
       }
+      try {
+        // A tap may have replaced the body (encoded it) or asked for it to be encoded.
+        bytes = await answerBytes(res, req);
+      } catch (err) {
+        this.server.reportError(err, req);
+        headers.delete('Content-Encoding');
+      }
     }
-    const bytes = Buffer.from(text, 'utf8');
     let noBody = responseHasNoBody(st, req.method);
     try {
       wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
@@ -457,6 +473,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       if (!wire.writable) return;
       headers = new Headers(0);
       st = status;
+      bytes = Buffer.from(text, 'utf8');
       noBody = responseHasNoBody(st, req.method);
       wire.head(st, headers, bytes.length, noBody || bytes.length === 0, false);
     }
@@ -530,6 +547,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
 
   /** A stream handler (or the end of its response) failed: reported, and answered 500 while nothing went out. Never rejects. */
   private streamFailed(req: Request, wire: ExchangeWire, stream: Stream, err: unknown): Promise<void> | undefined {
+    stream.dropEncoder();
     this.server.reportError(err, req);
     if (!wire.writable) return undefined;
     if (stream.isCommitted) {
@@ -544,6 +562,25 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
 }
 
 const DONE: Promise<void> = Promise.resolve();
+
+/** The body of a server-made answer after its `onResponseHead` taps: as they left it, through the encoder one gave it. */
+async function answerBytes(res: Response, req: Request): Promise<Uint8Array> {
+  const body = res.body;
+  const bytes = body === null ? new Uint8Array(0) : typeof body === 'string' ? Buffer.from(body, 'utf8') : body instanceof AbstractBody ? await readAll(body) : body;
+  const encoder = takeBodyEncoder(res);
+  if (encoder === undefined) return bytes;
+  if (responseHasNoBody(res.status, req.method)) {
+    encoder.close();
+    return bytes;
+  }
+  try {
+    const head = await encoder.write(bytes, false);
+    const tail = await encoder.end();
+    return Buffer.concat([head, tail]);
+  } finally {
+    encoder.close();
+  }
+}
 
 /** The exchange `server.onRequest` taps see in request-handler mode. */
 class WireExchange implements ServerExchange {

@@ -28,6 +28,7 @@ import { parseContentLength } from '../http1/head-parser.js';
 import { responseHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
 import type { ExchangeWire } from './protocol-host.js';
+import { takeBodyEncoder, type BodyEncoder } from './body-encoder.js';
 
 const DONE: Promise<void> = Promise.resolve();
 
@@ -76,6 +77,11 @@ export class Stream implements ServerExchange {
   private readClosed = false;
   private readEnded = false;
   private committed = false;
+  /** What a `server.onResponseHead` tap asked the body to be written through (`encodeResponseBody`), else null. */
+  private encoder: BodyEncoder | null = null;
+  /** The encoded writes in flight, in order; null before the first. */
+  private encoding: Promise<void> | null = null;
+  private encodeError: unknown = null;
 
   /** @internal Made by the server's pipeline for each request, on the exchange's wire. */
   constructor(request: Request, wire: ExchangeWire, host: StreamHost) {
@@ -322,6 +328,7 @@ export class Stream implements ServerExchange {
       return;
     }
     if (ending && this.declared <= 0 && this.trailerFields === null) {
+      this.dropEncoder();
       this.writeClosed = true;
       wire.head(this.status, h, 0, true, false, this.reason);
       return;
@@ -342,11 +349,16 @@ export class Stream implements ServerExchange {
       // A tap may have changed the status (headers are shared with `r`).
       this.status = r.status;
       this.reason = r.reason;
+      const encoder = takeBodyEncoder(r);
+      if (encoder !== undefined) this.encoder = encoder;
     }
     const h = this.headers;
     h.delete('Transfer-Encoding');
     this.committed = true;
+    // The encoded length is known only at the end (a HEAD answer says what a GET's head would).
+    if (this.encoder !== null) h.delete('Content-Length');
     if (responseHasNoBody(this.status, this.request.method)) {
+      this.dropEncoder();
       this.mode = Mode.None;
       if (this.status === 204 || this.status < 200) h.delete('Content-Length');
       return h;
@@ -380,6 +392,7 @@ export class Stream implements ServerExchange {
     if (!this.wire.writable) throw new ProtocolError('cannot write: the client closed the connection');
     if (bytes.length === 0) return undefined;
     if (this.mode === Mode.None) return undefined;
+    if (this.encoder !== null) return this.sendEncoded(bytes, this.encoder);
     if (this.declared >= 0 && this.sent + bytes.length > this.declared) {
       throw new ProtocolError(`response body exceeds its Content-Length of ${this.declared} bytes`);
     }
@@ -445,7 +458,55 @@ export class Stream implements ServerExchange {
       );
     }
     this.writeClosed = true;
-    return this.wire.end(this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null);
+    const trailers = this.trailerFields !== null && this.trailerFields.size > 0 ? this.trailerFields : null;
+    if (this.encoder !== null) return this.endEncoded(this.encoder, trailers);
+    return this.wire.end(trailers);
+  }
+
+  /**
+   * A write through the encoder: each is flushed (a handler's write is what it meant to send
+   * now: an event, a line), after the writes before it. The bytes are copied, as the caller may
+   * reuse them before the encoder takes them.
+   */
+  private sendEncoded(bytes: Uint8Array, encoder: BodyEncoder): Promise<void> {
+    if (this.encodeError !== null) return Promise.reject(this.encodeError);
+    const chunk = Buffer.from(bytes);
+    const p = (this.encoding ?? DONE)
+      .then(() => encoder.write(chunk, true))
+      .then((out) => {
+        this.sent += out.length;
+        return out.length > 0 && this.wire.writable ? this.wire.data(out, false, true) : undefined;
+      });
+    // A failure rejects this write and every later one; the chain itself never rejects.
+    this.encoding = p.then(undefined, (err: unknown) => {
+      this.encodeError ??= err;
+      this.dropEncoder();
+    });
+    return p;
+  }
+
+  /** Ends an encoded body: the writes in flight, the encoder's last bytes, then the end of the body. */
+  private async endEncoded(encoder: BodyEncoder, trailers: Headers | null): Promise<void> {
+    try {
+      if (this.encoding !== null) await this.encoding;
+      if (this.encodeError !== null) throw this.encodeError;
+      const out = await encoder.end();
+      if (out.length > 0) {
+        const w = this.wire.data(out, false, true);
+        if (w !== undefined) await w;
+      }
+    } finally {
+      this.dropEncoder();
+    }
+    const w = this.wire.end(trailers);
+    if (w !== undefined) await w;
+  }
+
+  /** @internal Releases the body encoder, if any (the exchange failed or has no body). */
+  dropEncoder(): void {
+    const e = this.encoder;
+    this.encoder = null;
+    if (e !== null) e.close();
   }
 
   /** The whole body, before the head: head and body in one go to the wire (no chunked framing, no held copy). */

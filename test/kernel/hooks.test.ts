@@ -452,7 +452,7 @@ describe('stages', () => {
 
   it('are frozen named numbers with gaps, in the documented order', () => {
     expect(Object.isFrozen(Stage)).toBe(true);
-    const names = ['FIRST', 'PROXY', 'COOKIES', 'DECOMPRESS', 'DEFAULT', 'SSE', 'REDIRECT', 'RETRY', 'ROUTER', 'LAST'] as const;
+    const names = ['FIRST', 'PROXY', 'COOKIES', 'DECOMPRESS', 'DEFAULT', 'SSE', 'REDIRECT', 'RETRY', 'ROUTER', 'COMPRESS', 'LAST'] as const;
     const values = names.map((n) => Stage[n]);
     expect([...values].sort((a, b) => a - b)).toEqual(values);
     expect(Stage.DEFAULT).toBe(0);
