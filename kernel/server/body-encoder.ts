@@ -24,7 +24,7 @@ export interface BodyEncoder {
   write(chunk: Uint8Array, flush: boolean): Promise<Uint8Array>;
   /** Ends the encoding; resolves to the rest of the output. */
   end(): Promise<Uint8Array>;
-  /** Releases what the encoder holds (the response ended early or failed); calling it twice does nothing. */
+  /** Releases what the encoder holds; called once the body ended, or ended early or failed. Calling it twice does nothing. */
   close(): void;
 }
 
@@ -88,6 +88,7 @@ export class EncodedBody extends ChunkBody {
         this.ended = true;
         const last = await enc.end();
         this.encoder = null;
+        enc.close();
         return last;
       }
       // The encoder may keep the chunk until it has taken it; the next read needs the buffer.

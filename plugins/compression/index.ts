@@ -10,8 +10,9 @@
  *   type that is compressed already or not said (see {@link isCompressibleType}), or a body
  *   whose length is known and below `threshold`;
  * - `Vary: Accept-Encoding` is added (merged with an existing `Vary`) to every other response,
- *   since its encoding now depends on that field; a 304 gets it too, and the weak ETag a 200
- *   would carry, and nothing else;
+ *   since its encoding now depends on that field; a 304 (unless its type is one left alone)
+ *   gets it too, and its ETag in the form the client stored (weak when `If-None-Match` sent
+ *   the weak form), and nothing else;
  * - the coding is negotiated ({@link chooseCoding}); identity leaves the body as it is.
  *   Otherwise `Content-Encoding` is set, `Content-Length` dropped (or set to the compressed
  *   length) and a strong `ETag` made weak (`"x"` → `W/"x"`): the encoded bytes differ from
@@ -24,18 +25,7 @@
  *   compressor: SSE events arrive one by one.
  */
 import { Buffer } from 'node:buffer';
-import {
-  AbstractBody,
-  ArgumentError,
-  Stage,
-  checkOptionKeys,
-  definePlugin,
-  encodeResponseBody,
-  headerContains,
-  type Headers,
-  type Request,
-  type Response,
-} from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Stage, checkOptionKeys, definePlugin, encodeResponseBody, headerContains, type Headers, type Request, type Response } from '../../kernel/index.js';
 import { CODINGS, CodingChooser, type CompressionCoding } from './negotiate.js';
 import { DEFAULT_LEVELS, ZlibEncoder, compressWhole, hasZstd, type CompressionLevels, type Levels } from './encoders.js';
 
@@ -197,13 +187,17 @@ export const compression = definePlugin({
       const h = res.headers;
       if (h.has('Content-Encoding') || h.has('Content-Range') || headerContains(h, 'Cache-Control', 'no-transform')) return;
       const ct = h.get('Content-Type');
-      if (ct === undefined || !o.types(mediaTypeOf(ct))) return;
       if (status === 304) {
-        // The head a 200 would have had: it varies, and its tag is weak when it would be encoded.
+        // A 304 usually has no Content-Type (it describes the stored response): it may vary,
+        // and its tag is the one the client stored, weak when that response was encoded.
+        if (ct !== undefined && !o.types(mediaTypeOf(ct))) return;
         addVary(h);
-        if (o.chooser.choose(req.headers) !== 'identity') weakenEtag(h);
+        const tag = h.get('ETag');
+        const inm = req.headers.get('If-None-Match');
+        if (tag !== undefined && inm !== undefined && tag.startsWith('"') && inm.includes(`W/${tag}`)) weakenEtag(h);
         return;
       }
+      if (ct === undefined || !o.types(mediaTypeOf(ct))) return;
       if (req.headers.has('Range')) return;
       const known = knownLength(res);
       if (known >= 0 && known < o.threshold) return;
