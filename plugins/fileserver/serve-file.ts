@@ -10,6 +10,8 @@ import { normalizeEtag, weakStatEtag } from './etag.js';
 import { closeFd, openServed, type Opened } from './open-file.js';
 import { isUnsafeFsPath, splitTarget } from './path-safety.js';
 import { fdSource, respondWithContent } from './serve-content.js';
+import { contentTypeByName } from './content-type.js';
+import { CODINGS, addVary, chooseCoding, type CompressionCoding } from '../compression/index.js';
 
 /** How `ETag` is made: `'weak_stat'` (from size and modification time), a function of the path and stat, or a fixed tag. */
 export type EtagOption = 'weak_stat' | ((path: string, stat: Stats) => string) | string;
@@ -27,6 +29,16 @@ export interface ServeFileOptions {
   etag?: EtagOption | null;
   /** The `Cache-Control` header to send, if any. */
   cacheControl?: string | null;
+  /**
+   * Serve files compressed ahead of time: for `file`, `file.br`, `file.zst` or `file.gz` when
+   * it exists next to it (a regular file, inside the root) and the client's `Accept-Encoding`
+   * takes that coding, with `Content-Encoding`, the original's `Content-Type`, and the
+   * variant's own `ETag` and `Last-Modified` (its conditionals are answered against them).
+   * `true` offers all three (br, then zstd, then gzip when the client weighs them alike); a
+   * list offers those, in its order. Every answer for such a file gets `Vary: Accept-Encoding`.
+   * A request with `Range` gets the original. Default false.
+   */
+  precompressed?: boolean | CompressionCoding[];
 }
 
 /** @internal Options checked once. */
@@ -35,6 +47,8 @@ export interface ResolvedFileOptions {
   redirectCanonical: boolean;
   etag: 'weak_stat' | ((path: string, stat: Stats) => string) | string | null;
   cacheControl: string | null;
+  /** The codings to look for variants of, most preferred first; empty when off. */
+  precompressed: readonly CompressionCoding[];
 }
 
 /** @internal What the URL said, for the canonical redirects. */
@@ -54,7 +68,7 @@ export const MISSING: unique symbol = Symbol('missing');
 const ALLOW = 'GET, HEAD';
 
 /** @internal The names of {@link ServeFileOptions}. */
-export const SERVE_FILE_OPTIONS: readonly (keyof ServeFileOptions)[] = ['indexFile', 'redirectCanonical', 'etag', 'cacheControl'];
+export const SERVE_FILE_OPTIONS: readonly (keyof ServeFileOptions)[] = ['indexFile', 'redirectCanonical', 'etag', 'cacheControl', 'precompressed'];
 const SERVE_FILE_KEYS: ReadonlySet<string> = new Set(SERVE_FILE_OPTIONS);
 
 /** @internal Validates {@link ServeFileOptions}; `known` are the names the caller takes (`fileServer` takes more). */
@@ -78,8 +92,18 @@ export function resolveFileOptions(o: ServeFileOptions, fn: string, known: Reado
     if (typeof cc !== 'string') throw new ArgumentError(`${fn}: cacheControl must be a header value string, got ${typeof cc}`);
     checkFieldValue('Cache-Control', cc);
   }
-  return { indexFile, redirectCanonical: o.redirectCanonical ?? true, etag, cacheControl: cc };
+  return { indexFile, redirectCanonical: o.redirectCanonical ?? true, etag, cacheControl: cc, precompressed: precompressedOption(o.precompressed, fn) };
 }
+
+function precompressedOption(v: unknown, fn: string): readonly CompressionCoding[] {
+  if (v === undefined || v === false) return [];
+  if (v === true) return CODINGS;
+  if (Array.isArray(v) && v.every((c) => CODINGS.includes(c as CompressionCoding))) return Object.freeze([...new Set(v as CompressionCoding[])]);
+  throw new ArgumentError(`${fn}: precompressed must be a boolean or a list of 'br', 'zstd', 'gzip'`);
+}
+
+/** The file name suffix of a precompressed variant. */
+const VARIANT_SUFFIX: Readonly<Record<CompressionCoding, string>> = Object.freeze({ br: '.br', zstd: '.zst', gzip: '.gz' });
 
 /** The 405 answer for methods other than GET and HEAD. */
 export function methodNotAllowed(): Response {
@@ -115,36 +139,75 @@ function urlInfoOf(target: string): UrlInfo {
   return { rawPath, query: split.query, trailingSlash, lastSegment };
 }
 
-function tagFor(o: ResolvedFileOptions, path: string, stat: Stats): string | null {
+/** The tag of the file at `path` (a variant's path for a variant); a fixed tag gets the coding as a suffix, so no two variants share it. */
+function tagFor(o: ResolvedFileOptions, path: string, stat: Stats, coding: CompressionCoding | null): string | null {
   if (o.etag === null) return null;
   if (o.etag === 'weak_stat') return weakStatEtag(stat);
   if (typeof o.etag === 'function') return normalizeEtag(o.etag(path, stat), 'the etag function result');
-  return o.etag;
+  return coding === null ? o.etag : `${o.etag.slice(0, -1)}-${coding}"`;
 }
 
-/** @internal Streams an opened regular file through the content core; the descriptor goes with the response. */
-export function respondWithFile(req: Request, path: string, f: Opened, o: ResolvedFileOptions): Promise<Response> {
+/**
+ * @internal Streams an opened regular file through the content core; the descriptor goes with
+ * the response. `coding`: `f` is the precompressed variant of `path` in that coding.
+ */
+export function respondWithFile(req: Request, path: string, f: Opened, o: ResolvedFileOptions, coding: CompressionCoding | null = null): Promise<Response> {
   let etag: string | null;
   try {
-    etag = tagFor(o, path, f.stat);
+    etag = tagFor(o, coding === null ? path : path + VARIANT_SUFFIX[coding], f.stat, coding);
   } catch (err) {
     closeFd(f.fd);
     throw err;
   }
   const headers = new Headers();
   if (o.cacheControl !== null) headers.set('Cache-Control', o.cacheControl);
+  if (o.precompressed.length > 0) addVary(headers);
+  if (coding !== null) headers.set('Content-Encoding', coding);
   return respondWithContent(
     req,
     fdSource(f.fd, f.stat.size, () => closeFd(f.fd)),
     {
       name: path,
       modtime: f.stat.mtimeMs,
-      contentType: null,
+      // The original's type: the variant's bytes would sniff as compressed data.
+      contentType: coding === null ? null : (contentTypeByName(path) ?? 'application/octet-stream'),
       etag,
       headers,
       allowRanges: true,
     },
   );
+}
+
+/**
+ * `f` (the file at `path`), or its precompressed variant in the best coding the client takes
+ * that exists: each coding in the client's order is looked for until one is found.
+ */
+async function respondWithVariant(req: Request, path: string, f: Opened, o: ResolvedFileOptions, rootReal: string | null): Promise<Response> {
+  if (o.precompressed.length > 0 && !req.headers.has('Range')) {
+    const all = req.headers.getAll('Accept-Encoding');
+    const ae = all.length === 0 ? undefined : all.join(',');
+    let offered = o.precompressed;
+    for (;;) {
+      const coding = chooseCoding(ae, offered);
+      if (coding === 'identity') break;
+      let v: Opened | 'missing' | 'forbidden';
+      try {
+        v = await openServed(path + VARIANT_SUFFIX[coding], rootReal);
+      } catch (err) {
+        closeFd(f.fd);
+        throw err;
+      }
+      if (typeof v !== 'string') {
+        if (v.stat.isFile()) {
+          closeFd(f.fd);
+          return respondWithFile(req, path, v, o, coding);
+        }
+        closeFd(v.fd);
+      }
+      offered = offered.filter((c) => c !== coding);
+    }
+  }
+  return respondWithFile(req, path, f, o);
 }
 
 /**
@@ -180,7 +243,7 @@ export async function serveFileAt(req: Request, path: string, url: UrlInfo, o: R
     closeFd(f.fd);
     return MISSING;
   }
-  return respondWithFile(req, servedPath, f, o);
+  return respondWithVariant(req, servedPath, f, o, rootReal);
 }
 
 /**
