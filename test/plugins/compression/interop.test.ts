@@ -4,13 +4,15 @@
  * Chromium loading a page, a JSON resource and an EventSource feed.
  */
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createKernel, Response, type Request } from '../../../kernel/index.js';
-import { SSEEvent, decodedContentEncoding, fileServer, presets, sseStream, type SSEStream } from '../../../plugins/index.js';
-import { closeAfter, closeKernelAfter, onCleanup } from '../../helpers/cleanup.js';
-import { curlEnv, deferred, runCurl, waitFor, within } from '../../helpers/server.js';
+import { SSEEvent, compression, decodedContentEncoding, fileServer, h2, h2c, presets, sseStream, type SSEStream } from '../../../plugins/index.js';
+import { closeAfter, closeKernelAfter, destroyAfter, onCleanup } from '../../helpers/cleanup.js';
+import { curlEnv, deferred, runCurl, startServer, waitFor, within } from '../../helpers/server.js';
 import { compressedServer, jsonOf, siteDir } from './helpers.js';
 
 const DATA = jsonOf(64 * 1024);
@@ -97,6 +99,57 @@ describe("switchyard's client with the decompression plugin", () => {
     await within(call, 3000, 'the end of the stream');
     expect(got).toEqual(['one', 'two']);
     expect(coding).toBe('gzip');
+  });
+});
+
+describe('HTTP/2 (h2c, node:http2 client)', () => {
+  it('compresses over HTTP/2 too, and flushes SSE events one by one', async () => {
+    const kernel = closeKernelAfter(await createKernel().register([h2, h2c, compression]).ready());
+    const next = deferred();
+    const { port } = await startServer(
+      (req) =>
+        req.target === '/feed'
+          ? sseStream(
+              async (s) => {
+                await s.write(new SSEEvent('first'));
+                await next.promise;
+                await s.write(new SSEEvent('second'));
+              },
+              { request: req },
+            )
+          : jsonHandler(),
+      { kernel },
+    );
+    const session = destroyAfter(http2.connect(`http://127.0.0.1:${port}`));
+    const json = await new Promise<{ headers: http2.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      const st = session.request({ ':path': '/', 'accept-encoding': 'gzip' });
+      let headers: http2.IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      st.on('response', (h) => (headers = h));
+      st.on('data', (c: Buffer) => chunks.push(c));
+      st.on('end', () => resolve({ headers, body: Buffer.concat(chunks) }));
+      st.on('error', reject);
+    });
+    expect(json.headers['content-encoding']).toBe('gzip');
+    expect(json.headers.vary).toBe('Accept-Encoding');
+    expect(zlib.gunzipSync(json.body).toString()).toBe(DATA);
+    let text = '';
+    await within(
+      new Promise<void>((resolve, reject) => {
+        const st = session.request({ ':path': '/feed', 'accept-encoding': 'br' });
+        const dec = zlib.createBrotliDecompress();
+        st.pipe(dec);
+        dec.on('data', (c: Buffer) => {
+          text += c.toString();
+          if (text.includes('data: first\n\n')) next.resolve();
+        });
+        dec.on('end', resolve);
+        dec.on('error', reject);
+      }),
+      5000,
+      'both events, the second written after the first was decoded',
+    );
+    expect(text).toBe('data: first\n\ndata: second\n\n');
   });
 });
 
