@@ -18,11 +18,12 @@
  *   length) and a strong `ETag` made weak (`"x"` → `W/"x"`): the encoded bytes differ from
  *   the representation the tag names, and `If-None-Match` (weak comparison) still matches
  *   what the handler checks, with or without the `W/`.
- * - A body in memory (string, bytes) is compressed at once, in one zlib call, and keeps a
- *   `Content-Length`; HEAD gets the same head (its body compressed to learn the length, then
- *   dropped). A streamed body (a file, SSE) and what a stream handler writes go through a zlib
- *   stream (`encodeResponseBody`), flushed at each event or write so nothing waits in the
- *   compressor: SSE events arrive one by one.
+ * - A body in memory (string, bytes) up to {@link WHOLE_MAX} is compressed at once, in one
+ *   zlib call, and keeps a `Content-Length`; HEAD gets the same head (its body compressed to
+ *   learn the length, then dropped). A larger one, a streamed body (a file, SSE) and what a
+ *   stream handler writes go through a zlib stream (`encodeResponseBody`), flushed at each
+ *   event or write when the length is unknown, so nothing waits in the compressor: SSE events
+ *   arrive one by one.
  */
 import { Buffer } from 'node:buffer';
 import { AbstractBody, ArgumentError, Stage, checkOptionKeys, definePlugin, encodeResponseBody, headerContains, type Headers, type Request, type Response } from '../../kernel/index.js';
@@ -54,6 +55,13 @@ export interface CompressionOptions {
 }
 
 const OPTION_KEYS: ReadonlySet<string> = new Set(['encodings', 'threshold', 'levels', 'types'] satisfies (keyof CompressionOptions)[]);
+
+/**
+ * Bodies in memory up to this size are compressed in one call on the event loop (cheapest,
+ * and they keep a `Content-Length`); larger ones go through a zlib stream, whose work runs on
+ * libuv's thread pool, so one large body does not stall every other connection.
+ */
+export const WHOLE_MAX = 1024 * 1024;
 
 /** Default of {@link CompressionOptions.threshold}. */
 export const DEFAULT_THRESHOLD = 1024;
@@ -208,7 +216,7 @@ export const compression = definePlugin({
       weakenEtag(h);
       h.delete('Content-Length');
       const body = res.body;
-      if (typeof body === 'string' || body instanceof Uint8Array) {
+      if ((typeof body === 'string' || body instanceof Uint8Array) && known <= WHOLE_MAX) {
         const out = compressWhole(coding, o.levels, typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
         res.body = out;
         res.contentLength = out.length;

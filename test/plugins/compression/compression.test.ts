@@ -7,7 +7,7 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { CallbackBody, ChunkBody, Response, encodeResponseBody, type BodyEncoder } from '../../../kernel/index.js';
-import { SSEEvent, fileServer, sseStream } from '../../../plugins/index.js';
+import { SSEEvent, WHOLE_MAX, fileServer, sseStream } from '../../../plugins/index.js';
 import { destroyAfter } from '../../helpers/cleanup.js';
 import { siteDir } from './helpers.js';
 import { deferred, within } from '../../helpers/server.js';
@@ -170,6 +170,15 @@ describe('compression: in-memory bodies', () => {
 });
 
 describe('compression: streamed bodies', () => {
+  it(`a body in memory above ${WHOLE_MAX} bytes goes through a zlib stream (chunked) and decodes whole`, async () => {
+    const big = jsonOf(WHOLE_MAX + 4096);
+    const { port } = await compressedServer(() => json(big));
+    const r = await raw(port, '/', { 'Accept-Encoding': 'gzip' });
+    expect(r.headers['content-encoding']).toBe('gzip');
+    expect(r.headers['content-length']).toBeUndefined();
+    expect(decode('gzip', r.body)).toBe(big);
+  });
+
   it('a body of unknown length is compressed chunked and decodes whole', async () => {
     const parts = Array.from({ length: 50 }, (_, i) => `line ${i} ${'abc'.repeat(100)}\n`);
     const { port } = await compressedServer(() => {
