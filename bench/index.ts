@@ -4,6 +4,7 @@
  */
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
+import { runCompressionBench } from './compression.js';
 import { runFetchServerBench } from './fetch-server.js';
 import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
@@ -24,6 +25,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['client', () => runClientBench()],
   ['h2', () => runH2Bench()],
   ['static', () => runStaticBench()],
+  ['compression', () => runCompressionBench()],
   ['sse', () => runSseBench()],
   ['router', () => runRouterBench()],
   ['websockets', () => runWebsocketsBench()],
