@@ -28,6 +28,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['inject', /^POST \/sum -> 200 \{"sum":42\}$/m],
   ['fileserver', /^ {2}Range: bytes=10-14 -> 206 bytes 10-14\/21 "abcde"$/m],
   ['sse', /^sseConnect: #3 train departed$/m],
+  ['compression', /^events: tick 1 \(br\), tick 2 \(br\), tick 3 \(br\)$/m],
   ['websockets', /^client: got "HELLO OVER A WEBSOCKET"$/m],
   ['h2', /^10 concurrent requests: all HTTP\/2, server connections: 1$/m],
   ['custom-plugin', /^GET \/users\/\{id\} +count=3 statuses=\{"200":3\}$/m],
