@@ -450,7 +450,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     let bytes: Uint8Array = Buffer.from(text, 'utf8');
     const hooks = this.server.hooks;
     if (hooks !== null && hooks.onResponseHead !== null) {
-      const res = new Response(status, bytes, { headers, copyHeaders: false, request: req });
+      const res = new Response(status, text, { headers, copyHeaders: false, request: req });
       try {
         hooks.onResponseHead.call(res, req);
         st = res.status;

@@ -310,6 +310,38 @@ describe('compression: streamed bodies', () => {
   });
 });
 
+describe('compression: fetch handlers', () => {
+  it('a web Response (whole, and a ReadableStream written chunk by chunk) is compressed', async () => {
+    const { compressionKernel } = await import('./helpers.js');
+    const kernel = await compressionKernel();
+    const enc = new TextEncoder();
+    const server = await kernel.serveFetch(
+      (request) => {
+        if (new URL(request.url).pathname === '/whole') return new globalThis.Response(JSON_64K, { headers: { 'Content-Type': 'application/json' } });
+        const parts = [JSON_64K.slice(0, 30000), JSON_64K.slice(30000)];
+        const stream = new ReadableStream<Uint8Array>({
+          pull(c) {
+            const p = parts.shift();
+            if (p === undefined) c.close();
+            else c.enqueue(enc.encode(p));
+          },
+        });
+        return new globalThis.Response(stream, { headers: { 'Content-Type': 'application/json' } });
+      },
+      { host: '127.0.0.1', port: 0 },
+    );
+    try {
+      for (const p of ['/whole', '/stream']) {
+        const r = await raw(server.port, p, { 'Accept-Encoding': 'gzip' });
+        expect(r.headers['content-encoding'], p).toBe('gzip');
+        expect(decode('gzip', r.body), p).toBe(JSON_64K);
+      }
+    } finally {
+      await server.forceClose();
+    }
+  });
+});
+
 describe('encodeResponseBody', () => {
   /** Upper-cases each chunk; records how it was called. */
   class Upper implements BodyEncoder {
