@@ -11,6 +11,7 @@ import { channelNames, channels, Client, createKernel, Response, type Request } 
 import { observedWire } from '../../kernel/server/observed-wire.js';
 import { redirects, retries } from '../../plugins/index.js';
 import { closeAfter, closeKernelAfter } from '../helpers/cleanup.js';
+import { text } from '../helpers/client.js';
 import { startServer as startH1, startStreamServer as startH1Stream } from '../helpers/server.js';
 import { h2Client, startServer as startH2, startStreamServer as startH2Stream } from '../helpers/h2.js';
 
@@ -142,7 +143,7 @@ describe('server channels', () => {
       return new Response(200, als.getStore() ?? 'none');
     });
     const c = closeAfter(new Client());
-    expect((await c.get(`http://127.0.0.1:${port}/x`)).body.toString()).toBe('span for /x');
+    expect(text(await c.get(`http://127.0.0.1:${port}/x`))).toBe('span for /x');
   });
 
   it('a handler that throws: server:error, then the trace publishes error before asyncStart, with the 500 as result', async () => {
@@ -181,7 +182,7 @@ describe('server channels', () => {
       await stream.closeWrite();
     });
     const c = closeAfter(new Client());
-    expect((await c.get(`http://127.0.0.1:${port}/`)).body.toString()).toBe('abcdefgh');
+    expect(text(await c.get(`http://127.0.0.1:${port}/`))).toBe('abcdefgh');
     await until(() => seen.length === 1, 'finish');
     expect(find(seen, 'server:response:finish').bytes).toBe(8);
   });
@@ -309,7 +310,7 @@ describe('client channels', () => {
     unsubscribes.push(() => diagnosticsChannel.unsubscribe(channelNames.clientRequestCreate, fn));
     const { port } = await startH1((req) => new Response(200, req.headers.get('X-Traced') ?? 'absent'));
     const c = closeAfter(new Client());
-    expect((await c.get(`http://127.0.0.1:${port}/`)).body.toString()).toBe('yes');
+    expect(text(await c.get(`http://127.0.0.1:${port}/`))).toBe('yes');
   });
 
   it('a failed call: request:error, and the trace publishes error before asyncStart', async () => {
@@ -367,7 +368,7 @@ describe('client channels', () => {
     const seen: Seen[] = [];
     record(CLIENT_PLAIN, seen);
     const c = closeAfter(k.client());
-    expect((await c.get(`http://127.0.0.1:${port}/old`)).body.toString()).toBe('here');
+    expect(text(await c.get(`http://127.0.0.1:${port}/old`))).toBe('here');
     const redirect = find(seen, 'client:redirect');
     expect(redirect).toMatchObject({ location: `http://127.0.0.1:${port}/new`, hop: 1 });
     expect((redirect.response as Response).status).toBe(302);
