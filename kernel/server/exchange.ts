@@ -34,7 +34,7 @@ import type { PeerAddr } from './peer.js';
 import { Stream, writeResponseToStream, type StreamHost } from './stream.js';
 import { copyResponse } from './copy-response.js';
 import { channels, serverObserved, type ServerRequestContext } from '../diagnostics.js';
-import { ObservedWire } from './observed-wire.js';
+import { ObservedWire, observedWire } from './observed-wire.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -204,7 +204,19 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
    * a failed upgrade), through `onResponseHead` like any other.
    */
   answer(request: Request, wire: ExchangeWire, status: number, message: string): void {
-    void this.guard(this.errorResponse(request, wire, status, message, null), request, wire);
+    // Observed like any exchange: on the exchange's observing wire when it runs already (a
+    // timeout while its body is read), else on a new one (no handler runs, so no trace).
+    let ob = observedWire(request);
+    let fresh = false;
+    if (ob === undefined && serverObserved()) {
+      ob = new ObservedWire(wire, request);
+      fresh = true;
+      const start = channels.serverRequestStart;
+      if (start.hasSubscribers) start.publish({ request, server: this.server.info });
+    }
+    const w = ob ?? wire;
+    const p = this.guard(this.errorResponse(request, w, status, message, null), request, w);
+    if (fresh) void p.then(() => ob!.over());
   }
 
   /**

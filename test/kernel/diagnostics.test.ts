@@ -13,7 +13,7 @@ import { redirects, retries } from '../../plugins/index.js';
 import { closeAfter, closeKernelAfter } from '../helpers/cleanup.js';
 import { text } from '../helpers/client.js';
 import { startServer as startH1, startStreamServer as startH1Stream } from '../helpers/server.js';
-import { h2Client, startServer as startH2, startStreamServer as startH2Stream } from '../helpers/h2.js';
+import { h2Client, run, startServer as startH2, startStreamServer as startH2Stream } from '../helpers/h2.js';
 
 /** One message as a subscriber got it: the channel's short name and the message. */
 interface Seen {
@@ -187,6 +187,19 @@ describe('server channels', () => {
     expect(find(seen, 'server:response:finish').bytes).toBe(8);
   });
 
+  it("the connection's own answer (413 for a declared body over maxBodyBytes) is observed too: start, head, finish", async () => {
+    const seen: Seen[] = [];
+    record(SERVER_PLAIN, seen);
+    const { port } = await startH1(() => new Response(200, 'never'), { maxBodyBytes: 10 });
+    const c = closeAfter(new Client());
+    const res = await c.post(`http://127.0.0.1:${port}/up`, { body: 'x'.repeat(100), statusException: false });
+    expect(res.status).toBe(413);
+    await until(() => seen.some((s) => s.name === 'server:response:finish'), 'finish');
+    expect(names(seen, 'server').filter((n) => n !== 'server:connection')).toEqual(['server:request:start', 'server:response:headers', 'server:response:finish']);
+    expect((find(seen, 'server:response:finish').response as Response).status).toBe(413);
+    expect(find(seen, 'server:response:finish').bytes).toBeGreaterThan(0);
+  });
+
   it('upgrade: a stream handler taking the socket publishes server:upgrade with the protocol asked for', async () => {
     const seen: Seen[] = [];
     record([channelNames.serverUpgrade], seen);
@@ -202,6 +215,19 @@ describe('server channels', () => {
     expect(seen.map((s) => s.name)).toEqual(['server:upgrade']);
     expect(seen[0]!.msg.protocol).toBe('testproto');
     expect((seen[0]!.msg.request as Request).target).toBe('/');
+  });
+
+  it('upgrade: an onUpgrade tap claiming the connection (h2c, from curl) publishes server:upgrade, then the request runs over HTTP/2', async () => {
+    const seen: Seen[] = [];
+    record([channelNames.serverUpgrade, channelNames.serverRequestStart], seen);
+    const { port } = await startH2(() => new Response(200, 'upgraded'));
+    const r = await run('curl', ['-s', '--http2', `http://127.0.0.1:${port}/up`]);
+    expect(r.stdout).toBe('upgraded');
+    // Published once the tap returned: h2c runs the upgraded request (stream 1) inside it, so that request starts first.
+    expect(seen.map((s) => s.name)).toEqual(['server:request:start', 'server:upgrade']);
+    expect(find(seen, 'server:upgrade').protocol).toBe('h2c');
+    expect((find(seen, 'server:upgrade').request as Request).protoMajor).toBe(1);
+    expect((find(seen, 'server:request:start').request as Request).protoMajor).toBe(2);
   });
 
   for (const secure of [false, true]) {
