@@ -47,7 +47,14 @@ function recordTrace(name: string, out: Seen[]): void {
   unsubscribes.push(() => tc.unsubscribe(handlers));
 }
 
-const SERVER_PLAIN = [channelNames.serverConnection, channelNames.serverRequestStart, channelNames.serverResponseHeaders, channelNames.serverResponseFinish, channelNames.serverError, channelNames.serverUpgrade];
+const SERVER_PLAIN = [
+  channelNames.serverConnection,
+  channelNames.serverRequestStart,
+  channelNames.serverResponseHeaders,
+  channelNames.serverResponseFinish,
+  channelNames.serverError,
+  channelNames.serverUpgrade,
+];
 const CLIENT_PLAIN = [
   channelNames.clientRequestCreate,
   channelNames.clientRequestHeaders,
@@ -136,7 +143,7 @@ describe('server channels', () => {
     const { AsyncLocalStorage } = await import('node:async_hooks');
     const als = new AsyncLocalStorage<string>();
     const tc = diagnosticsChannel.tracingChannel(channelNames.serverRequest);
-    tc.start.bindStore(als, (ctx) => `span for ${((ctx as { request: Request }).request).target}`);
+    tc.start.bindStore(als, (ctx) => `span for ${(ctx as { request: Request }).request.target}`);
     unsubscribes.push(() => tc.start.unbindStore(als));
     const { port } = await startH1(async () => {
       await new Promise((r) => setImmediate(r));
@@ -355,7 +362,15 @@ describe('client channels', () => {
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(Error);
-    expect(names(seen, 'client')).toEqual(['client:request:start', 'client:request:create', 'client:request:end', 'client:request:error', 'client:request:error', 'client:request:asyncStart', 'client:request:asyncEnd']);
+    expect(names(seen, 'client')).toEqual([
+      'client:request:start',
+      'client:request:create',
+      'client:request:end',
+      'client:request:error',
+      'client:request:error',
+      'client:request:asyncStart',
+      'client:request:asyncEnd',
+    ]);
     const errors = seen.filter((s) => s.name === 'client:request:error');
     expect(errors[0]!.msg.error).toBe(err); // the channel
     expect(errors[1]!.msg.error).toBe(err); // the trace's error event
