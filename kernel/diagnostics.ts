@@ -274,13 +274,27 @@ function ch<M>(name: string): DiagnosticChannel<M> {
 }
 
 /**
+ * The TracingChannel `name`. Node 20 before 20.13 has no `TracingChannel.hasSubscribers`: there
+ * the channel gets one that asks its five channels, so publishing sites check it the same way.
+ */
+function tracing<C extends object>(name: string): TracingChannel<unknown, C> {
+  const tc = diagnosticsChannel.tracingChannel<unknown, C>(name);
+  if (typeof (tc as { hasSubscribers?: unknown }).hasSubscribers !== 'boolean') {
+    Object.defineProperty(tc, 'hasSubscribers', {
+      get: () => tc.start.hasSubscribers || tc.end.hasSubscribers || tc.asyncStart.hasSubscribers || tc.asyncEnd.hasSubscribers || tc.error.hasSubscribers,
+    });
+  }
+  return tc;
+}
+
+/**
  * Every channel the kernel publishes to. `clientRequest` and `serverRequest` are
  * TracingChannels (`tracing:<name>:start|end|asyncStart|asyncEnd|error`); the rest are plain
  * channels. The retries and redirects plugins publish `clientRetry` and `clientRedirect`.
  */
 export const channels = Object.freeze({
   /** Around one whole client call; context {@link ClientRequestContext}. */
-  clientRequest: diagnosticsChannel.tracingChannel<unknown, ClientRequestContext>(channelNames.clientRequest) as TracingChannel<unknown, ClientRequestContext>,
+  clientRequest: tracing<ClientRequestContext>(channelNames.clientRequest),
   /** {@link ClientRequestCreateMessage}. */
   clientRequestCreate: ch<ClientRequestCreateMessage>(channelNames.clientRequestCreate),
   /** {@link ClientRequestHeadersMessage}. */
@@ -302,7 +316,7 @@ export const channels = Object.freeze({
   /** {@link ServerConnectionMessage}. */
   serverConnection: ch<ServerConnectionMessage>(channelNames.serverConnection),
   /** Around the handler call; context {@link ServerRequestContext}. */
-  serverRequest: diagnosticsChannel.tracingChannel<unknown, ServerRequestContext>(channelNames.serverRequest) as TracingChannel<unknown, ServerRequestContext>,
+  serverRequest: tracing<ServerRequestContext>(channelNames.serverRequest),
   /** {@link ServerRequestStartMessage}. */
   serverRequestStart: ch<ServerRequestStartMessage>(channelNames.serverRequestStart),
   /** {@link ServerResponseHeadersMessage}. */
