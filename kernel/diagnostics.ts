@@ -42,7 +42,7 @@ export interface ClientRequestCreateMessage {
   readonly request: Request;
   /** Its URL. */
   readonly url: string;
-  /** 1 for the first attempt, 2 for the first retry, …; redirect hops count on. */
+  /** 1 for the first attempt, 2 for the first retry, …; a redirect hop keeps the number of the attempt it belongs to. */
   readonly attempt: number;
 }
 
@@ -50,7 +50,7 @@ export interface ClientRequestCreateMessage {
 export interface ClientConnectionInfo {
   /** `http/1.1` or `h2`. */
   readonly protocol: string;
-  /** True when the connection had carried an earlier exchange (or was shared by one, for h2). */
+  /** True when the connection carried an earlier exchange, or an HTTP/2 connection is shared with one. */
   readonly reused: boolean;
   /** Local address of the socket, or `''` when unknown (a tunnel). */
   readonly localAddress: string;
@@ -78,7 +78,8 @@ export interface ClientResponseHeadersMessage {
   readonly response: Response;
   /**
    * From `request:create` of this attempt to the head, ms (`performance.now()` based). NaN
-   * when nobody was subscribed to any client channel at `request:create`.
+   * when nobody listened to `response:headers` or `response:end` at `request:create` (a
+   * subscriber that attached later in the attempt).
    */
   readonly elapsedMs: number;
 }
@@ -145,7 +146,7 @@ export interface ClientConnectionOpenMessage {
   readonly remoteAddress: string;
   /** Peer port, or 0. */
   readonly remotePort: number;
-  /** From starting to connect to the session being ready (TCP, proxy, TLS, protocol), ms; NaN as for `response:headers`. */
+  /** From starting to connect to the session being ready (TCP, proxy, TLS, protocol), ms. */
   readonly connectMs: number;
 }
 
