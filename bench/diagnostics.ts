@@ -30,6 +30,7 @@
  *
  * Environment: BENCH_DURATION (s per run, default 3), BENCH_RUNS (default 3), BENCH_DIAG_BASE,
  * BENCH_DIAG_SCENARIOS (comma list of server, client, instr; default server,client),
+ * BENCH_DIAG_VARIANTS (comma list of base, on: the rows besides `off`; default all),
  * BENCH_DIAG_LOW / BENCH_DIAG_HIGH (instr: default 10000 / 40000 requests).
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
@@ -170,6 +171,8 @@ export async function runDiagnosticsBench(): Promise<void> {
     ['on', progs.get('own')!, 'on'],
   ];
   if (progs.has('base')) variants.unshift(['base', progs.get('base')!, 'off']);
+  const only = envList('BENCH_DIAG_VARIANTS');
+  if (only !== null) variants.splice(0, variants.length, ...variants.filter(([name]) => name === 'off' || only.includes(name)));
   const children = childTracker();
   const track = (c: ChildProcess): void => children.track(c);
   const env = { ...process.env, BENCH_CHILD: '1' };
