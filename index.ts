@@ -176,6 +176,9 @@ export {
 } from './kernel/index.js';
 export { presets } from './plugins/index.js';
 
+// diagnostics_channel: the channels the client and server publish to, and their messages.
+export { channels, channelNames, type DiagnosticChannel, type ClientRequestContext, type ClientRequestCreateMessage, type ClientConnectionInfo, type ClientRequestHeadersMessage, type ClientResponseHeadersMessage, type ClientResponseEndMessage, type ClientRequestErrorMessage, type ClientRetryMessage, type ClientRedirectMessage, type ClientConnectionOpenMessage, type ClientConnectionReuseMessage, type ServerConnectionMessage, type ServerRequestContext, type ServerRequestStartMessage, type ServerResponseHeadersMessage, type ServerResponseFinishMessage, type ServerErrorMessage, type ServerUpgradeMessage } from './kernel/index.js';
+
 let defaultKernel: Kernel | null = null;
 
 /** The kernel the top-level helpers use when given none: `presets.defaults`, made on first use. */

@@ -36,3 +36,4 @@ export {
 export * from './server/index.js';
 export * from './client/index.js';
 export * from './web/index.js';
+export * from './diagnostics.js';
