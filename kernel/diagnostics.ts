@@ -169,15 +169,20 @@ export interface ServerConnectionMessage {
 }
 
 /**
- * The context object of the `switchyard:server:request` TracingChannel, around the call of
- * the request or stream handler (or of the `onRequest` taps when one answers).
+ * The context object of the `switchyard:server:request` TracingChannel: one per exchange the
+ * server's pipeline runs (HTTP/1.1 and HTTP/2 alike). `start` fires as the pipeline takes the
+ * request, before the `onRequest` taps and the request or stream handler, which run inside
+ * `start.runStores` (so an `AsyncLocalStorage` bound to `start` is the handler's context);
+ * `end` when that synchronous part returns; `asyncStart` and `asyncEnd` when the exchange is
+ * over (its response written, or abandoned). `error` fires before `asyncStart` when the
+ * handler, a tap or the response failed (the error the server reports to `onError`).
  */
 export interface ServerRequestContext {
   /** The request. */
   readonly request: Request;
-  /** What the handler returned (its Response, or undefined for a stream handler): set before `asyncStart`. */
+  /** The response as its head went out (status, reason, headers; see `response:headers`), set before `asyncStart`; absent when none was written. */
   result?: unknown;
-  /** What the handler threw or rejected with: set before `error`. */
+  /** The first error reported about the exchange: set before `error`. */
   error?: unknown;
 }
 
@@ -189,11 +194,16 @@ export interface ServerRequestStartMessage {
   readonly server: ServerInfo;
 }
 
-/** `switchyard:server:response:headers`: the response head is final (right after `onResponseHead`). */
+/** `switchyard:server:response:headers`: the response head is final (right after `onResponseHead`) and was handed to the connection. */
 export interface ServerResponseHeadersMessage {
   /** The request it answers. */
   readonly request: Request;
-  /** The response. */
+  /**
+   * The response as its head was written: status, reason and headers as the connection got
+   * them (framing fields such as Content-Length are the protocol's to add), `contentLength`
+   * the body's length or -1. A Response made for the message: its body is null, not the
+   * handler's.
+   */
   readonly response: Response;
 }
 
@@ -201,13 +211,14 @@ export interface ServerResponseHeadersMessage {
 export interface ServerResponseFinishMessage {
   /** The request it answers. */
   readonly request: Request;
-  /** The response. */
+  /** The response, as in `response:headers`. */
   readonly response: Response;
-  /** Body bytes written (after chunk framing is removed: the payload). */
+  /** Body bytes written (the payload, without chunk framing). */
   readonly bytes: number;
   /**
-   * From `request:start` to now, ms (`performance.now()` based). NaN when nobody was
-   * subscribed to `request:start` or `response:finish` when the request arrived.
+   * From `request:start` to now, ms (`performance.now()` based). Only exchanges that arrived
+   * while some server request channel had a subscriber are reported (a later subscriber sees
+   * the exchanges that arrive after it), so it is always a number.
    */
   readonly elapsedMs: number;
 }
@@ -303,3 +314,36 @@ export const channels = Object.freeze({
   /** {@link ServerUpgradeMessage}. */
   serverUpgrade: ch<ServerUpgradeMessage>(channelNames.serverUpgrade),
 });
+
+/**
+ * True when someone listens to a server channel published per exchange (`request`,
+ * `request:start`, `response:headers`, `response:finish`): the pipeline then runs the exchange
+ * on an observing wire. A few field reads, made once per exchange.
+ */
+export function serverObserved(): boolean {
+  return channels.serverRequestStart.hasSubscribers || channels.serverResponseHeaders.hasSubscribers || channels.serverResponseFinish.hasSubscribers || channels.serverRequest.hasSubscribers;
+}
+
+/**
+ * True when someone listens to a client channel published by the attempt loop (`request`,
+ * `request:create`, `request:headers`, `response:headers`, `response:end`, `request:error`,
+ * `connection:reuse`): the call then takes the attempt loop rather than the shortcuts that
+ * skip it. A few field reads, made once per call.
+ */
+export function clientObserved(): boolean {
+  return (
+    channels.clientRequestCreate.hasSubscribers ||
+    channels.clientResponseHeaders.hasSubscribers ||
+    channels.clientResponseEnd.hasSubscribers ||
+    channels.clientRequestHeaders.hasSubscribers ||
+    channels.clientRequestError.hasSubscribers ||
+    channels.clientConnectionReuse.hasSubscribers ||
+    channels.clientRequest.hasSubscribers
+  );
+}
+
+/** Publishes `server:upgrade` for `request`, whose connection was just taken over, when someone listens. */
+export function publishUpgrade(request: Request): void {
+  const ch = channels.serverUpgrade;
+  if (ch.hasSubscribers) ch.publish({ request, protocol: request.headers.get('Upgrade') ?? '' });
+}

@@ -33,6 +33,8 @@ import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
 import { Stream, writeResponseToStream, type StreamHost } from './stream.js';
 import { copyResponse } from './copy-response.js';
+import { channels, serverObserved, type ServerRequestContext } from '../diagnostics.js';
+import { ObservedWire } from './observed-wire.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -147,6 +149,43 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
    * its body in memory), else a Promise that resolves when it is over. Never rejects.
    */
   run(request: Request, wire: ExchangeWire): Promise<void> | undefined {
+    if (serverObserved()) return this.runObserved(request, wire);
+    return this.runOn(request, wire);
+  }
+
+  /**
+   * An exchange while someone subscribes to the server's per-exchange channels: `request:start`,
+   * then the exchange on an {@link ObservedWire} (which publishes the response's head and
+   * finish), inside the `server:request` trace when that has subscribers.
+   */
+  private runObserved(request: Request, wire: ExchangeWire): Promise<void> | undefined {
+    const ob = new ObservedWire(wire, request);
+    const start = channels.serverRequestStart;
+    if (start.hasSubscribers) start.publish({ request, server: this.server.info });
+    const tc = channels.serverRequest;
+    let p: Promise<void> | undefined;
+    if (!tc.hasSubscribers) p = this.runOn(request, ob);
+    else {
+      const ctx: ServerRequestContext = { request };
+      ob.trace = ctx;
+      try {
+        p = tc.start.runStores(ctx, this.runOn, this, request, ob);
+      } catch (err) {
+        ctx.error = err;
+        tc.error.publish(ctx);
+        throw err;
+      } finally {
+        tc.end.publish(ctx);
+      }
+    }
+    if (p === undefined) {
+      ob.over();
+      return undefined;
+    }
+    return p.then(() => ob.over());
+  }
+
+  private runOn(request: Request, wire: ExchangeWire): Promise<void> | undefined {
     if (this.server.streamHandler !== null) return this.runStream(request, wire);
     if (request.body === null) return this.guard(this.runRequest(request, wire), request, wire);
     const hooks = this.server.hooks;
@@ -379,7 +418,9 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         return;
       }
       wire.head(status, headers, known, false, trailers !== null, res.reason, res.close);
-      this.streaming.set(wire, body);
+      // Keyed by the protocol's wire: its connection ends the body through that one.
+      const key = wire instanceof ObservedWire ? wire.inner : wire;
+      this.streaming.set(key, body);
       const size = wire.bodyChunk ?? WIRE_CHUNK;
       let buf: Buffer | null = null;
       let sent = 0;
@@ -418,7 +459,8 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       this.server.reportError(err, req);
       wire.abort(err);
     } finally {
-      if (this.streaming.get(wire) === body) this.streaming.delete(wire);
+      const key = wire instanceof ObservedWire ? wire.inner : wire;
+      if (this.streaming.get(key) === body) this.streaming.delete(key);
       body.close();
     }
   }
