@@ -104,6 +104,19 @@ describe('opentelemetry: client spans', () => {
     expect(span.attributes['http.response.status_code']).toBe(200);
   });
 
+  it('a streamed response closed before its end ends its span as canceled', async () => {
+    const kernel = await tracedKernel();
+    const { url } = await recordingServer(() => new Response(200, 'y'.repeat(2_000_000)));
+    const client = closeAfter(kernel.client());
+    const res = await client.fetch(`${url}/big`);
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    const span = await clientSpan();
+    expect(span.status.code).toBe(SpanStatusCode.ERROR);
+    expect(span.attributes).toMatchObject({ 'http.response.status_code': 200, 'error.type': 'SWY_ERR_CANCELED' });
+  });
+
   it('ignore: a call it matches gets no span and sends no traceparent', async () => {
     const kernel = await tracedKernel({ ignore: (req) => req.url.endsWith('/metrics') });
     const { url, seen } = await recordingServer(() => new Response(200, ''));
