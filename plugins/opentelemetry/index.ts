@@ -13,7 +13,7 @@ import { ArgumentError, checkOptionKeys, definePlugin, type Plugin, type Request
 import { traceClients } from './client.js';
 import { traceServers } from './server.js';
 
-/** The plugin's name, also the name of its taps and of its tracer (instrumentation scope). */
+/** The plugin's name, also the name of its taps. */
 export const OPENTELEMETRY_PLUGIN = 'opentelemetry';
 
 /** Options of {@link openTelemetry}. */
@@ -33,6 +33,9 @@ export interface OpenTelemetryOptions {
    */
   ignore?: (request: Request) => boolean;
 }
+
+/** The name of the plugin's tracer (its instrumentation scope), as trace backends show it. */
+export const TRACER_NAME = 'switchyard';
 
 const OPTIONS: ReadonlySet<string> = new Set(['tracerProvider', 'propagator', 'serverSpans', 'clientSpans', 'ignore']);
 
@@ -61,7 +64,7 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): Plugin {
   return definePlugin({
     name: OPENTELEMETRY_PLUGIN,
     register(kernel) {
-      const tracer = tracerProvider !== undefined ? tracerProvider.getTracer(OPENTELEMETRY_PLUGIN) : trace.getTracer(OPENTELEMETRY_PLUGIN);
+      const tracer = tracerProvider !== undefined ? tracerProvider.getTracer(TRACER_NAME) : trace.getTracer(TRACER_NAME);
       const t = { tracer, propagator: propagator ?? propagation, ignore: ignore ?? null };
       const stops: (() => void)[] = [];
       if (serverSpans) stops.push(traceServers(kernel, OPENTELEMETRY_PLUGIN, t));

@@ -114,6 +114,7 @@ describe('opentelemetry: server spans', () => {
     const thrown = byPath('/throw');
     expect(thrown.status.code).toBe(SpanStatusCode.ERROR);
     expect(thrown.attributes['http.response.status_code']).toBe(500);
+    expect(thrown.attributes['error.type']).toBe('500');
     expect(thrown.events.map((e) => [e.name, e.attributes?.['exception.type'], e.attributes?.['exception.message']])).toEqual([['exception', 'TypeError', 'boom']]);
   });
 
