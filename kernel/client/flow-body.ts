@@ -6,7 +6,7 @@
  * are both FlowBodies; only their source differs.
  */
 import { Buffer } from 'node:buffer';
-import { ProtocolError, ResponseTooLargeError } from '../errors.js';
+import { CanceledError, ProtocolError, ResponseTooLargeError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import { Headers } from '../message/headers.js';
 
@@ -100,6 +100,11 @@ export class FlowBody extends AbstractBody {
     this.waiter = null;
     w?.reject(err);
     this.told(err);
+  }
+
+  /** Closed before its end: whoever waits for the end (a diagnostics subscriber) hears it will not come. */
+  private toldClosed(): void {
+    if (this.onEnd !== null && this.failure === null) this.told(new CanceledError('response body closed before its end'));
   }
 
   private told(err: Error | null): void {
@@ -231,8 +236,10 @@ export class FlowBody extends AbstractBody {
     this.isClosed = true;
     this.queue = NO_CHUNKS;
     this.queued = 0;
-    if (!this.ended) this.source.abandon();
-    else this.source.consumed?.();
+    if (!this.ended) {
+      this.source.abandon();
+      this.toldClosed();
+    } else this.source.consumed?.();
     if (this.rest !== null) this.settleRest();
     this.wake();
   }
@@ -248,6 +255,7 @@ export class FlowBody extends AbstractBody {
     this.queue = NO_CHUNKS;
     this.queued = 0;
     this.source.abandon();
+    if (!this.ended) this.toldClosed();
     if (this.rest !== null) this.settleRest();
     this.wake();
   }

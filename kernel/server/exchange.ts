@@ -338,18 +338,11 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     }
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
     req.setBody(body, total);
-    const ex = new WireExchange(req, this.server.info, wire);
-    let res: unknown;
-    try {
-      const hooks = this.server.hooks;
-      if (hooks !== null && hooks.onRequest !== null) res = await hooks.onRequest.promise(req, ex);
-      if (res == null) res = await this.server.handler!(req);
-    } catch (err) {
-      this.server.reportError(err, req);
-      await this.errorResponse(req, wire, 500, '', ex.extra);
-      return;
-    }
-    await this.checked(req, wire, res, ex);
+    // On as for a request read with its head: the handler runs in the taps' callback, so an
+    // async context a tap calls back in (a tracing span's) reaches it.
+    const hooks = this.server.hooks;
+    const p = hooks !== null && hooks.onRequest !== null ? this.tapped(req, wire, hooks.onRequest) : this.callHandler(req, wire, null);
+    if (p !== undefined) await p;
   }
 
   /**
@@ -567,10 +560,23 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     return w === undefined ? undefined : w.then(undefined, (err: unknown) => this.streamFailed(req, wire, stream, err));
   }
 
-  /** `onRequest` taps with something to do: they may answer for the stream handler. */
-  private async tappedStream(req: Request, wire: ExchangeWire, stream: Stream, hook: NonNullable<Tapped<ServerHooks>['onRequest']>): Promise<void> {
+  /**
+   * `onRequest` taps with something to do: they may answer for the stream handler. By
+   * `callAsync`, as for request handlers: the stream handler runs in the taps' callback, so an
+   * async context a tap calls back in (a tracing span's) reaches it.
+   */
+  private tappedStream(req: Request, wire: ExchangeWire, stream: Stream, hook: NonNullable<Tapped<ServerHooks>['onRequest']>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      hook.callAsync(req, stream, (err, res) => {
+        void this.afterStreamTaps(req, wire, stream, err, res).then(resolve);
+      });
+    });
+  }
+
+  /** What follows the `onRequest` taps of a stream handler's exchange: their answer, their error, or the handler. Never rejects. */
+  private async afterStreamTaps(req: Request, wire: ExchangeWire, stream: Stream, tapErr: unknown, res: Response | void | undefined): Promise<void> {
     try {
-      const res = await hook.promise(req, stream);
+      if (tapErr != null) throw tapErr;
       if (res != null) {
         await writeResponseToStream(stream, res);
         return;
