@@ -346,7 +346,22 @@ export { Router, register, getRoute, getParams, getParam } from './plugins/route
 export { Handlers } from './plugins/middleware/index.js';
 export { WebSockets, WebSocket, WebSocketError, WebSocketHandshakeError } from './plugins/index.js';
 export { SSEEvent, SSEStream, SSEParser, SSEEventTooLargeError, sseStream } from './plugins/sse/index.js';
-export { mock, MockAgent, MockInterceptor, MockScope, MockNotMatchedError, MockPendingError, type MockOptions, type MockInterceptOptions, type MockRequest, type MockReplyData, type MockErrorCode, type Recording, type RecordedExchange, type RecordedBody } from './plugins/mock/index.js';
+export {
+  mock,
+  MockAgent,
+  MockInterceptor,
+  MockScope,
+  MockNotMatchedError,
+  MockPendingError,
+  type MockOptions,
+  type MockInterceptOptions,
+  type MockRequest,
+  type MockReplyData,
+  type MockErrorCode,
+  type Recording,
+  type RecordedExchange,
+  type RecordedBody,
+} from './plugins/mock/index.js';
 export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 import { sseConnect as connectSSE, type SSECallback, type SSEConnectOptions } from './plugins/sse/index.js';
 /** Reconnecting event-stream client (the sse plugin's `sseConnect`), on the default client unless given `client`. */

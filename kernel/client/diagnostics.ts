@@ -13,7 +13,13 @@ import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { hostPort } from '../message/uri.js';
 import { FlowBody } from './flow-body.js';
-import type { Origin } from './transport.js';
+
+/** Where a connection goes (the transport's `Origin`, named by shape: the transport imports this module). */
+interface Origin {
+  readonly protocol: string;
+  readonly host: string;
+  readonly port: number;
+}
 
 /** The addresses of a socket (a tunnel's Duplex has none: empty and 0). */
 interface Addressed {
