@@ -5,6 +5,7 @@
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
 import { runCompressionBench } from './compression.js';
+import { runDiagnosticsBench } from './diagnostics.js';
 import { runFetchServerBench } from './fetch-server.js';
 import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
@@ -23,6 +24,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['server', () => runServerBench()],
   ['fetch-server', () => runFetchServerBench()],
   ['client', () => runClientBench()],
+  ['diagnostics', () => runDiagnosticsBench()],
   ['h2', () => runH2Bench()],
   ['static', () => runStaticBench()],
   ['compression', () => runCompressionBench()],
