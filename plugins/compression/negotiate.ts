@@ -134,9 +134,10 @@ export class CodingChooser {
 
   /** The coding for `headers`' `Accept-Encoding` (several fields read as one list). */
   choose(headers: Headers): CompressionCoding | 'identity' {
-    const all = headers.getAll('Accept-Encoding');
-    if (all.length === 0) return 'identity';
-    const value = all.length === 1 ? all[0]! : all.join(',');
+    const first = headers.indexOf('Accept-Encoding');
+    if (first < 0) return 'identity';
+    // One field, as a rule: its value as it is; several are read as one list.
+    const value = headers.indexOf('Accept-Encoding', first + 1) < 0 ? headers.valueAt(first) : headers.getAll('Accept-Encoding').join(',');
     let c = this.cache.get(value);
     if (c !== undefined) return c;
     c = chooseCoding(value, this.offered);

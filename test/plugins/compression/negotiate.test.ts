@@ -122,3 +122,31 @@ describe('hostile Accept-Encoding on a server', () => {
     expect(errors).toEqual([]);
   });
 });
+
+describe('register(compression, options)', () => {
+  it.each([
+    [{ threshold: -1 }, /threshold must be a whole number of bytes >= 0/],
+    [{ threshold: 1.5 }, /threshold/],
+    [{ encodings: [] }, /encodings must be a non-empty array/],
+    [{ encodings: ['deflate'] }, /unknown encoding "deflate"/],
+    [{ levels: { gzip: 10 } }, /levels.gzip must be an integer 1..9/],
+    [{ levels: { br: -1 } }, /levels.br must be an integer 0..11/],
+    [{ levels: { gzp: 1 } }, /gzp.*did you mean gzip/],
+    [{ treshold: 10 }, /treshold.*did you mean threshold/],
+    [{ types: 'text/*' }, /types must be a function/],
+  ])('refuses %j', async (options, message) => {
+    const { createKernel } = await import('../../../kernel/index.js');
+    const { compression } = await import('../../../plugins/index.js');
+    const kernel = createKernel().register(compression, options as never);
+    await expect(kernel.ready()).rejects.toThrow(message);
+  });
+
+  it('zstd only where Node has it', async () => {
+    const { createKernel } = await import('../../../kernel/index.js');
+    const { compression, hasZstd } = await import('../../../plugins/index.js');
+    const kernel = createKernel().register(compression, { encodings: ['zstd', 'gzip'] });
+    if (hasZstd()) await expect(kernel.ready()).resolves.toBeDefined();
+    else await expect(kernel.ready()).rejects.toThrow(/zstd needs a Node whose zlib has it/);
+    await kernel.close().catch(() => {});
+  });
+});
