@@ -4,7 +4,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Transform } from 'node:stream';
-import { nodeZlib, type BodyEncoder } from '../../kernel/index.js';
+import { CanceledError, nodeZlib, type BodyEncoder } from '../../kernel/index.js';
 import type { CompressionCoding } from './negotiate.js';
 
 /** Compression levels: gzip 1-9, br 0-11, zstd 1-22 (the zlib defaults when absent). */
@@ -68,6 +68,11 @@ function flushKind(coding: CompressionCoding): number {
 
 const EMPTY = Buffer.alloc(0);
 
+/** A write or end after `close()`: the response ended early (its client went away, or it failed). */
+function closedError(): CanceledError {
+  return new CanceledError('compression: the response body encoder was closed (the response ended early)');
+}
+
 /**
  * A {@link BodyEncoder} over a zlib compression stream. Each write resolves once zlib has
  * taken the chunk (and, with `flush`, emitted everything so far), with the output made by then.
@@ -89,7 +94,7 @@ export class ZlibEncoder implements BodyEncoder {
 
   write(chunk: Uint8Array, flush: boolean): Promise<Uint8Array> {
     const z = this.z;
-    if (z === null) return Promise.reject(this.failure ?? new Error('the encoder is closed'));
+    if (z === null) return Promise.reject(this.failure ?? closedError());
     return new Promise((resolve, reject) => {
       const done = (err?: Error | null): void => {
         if (err != null || this.failure !== null) reject(err ?? this.failure);
@@ -104,7 +109,7 @@ export class ZlibEncoder implements BodyEncoder {
 
   end(): Promise<Uint8Array> {
     const z = this.z;
-    if (z === null) return Promise.reject(this.failure ?? new Error('the encoder is closed'));
+    if (z === null) return Promise.reject(this.failure ?? closedError());
     const out: Buffer[] = [];
     const before = this.take();
     if (before.length > 0) out.push(before as Buffer);
