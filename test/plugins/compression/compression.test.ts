@@ -342,6 +342,36 @@ describe('compression: fetch handlers', () => {
   });
 });
 
+describe('compression: kernel.inject', () => {
+  it('an injected request gets the compressed bytes and head, in memory and streamed', async () => {
+    const { compressionKernel } = await import('./helpers.js');
+    const kernel = await compressionKernel();
+    const handler = (req: import('../../../kernel/index.js').Request): Response =>
+      req.target === '/stream' ? new Response(200, new CallbackBody(onceBody(JSON_64K)), { headers: { 'Content-Type': 'application/json' } }) : json(JSON_64K);
+    for (const [url, coding] of [
+      ['/', 'gzip'],
+      ['/stream', 'br'],
+    ] as const) {
+      const res = await kernel.inject(handler, { url, headers: { 'Accept-Encoding': coding } });
+      expect(res.headers.get('Content-Encoding'), url).toBe(coding);
+      expect(res.headers.get('Vary'), url).toBe('Accept-Encoding');
+      expect(decode(coding, Buffer.from(res.body as Uint8Array)), url).toBe(JSON_64K);
+    }
+  });
+});
+
+/** A read callback that hands out `text` once, in pieces as large as the reader asks. */
+function onceBody(text: string): (dst: Uint8Array) => number {
+  const bytes = Buffer.from(text);
+  let at = 0;
+  return (dst) => {
+    const n = Math.min(dst.length, bytes.length - at);
+    bytes.copy(dst, 0, at, at + n);
+    at += n;
+    return n;
+  };
+}
+
 describe('encodeResponseBody', () => {
   /** Upper-cases each chunk; records how it was called. */
   class Upper implements BodyEncoder {
