@@ -3,7 +3,6 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { PeerAddress } from '../hooks.js';
 
 /** Address of the peer of a server connection: `String(addr)` is `ip:port` (`[ip]:port` for IPv6). */
 export class PeerAddr {
@@ -54,7 +53,7 @@ export function socketPeer(socket: Duplex): PeerAddr | null {
 }
 
 /** @internal Records the client address a preamble relayed for `socket`. */
-export function relayPeer(socket: Duplex, peer: PeerAddress): void {
+export function relayPeer(socket: Duplex, peer: { readonly address: string; readonly port: number; readonly family: string }): void {
   relayed.set(socket, peer instanceof PeerAddr ? peer : new PeerAddr(peer.address, peer.port, peer.family));
 }
 
