@@ -11,10 +11,11 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { createKernel, Response, type Kernel, type ServeOptions } from '../../../kernel/index.js';
-import { clientOf, parseProxyHeader, presets, proxyProtocol, V2_SIGNATURE } from '../../../plugins/index.js';
+import { H2_PREFACE } from '../../../kernel/protocol.js';
+import { clientOf, parseProxyHeader, presets, proxyProtocol, V2_SIGNATURE, WebSockets } from '../../../plugins/index.js';
 import { selfSignedCertificate } from '../../../tls/self-signed.js';
-import { closeKernelAfter, destroyAfter } from '../../helpers/cleanup.js';
-import { RawClient, startServer, startStreamServer, within } from '../../helpers/server.js';
+import { closeKernelAfter, destroyAfter, forceCloseAfter } from '../../helpers/cleanup.js';
+import { RawClient, startServer, startStreamServer, waitFor, within } from '../../helpers/server.js';
 
 const CERT = selfSignedCertificate({ hosts: ['localhost', '127.0.0.1'] });
 
@@ -252,6 +253,59 @@ describe('PROXY protocol under other protocols', () => {
     );
     const body = await within(h2Get(session), 3000, 'the h2c answer');
     expect(body).toBe('192.0.2.20:2020');
+  });
+
+  it('h2c when the header, the preface and the first frames come in one write', async () => {
+    const port = await peerServer({ proxyProtocol: true });
+    const c = await connect(port);
+    const settings = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    await c.write(Buffer.concat([Buffer.from('PROXY TCP4 192.0.2.21 198.51.100.1 2121 80\r\n'), Buffer.from(H2_PREFACE), settings]));
+    // The server's own SETTINGS frame: HTTP/2 took the connection, not HTTP/1 (which would answer 400).
+    await within(
+      new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (c.received.length >= 9) resolve();
+          else c.socket.once('data', check);
+        };
+        check();
+      }),
+      3000,
+      'the server preface',
+    );
+    expect(c.received[3]).toBe(4);
+  });
+
+  it('WebSockets: ws.peerAddr() is the relayed client', async () => {
+    const k = await kernel();
+    const server = forceCloseAfter(
+      await WebSockets.listen(
+        async (ws) => {
+          await ws.send(String(ws.peerAddr()));
+        },
+        { kernel: k, host: '127.0.0.1', port: 0, proxyProtocol: true },
+      ),
+    );
+    const c = await connect(server.port);
+    await c.write(
+      'PROXY TCP6 2001:db8::9 2001:db8::1 9999 80\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    const text = '[2001:db8::9]:9999';
+    await waitFor(() => c.received.includes(text), 3000, 'the 101 and the first message');
+    const received = c.received;
+    const frame = received.subarray(received.indexOf('\r\n\r\n') + 4);
+    expect(received.toString('latin1')).toMatch(/^HTTP\/1\.1 101 /);
+    expect(frame[0]).toBe(0x81);
+    expect(frame.subarray(2, 2 + frame[1]!).toString()).toBe(text);
+  });
+
+  it('close() drops a connection still sending its header, and resolves', async () => {
+    const k = await kernel();
+    const { server, port } = await startServer(() => new Response(200), { kernel: k, proxyProtocol: true });
+    const c = await connect(port);
+    await c.write('PROXY TCP4 ');
+    await waitFor(() => server.connectionCount === 1, 3000, 'the connection to be counted');
+    await within(server.close(), 3000, 'close()');
+    expect((await c.untilClosed()).length).toBe(0);
   });
 
   it('TLS: the header comes before the handshake, for HTTP/1.1 and h2 chosen by ALPN', async () => {
