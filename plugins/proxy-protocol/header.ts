@@ -122,9 +122,9 @@ function parseV2(buf: Uint8Array): ProxyHeader | null {
   const rest = (buf[14]! << 8) | buf[15]!;
   const length = 16 + rest;
   if (length > V2_MAX_BYTES) throw new ParseError(`a PROXY v2 header of ${length} bytes is longer than the ${V2_MAX_BYTES} accepted`);
-  if (rest < ADDRESS_BYTES[af]!) throw new ParseError(`a PROXY v2 header's length ${rest} is shorter than its addresses`);
+  // LOCAL: the proxy's own connection; its address block, family included, is to be discarded.
+  if (command !== 0 && rest < ADDRESS_BYTES[af]!) throw new ParseError(`a PROXY v2 header's length ${rest} is shorter than its addresses`);
   if (buf.length < length) return null;
-  // LOCAL: the proxy's own connection; its addresses, if any, are to be ignored.
   if (command === 0 || af === AF_UNSPEC || af === AF_UNIX) return { length, version: 2, source: null, destination: null };
   // A relayed datagram flow cannot be this stream connection.
   if (transport === T_DGRAM) throw new ParseError('a PROXY v2 header relays a datagram (UDP) flow over a stream connection');

@@ -166,6 +166,8 @@ describe('PROXY protocol v2', () => {
     expect(await ask(port, [v2(0, 0x00, Buffer.alloc(0)), GET])).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(await ask(port, [v2(0, 0x11, inet('192.0.2.1', '192.0.2.2', 1, 2)), GET])).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(await ask(port, [v2(1, 0x00, Buffer.alloc(0)), GET])).toMatch(/^127\.0\.0\.1:\d+$/);
+    // LOCAL discards the address block, family included: a family without its addresses is no error there.
+    expect(await ask(port, [v2(0, 0x21, Buffer.alloc(0)), GET])).toMatch(/^127\.0\.0\.1:\d+$/);
   });
 
   it('reads a v2 header split byte by byte', async () => {
