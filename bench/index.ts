@@ -4,8 +4,8 @@
  */
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
+import { runChannelsBench } from './channels.js';
 import { runCompressionBench } from './compression.js';
-import { runDiagnosticsBench } from './diagnostics.js';
 import { runFetchServerBench } from './fetch-server.js';
 import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
@@ -24,7 +24,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['server', () => runServerBench()],
   ['fetch-server', () => runFetchServerBench()],
   ['client', () => runClientBench()],
-  ['diagnostics', () => runDiagnosticsBench()],
+  ['channels', () => runChannelsBench()],
   ['h2', () => runH2Bench()],
   ['static', () => runStaticBench()],
   ['compression', () => runCompressionBench()],

@@ -237,6 +237,28 @@ export interface ProtocolTapOptions {
   readonly preface?: Uint8Array;
 }
 
+/**
+ * What a connection's preamble said, once read (see {@link PreambleReader}).
+ */
+export interface Preamble {
+  /**
+   * The client's address, as the proxy in front relayed it: what `peerAddr()` reports for the
+   * connection (every request on it, HTTP/1, HTTP/2 and upgraded alike); null keeps the
+   * socket's own address (the proxy's health check, an address family that is not IP).
+   */
+  readonly peer: PeerAddress | null;
+}
+
+/**
+ * Reads the preamble of one accepted TCP connection: bytes a proxy in front sends before
+ * anything of the client's (the PROXY protocol), on a TLS listener before the handshake. It
+ * resolves once the preamble is read, with the socket **paused** and any bytes read past the
+ * preamble given back (`socket.unshift(rest)`), so the connection goes on as if it had begun
+ * after it; it rejects (or the socket closes) to refuse the connection, which the server then
+ * drops quietly. The server times it with `readHeaderTimeout` and drops it at `close()`.
+ */
+export type PreambleReader = (socket: Socket) => Promise<Preamble>;
+
 /** Longest `preface` a `server.protocol` tap may declare: the bytes that announce a protocol are few. */
 export const MAX_PREFACE_BYTES = 1024;
 
@@ -360,6 +382,12 @@ export interface ServerHooks {
    */
   readonly connection: Sync<[socket: Socket, server: ServerInfo]>;
   /**
+   * A listener starts: a tap returns the {@link PreambleReader} every connection it accepts
+   * must pass first (after `connection`, before TLS, preface detection and HTTP), or nothing.
+   * Sync bail, cold: once per listener; untapped or unclaimed, connections have no preamble.
+   */
+  readonly preamble: SyncBail<[server: ServerInfo], PreambleReader | void>;
+  /**
    * The server's ALPN list, most preferred first: taps return the list (h2 adds `'h2'`).
    * Sync waterfall, cold: once per TLS listener.
    */
@@ -460,6 +488,7 @@ export function createHookTable(): HookTable {
   });
   const server: ServerHooks = Object.freeze({
     connection: new SyncHook<[Socket, ServerInfo]>(['socket', 'server'], 'server.connection'),
+    preamble: new SyncBailHook<[ServerInfo], PreambleReader | void>(['server'], 'server.preamble'),
     alpnProtocols: new SyncWaterfallHook<[string[], ServerInfo]>(['protocols', 'server'], 'server.alpnProtocols'),
     protocol: new SyncBailHook<[Duplex, ProtocolInfo], true | void, ProtocolTapOptions>(['socket', 'info'], 'server.protocol'),
     onUpgrade: new AsyncSeriesBailHook<[Request, Duplex, UpgradeInfo], true | void>(['request', 'socket', 'info'], 'server.onUpgrade'),

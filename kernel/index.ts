@@ -30,6 +30,8 @@ export {
   type ServerInfo,
   type UpgradeInfo,
   type PeerAddress,
+  type Preamble,
+  type PreambleReader,
   type ServerExchange,
   type RequestTapOptions,
 } from './hooks.js';

@@ -27,6 +27,7 @@ export * from './retries/index.js';
 export * from './multipart/index.js';
 export * from './fileserver/index.js';
 export * from './proxy/index.js';
+export * from './proxy-protocol/index.js';
 export * from './sse/index.js';
 export * from './router/index.js';
 export * from './middleware/index.js';

@@ -11,6 +11,7 @@ import type { SSEOptions } from './sse/index.js';
 import type { H2Options, H2ServerOptions } from './h2/index.js';
 import type { H2cServerOptions } from './h2c/index.js';
 import type { ProxyOptions } from './proxy/index.js';
+import type { ProxyProtocolServerOptions } from './proxy-protocol/index.js';
 import type { RequestHandler } from '../kernel/index.js';
 import type { Router, RouteMethod } from './router/index.js';
 
@@ -23,7 +24,7 @@ declare module '../kernel/index.js' {
   }
   interface ClientOptions extends RedirectOptions, DecompressionOptions, RetryOptions, CookieOptions, SSEOptions, H2Options, ProxyOptions {}
   interface TransportOptions extends ProxyOptions {}
-  interface ServerOptions extends H2ServerOptions, H2cServerOptions {}
+  interface ServerOptions extends H2ServerOptions, H2cServerOptions, ProxyProtocolServerOptions {}
 }
 
 export {};

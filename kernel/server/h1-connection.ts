@@ -28,7 +28,7 @@ import { CONN_UPGRADE, type HeadParser } from '../http1/head-parser.js';
 import { encodeMessage } from '../http1/serialize.js';
 import { dateField } from './date.js';
 import type { ResolvedServerOptions } from './options.js';
-import { PeerAddr } from './peer.js';
+import { PeerAddr, socketPeer } from './peer.js';
 import { statusFor } from './error-status.js';
 import type { ExchangePipeline, StreamHandler } from './exchange.js';
 import { H1Wire, type H1WireConnection } from './h1-wire.js';
@@ -253,7 +253,7 @@ export class H1Connection implements H1WireConnection, Timed {
 
   /** The client's address (one object per connection). */
   peerAddr(): PeerAddr {
-    return (this.peer ??= new PeerAddr(this.socket.remoteAddress ?? '', this.socket.remotePort ?? 0, this.socket.remoteFamily));
+    return (this.peer ??= socketPeer(this.socket) ?? new PeerAddr('', 0));
   }
 
   /** Feeds bytes that were read before the connection was made (protocol detection). */

@@ -13,7 +13,7 @@ import { writeResponseToStream, type Stream } from './stream.js';
 export { Server, type ServerInit, type InjectTarget } from './server.js';
 export { Stream } from './stream.js';
 export { encodeResponseBody, EncodedBody, type BodyEncoder } from './body-encoder.js';
-export { PeerAddr } from './peer.js';
+export { PeerAddr, socketPeer } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';
 export type { ServerOptions } from './options.js';

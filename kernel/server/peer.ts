@@ -2,6 +2,7 @@
  * PeerAddr: the client address of a server stream, in the reference's three forms.
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 /** Address of the peer of a server connection: `String(addr)` is `ip:port` (`[ip]:port` for IPv6). */
 export class PeerAddr {
@@ -34,6 +35,32 @@ export class PeerAddr {
   toJSON(): string {
     return this.toString();
   }
+}
+
+/** Client addresses a connection's preamble relayed (the PROXY protocol), by socket. */
+const relayed = new WeakMap<Duplex, PeerAddr>();
+
+/**
+ * The client address of a server connection's socket: the one a preamble relayed for it
+ * (see `PreambleReader`), else the socket's own remote address; null for a stream that has
+ * none. What every protocol's `peerAddr()` reports, so they agree.
+ */
+export function socketPeer(socket: Duplex): PeerAddr | null {
+  const r = relayed.get(socket);
+  if (r !== undefined) return r;
+  const s = socket as Duplex & { remoteAddress?: string; remotePort?: number; remoteFamily?: string };
+  return typeof s.remoteAddress === 'string' ? new PeerAddr(s.remoteAddress, s.remotePort ?? 0, s.remoteFamily) : null;
+}
+
+/** @internal Records the client address a preamble relayed for `socket`. */
+export function relayPeer(socket: Duplex, peer: { readonly address: string; readonly port: number; readonly family: string }): void {
+  relayed.set(socket, peer instanceof PeerAddr ? peer : new PeerAddr(peer.address, peer.port, peer.family));
+}
+
+/** @internal A TLS socket made over `raw` reports what was relayed for `raw`. */
+export function inheritPeer(raw: Duplex, secure: Duplex): void {
+  const r = relayed.get(raw);
+  if (r !== undefined) relayed.set(secure, r);
 }
 
 /** Bytes of an IPv4 or IPv6 address (IPv4-mapped IPv6 stays 16 bytes). */

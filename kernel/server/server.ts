@@ -21,7 +21,7 @@ import type { Duplex } from 'node:stream';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { AddressInUseError, ArgumentError } from '../errors.js';
 import { nodeTls } from '../builtins.js';
-import { tapsIdle, type ServerHooks, type ServerInfo, type Tapped } from '../hooks.js';
+import { tapsIdle, type Preamble, type PreambleReader, type ServerHooks, type ServerInfo, type Tapped } from '../hooks.js';
 import type { HookHost } from '../hook-host.js';
 import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
@@ -32,6 +32,7 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
 import { Prefaces } from './prefaces.js';
+import { inheritPeer, relayPeer } from './peer.js';
 import { inject, type InjectHost, type InjectRequest } from './inject.js';
 import { HeadParserPool } from './parser-pool.js';
 import { TimerHeap } from './timer-heap.js';
@@ -80,6 +81,10 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   requestTapsIdle: (() => boolean) | null = null;
   /** What the protocol taps declared to see of a plain connection's first bytes; null: read nothing ahead. */
   private prefaces: Prefaces | null = null;
+  /** What every accepted connection must send first (a `server.preamble` tap's reader); null: nothing. */
+  private preamble: PreambleReader | null = null;
+  /** A TLS listener's own accept (the handshake's start), run once a connection's preamble is read. */
+  private tlsAccept: ((socket: Socket) => void)[] = [];
   private readonly kernel: HookHost | null;
   private readonly onError: (error: unknown, request: Request | null) => void;
   private listener: net.Server | null = null;
@@ -179,9 +184,16 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       }
     }
     this.listener = listener;
+    const preamble = this.hooks !== null ? this.hooks.preamble : null;
+    if (preamble !== null) this.preamble = preamble.call(this.info) ?? null;
     // A listener made here is TLS when given tls options; one passed in was checked by the constructor.
     if (this.info.tls) {
       const secure = listener as TlsServer;
+      if (this.preamble !== null) {
+        // The preamble comes before the TLS handshake: node's TLS accept waits until it is read.
+        this.tlsAccept = secure.listeners('connection') as ((socket: Socket) => void)[];
+        for (const fn of this.tlsAccept) secure.removeListener('connection', fn);
+      }
       secure.on('secureConnection', this.onSecureConnection);
       secure.on('connection', this.onTcpForTls);
       secure.on('tlsClientError', onTlsClientError);
@@ -438,6 +450,15 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   private readonly onConnection = (socket: Socket): void => {
     if (!this.accepted(socket)) return;
+    if (this.preamble !== null) this.readPreamble(socket, this.serveTcp);
+    else this.serveTcp(socket);
+  };
+
+  /**
+   * Plain TCP, past any preamble (then the socket comes paused, what followed the preamble
+   * back in its buffer): protocol detection, a protocol tap, or HTTP/1.1.
+   */
+  private readonly serveTcp = (socket: Socket): void => {
     const hooks = this.hooks;
     if (hooks !== null && hooks.protocol !== null) {
       if (this.prefaces !== null) {
@@ -447,21 +468,73 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       if (hooks.protocol.call(socket, { alpnProtocol: null, head: EMPTY, server: this.info, host: this.pipeline }) === true) return;
     }
     this.startHttp1(socket, null);
+    // Paused by a preamble reader: a fresh socket flows as soon as HTTP/1 listens.
+    if (socket.readableFlowing === false) socket.resume();
   };
+
+  /**
+   * Reads the preamble of an accepted connection within `readHeaderTimeout`, then hands the
+   * socket to `next`; a connection the reader refuses, or that closes first, is dropped.
+   */
+  private readPreamble(socket: Socket, next: (socket: Socket) => void): void {
+    this.addPending(socket, this.opts.readHeaderTimeout);
+    const onClose = (): void => {
+      if (this.removePending(socket)) this.maybeClosed();
+    };
+    socket.once('close', onClose);
+    // Until someone reads the socket for real, a reset must not become an uncaught error.
+    socket.on('error', noop);
+    let read: Promise<Preamble>;
+    try {
+      read = this.preamble!(socket);
+    } catch (err) {
+      read = Promise.reject(err);
+    }
+    read.then(
+      (preamble) => {
+        socket.removeListener('close', onClose);
+        if (!this.removePending(socket)) return;
+        // Dropped meanwhile (the timeout, close(), the peer went), or the server stopped.
+        if (socket.destroyed || this.state !== 'listening') {
+          socket.destroy();
+          this.maybeClosed();
+          return;
+        }
+        if (preamble.peer !== null) relayPeer(socket, preamble.peer);
+        socket.removeListener('error', noop);
+        next(socket);
+      },
+      () => socket.destroy(),
+    );
+  }
 
   /** TCP accept on a TLS listener: the connection hook; HTTP starts after the handshake, until which the raw socket is `pending`. */
   private readonly onTcpForTls = (socket: Socket): void => {
     if (!this.accepted(socket)) return;
+    if (this.preamble !== null) this.readPreamble(socket, this.startTls);
+    else this.awaitHandshake(socket);
+  };
+
+  /** Past a preamble: the TLS handshake starts now (what followed the preamble, in the socket's buffer, is its first bytes). */
+  private readonly startTls = (socket: Socket): void => {
+    this.awaitHandshake(socket);
+    for (const fn of this.tlsAccept) fn.call(this.listener, socket);
+  };
+
+  private awaitHandshake(socket: Socket): void {
     this.addPending(socket, this.opts.tlsHandshakeTimeout);
     socket.once('close', () => {
       if (this.removePending(socket)) this.maybeClosed();
     });
-  };
+  }
 
   private readonly onSecureConnection = (socket: TLSSocket): void => {
     // The handshake is over: the raw socket now lives on as this TLS connection.
     const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
-    if (raw !== undefined) this.removePending(raw);
+    if (raw !== undefined) {
+      this.removePending(raw);
+      inheritPeer(raw, socket);
+    }
     if (this.state !== 'listening') {
       socket.destroy();
       return;
@@ -527,31 +600,38 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       this.maybeClosed();
     };
     let gathered = false;
-    const bounded = boundReads(socket, prefaces.shortest, (bytes, full) => {
-      if (gathered) head = Buffer.concat([head, bytes]);
-      else {
-        const match = take(bytes);
-        if (match === 0) return prefaces.missing(head);
-        if (match === 1) {
-          // What follows the preface stays in the socket; the taker reads it after this read.
-          process.nextTick(decide);
-          return 0;
+    // Bytes a preamble reader gave back are in the socket's buffer: they are read as a stream.
+    const bounded =
+      socket.readableLength === 0 &&
+      boundReads(socket, prefaces.shortest, (bytes, full) => {
+        if (gathered) head = Buffer.concat([head, bytes]);
+        else {
+          const match = take(bytes);
+          if (match === 0) return prefaces.missing(head);
+          if (match === 1) {
+            // What follows the preface stays in the socket; the taker reads it after this read.
+            process.nextTick(decide);
+            return 0;
+          }
+          if (full) {
+            // No declared preface, and more may be waiting: one more read of this burst (the rest
+            // of a request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was
+            // no more, libuv reads nothing further in this loop, and the decision is made after it.
+            gathered = true;
+            setImmediate(decide);
+            return READ_MAX;
+          }
         }
-        if (full) {
-          // No declared preface, and more may be waiting: one more read of this burst (the rest
-          // of a request head, as a rule) joins `head`, so HTTP/1 parses it whole. If there was
-          // no more, libuv reads nothing further in this loop, and the decision is made after it.
-          gathered = true;
-          setImmediate(decide);
-          return READ_MAX;
-        }
-      }
-      // Decided within this read loop, so what else is waiting goes straight on to HTTP/1 (or
-      // a claiming tap), not an event-loop turn later.
-      decide();
-      return socket.destroyed ? 0 : 1;
-    });
-    if (!bounded) socket.on('data', onData);
+        // Decided within this read loop, so what else is waiting goes straight on to HTTP/1 (or
+        // a claiming tap), not an event-loop turn later.
+        decide();
+        return socket.destroyed ? 0 : 1;
+      });
+    if (!bounded) {
+      socket.on('data', onData);
+      // Paused by a preamble reader, maybe with bytes in its buffer already.
+      socket.resume();
+    }
     socket.once('end', onEnd);
     socket.once('close', onClose);
     socket.on('error', noop);

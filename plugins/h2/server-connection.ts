@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import type { Http2Server, IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { nobody, PeerAddr } from '../../kernel/index.js';
+import { nobody, PeerAddr, socketPeer } from '../../kernel/index.js';
 import { isValidHost, protocolRequest, requestTargetError, type ProtocolConnection, type ProtocolHost } from '../../kernel/protocol.js';
 import { sinkErrors } from './error-sink.js';
 import { headerListSize, normalizeRequestFields, sameAuthority } from './headers.js';
@@ -197,11 +197,7 @@ export class H2ServerConnection implements ProtocolConnection, StreamOwner {
 
   /** The client's address (one object per connection). */
   peerAddr(): PeerAddr {
-    if (this.peer === null) {
-      const s = this.socket as Duplex & { remoteAddress?: string; remotePort?: number; remoteFamily?: string };
-      this.peer = new PeerAddr(s.remoteAddress ?? '', s.remotePort ?? 0, s.remoteFamily);
-    }
-    return this.peer;
+    return (this.peer ??= socketPeer(this.socket) ?? new PeerAddr('', 0));
   }
 
   /** Graceful close: GOAWAY now; the session closes once its streams are done. */

@@ -15,6 +15,7 @@ import {
   Headers,
   urlHint,
   Request,
+  socketPeer,
   RequestContext,
   upgradeRequest,
   type CallOptions,
@@ -25,7 +26,7 @@ import { acceptKey } from './handshake.js';
 import { resolveLimits, subprotocolList, type WebSocketOpenOptions } from './options.js';
 import { defaultKernel } from './plugin.js';
 import { borrow } from './borrow.js';
-import { peerOf, runHandler, type WebSocketHandler } from './session.js';
+import { runHandler, type WebSocketHandler } from './session.js';
 import { WebSocket } from './websocket.js';
 import { attachSocket, loadWs, PERMESSAGE_DEFLATE, type Deflate, type WsModule } from './ws-lib.js';
 
@@ -187,7 +188,7 @@ export async function open<T>(to: string | URL | Duplex, handler: WebSocketHandl
     deflate = null;
     const protocol = response.headers.get('Sec-WebSocket-Protocol') ?? null;
     const raw = attachSocket(socket, head, { isServer: false, deflate: agreed, maxPayload: limits.maxFrameSize, maxFragments: limits.maxFragmentation });
-    const ws = new WebSocket(raw, { isServer: false, request, response, subprotocol: protocol, peer: peerOf(owned ? socket : to) });
+    const ws = new WebSocket(raw, { isServer: false, request, response, subprotocol: protocol, peer: socketPeer(owned ? socket : to) });
     // Canceling the call during the session says goodbye (1001) instead of leaving the peer waiting.
     const stop = ctx.onCancel(() => {
       if (!ws.isClosed) void ws.close(1001, 'canceled');

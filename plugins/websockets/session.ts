@@ -5,7 +5,7 @@
  */
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
-import { PeerAddr, Response, type Headers, type Request } from '../../kernel/index.js';
+import { socketPeer, Response, type Headers, type Request } from '../../kernel/index.js';
 import { serializeResponseHead, type ProtocolHost } from '../../kernel/protocol.js';
 import { WebSocketError } from './errors.js';
 import type { Negotiation } from './handshake.js';
@@ -15,12 +15,6 @@ import { attachSocket } from './ws-lib.js';
 
 /** What runs on each connection: reads and writes the `WebSocket`; the connection closes when it returns. */
 export type WebSocketHandler<T = unknown> = (ws: WebSocket) => T | Promise<T>;
-
-/** The address of the other end of `socket`, when it is a TCP socket. */
-export function peerOf(socket: Duplex): PeerAddr | null {
-  const s = socket as Duplex & { remoteAddress?: string; remotePort?: number; remoteFamily?: string };
-  return typeof s.remoteAddress === 'string' && typeof s.remotePort === 'number' ? new PeerAddr(s.remoteAddress, s.remotePort, s.remoteFamily) : null;
-}
 
 /**
  * Runs `handler(ws)`, then closes: 1000 when it returned, 1011 when it threw (and rethrows).
@@ -68,7 +62,7 @@ export async function serveSession(
   const response = new Response(101, null, { headers: n.headers, copyHeaders: false, request });
   socket.write(serializeResponseHead(101, '', n.headers, 'none'), 'latin1');
   const raw = attachSocket(socket, head, { isServer: true, deflate: n.deflate, maxPayload: o.maxFrameSize, maxFragments: o.maxFragmentation });
-  const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: peerOf(socket) });
+  const ws = new WebSocket(raw, { isServer: true, request, response, subprotocol: n.protocol, peer: socketPeer(socket) });
   // A server closing gracefully ends the session with 1001 once its grace period is over.
   host.onGoingAway(socket, () => void ws.close(1001, 'server going away'));
   try {

@@ -23,6 +23,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['mock', /^replayed with the server closed: 200 "hello from the real server"$/m],
   ['multipart', /^part report: 28 bytes, text\/csv, file report\.csv$/m],
   ['proxy', /^proxy saw: GET http:\/\/shop\.test:\d+\/cart \| CONNECT shop\.test:\d+$/m],
+  ['proxy-protocol', /^peerAddr\(\) is the client, not the relay: true$/m],
   ['router', /^DELETE \/users\/42 -> 405 \(Allow: GET, HEAD\)$/m],
   ['middleware', /^GET \/slow -> 503 handler timed out$/m],
   ['inject', /^POST \/sum -> 200 \{"sum":42\}$/m],

@@ -154,6 +154,27 @@ export async function startNginx(dir: string, count: number, config: (ports: num
 }
 
 /**
+ * Starts HAProxy in the foreground on `count` free ports with the config `config(ports)`
+ * written to `dir`, retrying when a probed port is taken before HAProxy binds it.
+ */
+export async function startHaproxy(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
+  const haproxy = findBinary(['/usr/sbin/haproxy', '/usr/bin/haproxy'], 'haproxy');
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await freePort());
+    await writeFile(join(dir, 'haproxy.cfg'), config(ports));
+    const p = startPeer(haproxy, ['-db', '-f', join(dir, 'haproxy.cfg')], { env: cleanEnv() });
+    try {
+      for (const port of ports) await waitListening(port, p);
+      return { peer: p, ports };
+    } catch (err) {
+      await stopPeer(p);
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
+/**
  * nginx serving HTTP/2 over TLS (certificate `tls`) with gzip for text on a free port, started
  * with {@link startNginx}: `files` are written under its root, `locations` (location blocks)
  * go before the root's own. The caller stops `peer` and removes `dir`.

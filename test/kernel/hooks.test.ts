@@ -127,7 +127,7 @@ function fakeSession(): ClientSession {
 // --- The table -------------------------------------------------------------------------
 
 const CLIENT_HOOKS = ['onRequest', 'onResponseHead', 'onRetry', 'onUpgrade', 'poolKey', 'connect', 'alpnProtocols', 'session'];
-const SERVER_HOOKS = ['connection', 'alpnProtocols', 'protocol', 'onUpgrade', 'onRequest', 'onResponseHead'];
+const SERVER_HOOKS = ['connection', 'preamble', 'alpnProtocols', 'protocol', 'onUpgrade', 'onRequest', 'onResponseHead'];
 
 describe('hook table', () => {
   it('has exactly the documented hooks, in frozen tables', () => {

@@ -33,6 +33,7 @@ export const PEERS: readonly Peer[] = [
   { package: 'python3', present: atPath('/usr/bin/python3') },
   { package: 'python3-websockets', present: pythonModule('websockets') },
   { package: 'nginx', present: atPath('/usr/sbin/nginx') },
+  { package: 'haproxy', present: atPath('/usr/sbin/haproxy') },
   { package: 'nghttp2-client', present: () => atPath('/usr/bin/nghttp')() && atPath('/usr/bin/h2load')() },
   { package: 'squid', present: atPath('/usr/sbin/squid') },
   { package: 'microsocks', present: atPath('/usr/bin/microsocks') },

@@ -6,7 +6,7 @@
  * e.g. `git archive main | tar -x -C <dir>`, with this tree's node_modules linked in) the same
  * roles are also built from that tree and run as `base` rows beside them.
  *
- * Run directly with `node --import tsx bench/diagnostics.ts`, or `npm run bench diagnostics`.
+ * Run directly with `node --import tsx bench/channels.ts`, or `npm run bench channels`.
  * Needs `wrk` and, for pinning, `taskset`.
  *
  * Scenarios:
@@ -158,7 +158,7 @@ async function programs(): Promise<Map<string, string[]>> {
 }
 
 /** Runs the scenarios of BENCH_DIAG_SCENARIOS (default `server,client`; `instr` adds the instruction counts). */
-export async function runDiagnosticsBench(): Promise<void> {
+export async function runChannelsBench(): Promise<void> {
   const scenarios = envList('BENCH_DIAG_SCENARIOS') ?? ['server', 'client'];
   const seconds = envPositive('BENCH_DURATION', 3);
   const rounds = envPositive('BENCH_RUNS', 3);
@@ -308,4 +308,4 @@ if (role >= 0) await serveRole(process.argv[role + 1]!);
 else if (crole >= 0) {
   const a = process.argv.slice(crole + 1);
   await clientRole(a[0]!, Number(a[1]), a[2]!, Number(a[3]), Number(a[4]));
-} else if (process.argv[1] === SELF) await runDiagnosticsBench();
+} else if (process.argv[1] === SELF) await runChannelsBench();
