@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import zlib from 'node:zlib';
 import { abortOnSignals, childTracker, envList, envPositive, firstLines, fmtInt, fmtK, fmtRatio, pairedRatio, prepareLaunches, printTable, spawnListening, stopChild, type Launch } from './common.js';
+import { exitOnSignal } from './servers/common.js';
 import { median, pinned, procCpuMs, runWrk, tasksetUsable, wrkArgv, wrkVersion } from './load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -89,20 +90,7 @@ async function runServerRole(role: ServerId): Promise<void> {
     close = () => app.close();
   }
   process.stdout.write(`PORT ${port}\n`);
-  let exiting = false;
-  const exit = (): void => {
-    if (exiting) return;
-    exiting = true;
-    setTimeout(() => process.exit(0), 300).unref();
-    Promise.resolve()
-      .then(close)
-      .finally(() => process.exit(0));
-  };
-  process.on('SIGTERM', exit);
-  process.on('SIGINT', exit);
-  process.stdin.on('end', exit);
-  process.stdin.on('error', exit);
-  process.stdin.resume();
+  exitOnSignal(close, true);
 }
 
 // ---------------------------------------------------------------------------------------

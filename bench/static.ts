@@ -46,6 +46,7 @@ import {
   envPositive,
 } from './common.js';
 import { median, pinned, readRss, runWrk, tasksetUsable, wrkArgv, wrkVersion } from './load.js';
+import { exitOnSignal } from './servers/common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -102,20 +103,7 @@ async function runServerRole(role: ServerId, root: string): Promise<void> {
     close = () => server.closeAllConnections();
   }
   process.stdout.write(`PORT ${port}\n`);
-  let exiting = false;
-  const exit = (): void => {
-    if (exiting) return;
-    exiting = true;
-    setTimeout(() => process.exit(0), 300).unref();
-    Promise.resolve()
-      .then(close)
-      .finally(() => process.exit(0));
-  };
-  process.on('SIGTERM', exit);
-  process.on('SIGINT', exit);
-  process.stdin.on('end', exit);
-  process.stdin.on('error', exit);
-  process.stdin.resume();
+  exitOnSignal(close, true);
 }
 
 // ---------------------------------------------------------------------------------------

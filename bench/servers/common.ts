@@ -31,10 +31,11 @@ export function announce(port: number): void {
 }
 
 /**
- * Exits on SIGTERM/SIGINT (and on stdin EOF under the harness). `close` runs first, capped at
- * 300 ms so idle keep-alive connections never hold the exit up.
+ * Exits on SIGTERM/SIGINT, and on stdin EOF when `watchStdin` (a harness's child, whose parent
+ * going away ends its stdin). `close` runs first, capped at 300 ms so idle keep-alive
+ * connections never hold the exit up.
  */
-export function exitOnSignal(close?: () => unknown): void {
+export function exitOnSignal(close?: () => unknown, watchStdin = process.env.BENCH_CHILD === '1'): void {
   let exiting = false;
   const exit = (): void => {
     if (exiting) return;
@@ -50,7 +51,7 @@ export function exitOnSignal(close?: () => unknown): void {
   };
   process.on('SIGTERM', exit);
   process.on('SIGINT', exit);
-  if (process.env.BENCH_CHILD === '1') {
+  if (watchStdin) {
     process.stdin.on('end', exit);
     process.stdin.on('error', exit);
     process.stdin.resume();
