@@ -4,7 +4,12 @@
  *
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
- * once) → stopped; `forceClose()` drops every connection at once.
+ * once) → stopped; `forceClose()` drops every connection at once. `shutdown()` is `close()`
+ * behind a drain: unready, `Connection: close` on every response and GOAWAY on HTTP/2 while
+ * it still serves for `drainDelay`, then `close()`, all bounded by `drainTimeout` (drain.ts).
+ * A connection accepted but not yet used when the server stops accepting is not idle: its
+ * client is sending its first request, which gets {@link HEAD_AT_CLOSE_MS} to come and is
+ * answered (with `Connection: close`).
  *
  * The server knows every connection it accepted until it closes, upgraded ones included (a
  * WebSocket, or any socket a handler or an `onUpgrade` tap took over), so `forceClose()` needs
@@ -27,7 +32,8 @@ import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { hostPort } from '../message/uri.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from '../socket-reads.js';
-import { H1Connection, type ConnectionHost } from './h1-connection.js';
+import { H1Connection, HEAD_AT_CLOSE_MS, type ConnectionHost } from './h1-connection.js';
+import { watchSignals } from './drain.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
@@ -105,6 +111,16 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   private closeTimer: NodeJS.Timeout | null = null;
   /** `close()`'s grace period is over: what is still open is being ended. */
   private goneAway = false;
+  /**
+   * @internal `shutdown()` or `close()` began: every HTTP/1 response closes its connection
+   * after it (`Connection: close`), and the server is no longer ready.
+   */
+  draining = false;
+  /** `shutdown()`'s delay before it stops accepting, then its bound (`drainTimeout`). */
+  private drainTimer: NodeJS.Timeout | null = null;
+  private drainDeadline: NodeJS.Timeout | null = null;
+  /** Stops listening for the `signals` option's signals (set while listening). */
+  private unwatchSignals: (() => void) | null = null;
   private boundPort = 0;
   private boundHost = '';
   private closed: Promise<void>;
@@ -149,9 +165,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.state === 'listening';
   }
 
-  /** True once `close()` or `forceClose()` was called. */
+  /** True once `close()` or `forceClose()` was called (or `shutdown()`'s delay is over). */
   get closing(): boolean {
     return this.state === 'closing' || this.state === 'closed';
+  }
+
+  /**
+   * The server's readiness: true while it listens and no drain began (`shutdown()`, `close()`);
+   * the `healthPath` answer (200 or 503) says the same to a balancer's health check.
+   */
+  get ready(): boolean {
+    return this.state === 'listening' && !this.draining;
   }
 
   /** Number of open connections, HTTP/1 and those protocol plugins serve (for tests and metrics). */
@@ -209,8 +233,14 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       this.boundHost = addr.address;
     }
     listener.on('error', (err) => this.onError(err, null));
+    if (o.signals.length > 0 && this.state === 'listening') this.unwatchSignals = watchSignals(o.signals, this.onSignal);
     return this;
   }
+
+  /** A `signals` signal: the first starts `shutdown()`, the next forces the close. */
+  private readonly onSignal = (): void => {
+    void (this.draining ? this.forceClose() : this.shutdown());
+  };
 
   /**
    * @internal Resolves the kernel's server hooks for this server, once (the kernel boots first
@@ -266,6 +296,42 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.stop(false);
   }
 
+  /**
+   * Drains the server and resolves once it is closed, as a load balancer or orchestrator
+   * (Kubernetes, systemd) expects on SIGTERM: readiness turns unready at once (`ready` false,
+   * `healthPath` answers 503), HTTP/2 sessions get GOAWAY, and every HTTP/1 response says
+   * `Connection: close`, while the server still accepts and serves for `drainDelay`; then it
+   * closes as `close()` does (stops accepting, requests in flight finish, idle connections
+   * close). What is still open `drainTimeout` after the call is dropped. Before `listen()`,
+   * or once closing, it is `close()`.
+   */
+  shutdown(): Promise<void> {
+    if (this.state !== 'listening') return this.stop(false);
+    if (this.draining) return this.closed;
+    this.draining = true;
+    for (const c of this.protocolConns) c.shutdown();
+    const o = this.opts;
+    if (o.drainTimeout > 0) {
+      this.drainDeadline = setTimeout(this.drainOver, o.drainTimeout);
+      this.drainDeadline.unref();
+    }
+    if (o.drainDelay > 0) {
+      this.drainTimer = setTimeout(this.delayOver, o.drainDelay);
+      this.drainTimer.unref();
+    } else void this.stop(false);
+    return this.closed;
+  }
+
+  private readonly delayOver = (): void => {
+    this.drainTimer = null;
+    void this.stop(false);
+  };
+
+  private readonly drainOver = (): void => {
+    this.drainDeadline = null;
+    void this.stop(true);
+  };
+
   /** Stops accepting and closes every connection at once, including requests in progress. */
   forceClose(): Promise<void> {
     return this.stop(true);
@@ -285,12 +351,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
     if (this.state === 'closing' && !force) return this.closed;
     this.state = 'closing';
+    this.draining = true;
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer);
+    this.drainTimer = null;
     this.stopAccepting();
     if (force) {
       if (this.closeTimer !== null) clearTimeout(this.closeTimer);
       this.dropAll();
     } else {
-      this.dropPending();
+      // A socket still waiting for its protocol is a client about to send its first request.
+      const rht = this.opts.readHeaderTimeout;
+      for (const s of [...this.pending.keys()]) this.addPending(s, rht > 0 ? Math.min(rht, HEAD_AT_CLOSE_MS) : HEAD_AT_CLOSE_MS);
       for (const c of this.connections) c.closeIfIdle();
       for (const c of this.protocolConns) c.shutdown();
     }
@@ -331,6 +402,15 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
   }
 
+  /**
+   * True while a connection whose protocol was just found (or whose TLS handshake just ended)
+   * is served: while listening, and during a graceful close until its grace period is over
+   * (it was accepted before the listener closed; its first request is answered).
+   */
+  private get serving(): boolean {
+    return this.state === 'listening' || (this.state === 'closing' && !this.goneAway);
+  }
+
   private readonly dropAll = (): void => {
     this.closeTimer = null;
     this.dropPending();
@@ -360,7 +440,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     if (this.closeTimer !== null) clearTimeout(this.closeTimer);
     this.closeTimer = null;
     this.state = 'closed';
+    this.endDrain();
     this.resolveClosed();
+  }
+
+  /** The server is closed: the drain's timers and signal listeners go. */
+  private endDrain(): void {
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer);
+    if (this.drainDeadline !== null) clearTimeout(this.drainDeadline);
+    this.drainTimer = this.drainDeadline = null;
+    if (this.unwatchSignals !== null) this.unwatchSignals();
+    this.unwatchSignals = null;
   }
 
   /** @internal */
@@ -455,8 +545,9 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     // The handshake is over: the raw socket now lives on as this TLS connection.
     const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
     if (raw !== undefined) this.removePending(raw);
-    if (this.state !== 'listening') {
+    if (!this.serving) {
       socket.destroy();
+      this.maybeClosed();
       return;
     }
     const hooks = this.hooks;
@@ -492,7 +583,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       // Paused, so no byte flows past between our listener and a claiming tap's.
       if (bounded) pauseReadable(socket);
       else socket.pause();
-      if (this.state !== 'listening') {
+      if (!this.serving) {
         socket.destroy();
         this.maybeClosed();
         return;
@@ -550,8 +641,10 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     socket.on('error', noop);
   }
 
-  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never). */
+  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never; a timer it had is replaced). */
   private addPending(socket: Socket, ms: number): void {
+    const old = this.pending.get(socket);
+    if (old != null) clearTimeout(old);
     let timer: NodeJS.Timeout | null = null;
     if (ms > 0) {
       timer = setTimeout(destroySocket, ms, socket);
@@ -573,6 +666,8 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     const conn = new H1Connection(this, socket);
     this.connections.add(conn);
     if (head !== null) conn.start(head);
+    // Accepted before the listener closed, handed over after: its first request is on its way.
+    if (this.state === 'closing') conn.closeIfIdle();
   }
 }
 
