@@ -4,12 +4,16 @@
  * and the process signals that start a drain.
  *
  * The sequence (the server runs it): readiness turns unready at once (the health path answers
- * 503, `server.ready` is false), HTTP/2 sessions get GOAWAY, and every HTTP/1 response from
- * then on says `Connection: close`; the server keeps accepting and serving for `drainDelay`,
- * so a balancer that reads the health path takes it out of rotation and the keep-alive
- * connections it holds are closed one by one after a response, never under a request. Then it
- * stops accepting, lets the requests in flight finish, closes what is idle, and is closed; a
- * drain still going at `drainTimeout` is forced.
+ * 503, `server.ready` is false) while the server accepts and serves as before for
+ * `drainDelay`, so a balancer that reads the health path takes it out of rotation. Responses
+ * keep their connections alive meanwhile: a client told to close would connect again, and a
+ * connection still in the accept queue when the listener closes is reset with its request in
+ * it (a balancer without health checks, nginx's open-source upstreams, lost a POST per
+ * connection so). Then the server stops accepting, says `Connection: close` on every HTTP/1
+ * response and GOAWAY on HTTP/2, lets the requests in flight finish, and closes idle
+ * kept-alive connections after a short grace (a request may be on its way on them: closing
+ * under it loses it); a balancer then meets a refused connect, which it passes to another
+ * server whatever the method. A drain still going at `drainTimeout` is forced.
  */
 import { constants } from 'node:os';
 import process from 'node:process';

@@ -46,8 +46,8 @@ export interface ConnectionHost {
   readonly streamHandler: StreamHandler | null;
   /** True once `close()` was called: finish the exchange in flight, then close. */
   readonly closing: boolean;
-  /** True once a drain began (`shutdown()`, `close()`): each response says `Connection: close` and closes its connection. */
-  readonly draining: boolean;
+  /** How long a kept-alive connection idle while the server closes stays open for a request on its way (0: it closes at once). */
+  readonly idleGrace: number;
   removeConnection(conn: H1Connection): void;
   /** The connection handed its socket over (`Upgrade`): the server keeps counting the socket until it closes. */
   adoptUpgraded(socket: Duplex): void;
@@ -271,15 +271,19 @@ export class H1Connection implements H1WireConnection, Timed {
   }
 
   /**
-   * Graceful close: drop the connection now when it is kept alive with no request in progress.
-   * A head still arriving is no request in flight yet, and a connection never used is one whose
-   * client is sending its first request: they get at most {@link HEAD_AT_CLOSE_MS} more, and
-   * the request is answered with `Connection: close`.
+   * Graceful close: close the connection when it is kept alive with no request in progress,
+   * now, or once it stayed idle the server's `idleGrace` more. A head still arriving is no
+   * request in flight yet, and a connection never used is one whose client is sending its first
+   * request: they get at most {@link HEAD_AT_CLOSE_MS} more. A request that comes meanwhile is
+   * answered with `Connection: close`.
    */
   closeIfIdle(): void {
     if (this.phase !== P_HEAD) return;
-    if (this.idle && this.used && this.stash === null) this.closeSocket();
-    else this.arm(Math.min(this.host.opts.readHeaderTimeout || HEAD_AT_CLOSE_MS, HEAD_AT_CLOSE_MS), T_HEADER);
+    if (this.idle && this.used && this.stash === null) {
+      const idleGrace = this.host.idleGrace;
+      if (idleGrace > 0) this.arm(idleGrace, T_IDLE);
+      else this.closeSocket();
+    } else this.arm(Math.min(this.host.opts.readHeaderTimeout || HEAD_AT_CLOSE_MS, HEAD_AT_CLOSE_MS), T_HEADER);
   }
 
   /** Forced close. */
@@ -795,7 +799,10 @@ export class H1Connection implements H1WireConnection, Timed {
     this.decoder = null;
     if (this.timerKind === T_BODY) this.disarm();
     this.releaseParser();
-    if (close || this.host.closing) {
+    // A response that began before the server closed told the client the connection stays:
+    // it is closed as an idle one is, at once or after the server's idle grace.
+    const grace = this.host.closing && !close ? this.host.idleGrace : 0;
+    if (close || (this.host.closing && grace === 0)) {
       this.closeSocket();
       return;
     }
@@ -803,8 +810,9 @@ export class H1Connection implements H1WireConnection, Timed {
     this.idle = true;
     this.used = true;
     const opts = this.host.opts;
+    const idleMs = grace > 0 ? grace : opts.idleTimeout;
     // The idle wait starts once the response has left; until then writeTimeout guards it.
-    if (opts.idleTimeout > 0 && !this.socket.writableNeedDrain) this.arm(opts.idleTimeout, T_IDLE);
+    if (idleMs > 0 && !this.socket.writableNeedDrain) this.arm(idleMs, T_IDLE);
     if (this.stash !== null) {
       if (this.paused) {
         this.paused = false;
@@ -933,7 +941,7 @@ export class H1Connection implements H1WireConnection, Timed {
 
   /** {@link H1WireConnection.closesAfter}: whether the connection closes after this exchange's response. */
   closesAfter(close: boolean): boolean {
-    if (close || !this.keepAlive || this.host.draining) return true;
+    if (close || !this.keepAlive || this.host.closing) return true;
     // The head goes out before the body was read: if the client was told to wait (Expect)
     // it will never send the body, and a large or unsized rest may be too much to drain.
     return !this.bodyEnded && ((this.expectContinue && !this.continueSent) || this.bodyKind === B_CHUNKED || this.bodyRemaining > DRAIN_LIMIT);

@@ -73,9 +73,9 @@ export interface ServerOptions {
    */
   healthPath?: string;
   /**
-   * How long `shutdown()` keeps accepting and serving after it turned unready, ms, so a
-   * balancer that checks `healthPath` stops routing here before the listener closes; every
-   * HTTP/1 response meanwhile says `Connection: close`. Set it to the balancer's check interval
+   * How long `shutdown()` keeps accepting and serving as before after it turned unready, ms,
+   * so a balancer that checks `healthPath` (or an orchestrator that removes the endpoint)
+   * stops routing here before the listener closes. Set it to the balancer's check interval
    * times the failed checks it needs, plus one interval. Default 0.
    */
   drainDelay?: number;

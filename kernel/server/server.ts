@@ -4,9 +4,10 @@
  *
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
- * once) → stopped; `forceClose()` drops every connection at once. `shutdown()` is `close()`
- * behind a drain: unready, `Connection: close` on every response and GOAWAY on HTTP/2 while
- * it still serves for `drainDelay`, then `close()`, all bounded by `drainTimeout` (drain.ts).
+ * once) → stopped; `forceClose()` drops every connection at once. `shutdown()` is a
+ * `close()` behind a drain (drain.ts): unready while it still serves for `drainDelay`, then
+ * as `close()`, but an idle kept-alive connection closes only after {@link IDLE_AT_DRAIN_MS}
+ * more of idleness; all bounded by `drainTimeout`.
  * A connection accepted but not yet used when the server stops accepting is not idle: its
  * client is sending its first request, which gets {@link HEAD_AT_CLOSE_MS} to come and is
  * answered (with `Connection: close`).
@@ -68,6 +69,15 @@ type State = 'configured' | 'listening' | 'closing' | 'closed';
  */
 export const GOING_AWAY_MS = 2000;
 
+/**
+ * How long `shutdown()` keeps a kept-alive connection that is idle when the listener closes,
+ * or becomes idle after, ms: a client of it (a balancer's upstream pool) may be sending its
+ * next request on it right now, and closing under that request loses it (a POST is not
+ * retried). A request that comes in time is answered with `Connection: close`; one that comes
+ * later meets a close the client had this long to see coming, as with any idle timeout.
+ */
+export const IDLE_AT_DRAIN_MS = 1000;
+
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
 export class Server implements ConnectionHost, PipelineServer, InjectHost {
   /** @internal */
@@ -111,14 +121,16 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   private closeTimer: NodeJS.Timeout | null = null;
   /** `close()`'s grace period is over: what is still open is being ended. */
   private goneAway = false;
-  /**
-   * @internal `shutdown()` or `close()` began: every HTTP/1 response closes its connection
-   * after it (`Connection: close`), and the server is no longer ready.
-   */
-  draining = false;
+  /** `shutdown()` or `close()` began: the server is no longer ready. */
+  private draining = false;
+  /** @internal {@link ConnectionHost.idleGrace}: {@link IDLE_AT_DRAIN_MS} in `shutdown()` (bounded by `idleTimeout`), 0 in `close()`. */
+  idleGrace = 0;
   /** `shutdown()`'s delay before it stops accepting, then its bound (`drainTimeout`). */
   private drainTimer: NodeJS.Timeout | null = null;
   private drainDeadline: NodeJS.Timeout | null = null;
+  /** A graceful close takes the connections already waiting to be accepted before the listener closes. */
+  private acceptingLast = false;
+  private listenerClosing = false;
   /** Stops listening for the `signals` option's signals (set while listening). */
   private unwatchSignals: (() => void) | null = null;
   private boundPort = 0;
@@ -299,17 +311,19 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   /**
    * Drains the server and resolves once it is closed, as a load balancer or orchestrator
    * (Kubernetes, systemd) expects on SIGTERM: readiness turns unready at once (`ready` false,
-   * `healthPath` answers 503), HTTP/2 sessions get GOAWAY, and every HTTP/1 response says
-   * `Connection: close`, while the server still accepts and serves for `drainDelay`; then it
-   * closes as `close()` does (stops accepting, requests in flight finish, idle connections
-   * close). What is still open `drainTimeout` after the call is dropped. Before `listen()`,
-   * or once closing, it is `close()`.
+   * `healthPath` answers 503) while the server still accepts and serves as before for
+   * `drainDelay`; then it closes as `close()` does (stops accepting, `Connection: close` on
+   * every HTTP/1 response, GOAWAY on HTTP/2, requests in flight finish), except that an idle
+   * kept-alive connection stays open {@link IDLE_AT_DRAIN_MS} more for a request already on
+   * its way, which is answered. What is still open `drainTimeout` after the call is dropped.
+   * Before `listen()`, or once closing, it is `close()`.
    */
   shutdown(): Promise<void> {
     if (this.state !== 'listening') return this.stop(false);
     if (this.draining) return this.closed;
     this.draining = true;
-    for (const c of this.protocolConns) c.shutdown();
+    const idle = this.opts.idleTimeout;
+    this.idleGrace = idle > 0 ? Math.min(IDLE_AT_DRAIN_MS, idle) : IDLE_AT_DRAIN_MS;
     const o = this.opts;
     if (o.drainTimeout > 0) {
       this.drainDeadline = setTimeout(this.drainOver, o.drainTimeout);
@@ -354,7 +368,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     this.draining = true;
     if (this.drainTimer !== null) clearTimeout(this.drainTimer);
     this.drainTimer = null;
-    this.stopAccepting();
+    this.stopAccepting(force);
     if (force) {
       if (this.closeTimer !== null) clearTimeout(this.closeTimer);
       this.dropAll();
@@ -424,14 +438,35 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.closed;
   }
 
-  private stopAccepting(): void {
+  /**
+   * Closes the listener: at once when forced; else once the connections the kernel already
+   * completed are accepted. Closing a listening socket resets the connections still in its
+   * accept queue, whose clients may have sent a request on them already (a balancer that
+   * knows nothing of the drain keeps connecting until it is refused); the accepts of this
+   * event-loop turn take them (they are served as a closing server serves), and the listener
+   * closes after them, leaving only what completes in between.
+   */
+  private stopAccepting(force: boolean): void {
     const l = this.listener;
     if (l === null) return;
+    if (!force && l.listening && !this.listenerClosing) {
+      this.acceptingLast = true;
+      setImmediate(this.closeListener);
+      return;
+    }
+    this.closeListener();
+  }
+
+  private readonly closeListener = (): void => {
+    const l = this.listener!;
+    this.acceptingLast = false;
+    if (this.listenerClosing) return;
+    this.listenerClosing = true;
     l.removeListener('connection', this.onConnection);
     l.removeListener('connection', this.onTcpForTls);
     l.removeListener('secureConnection', this.onSecureConnection);
     if (this.ownsListener || l.listening) l.close(() => this.maybeClosed());
-  }
+  };
 
   private maybeClosed(): void {
     if (this.state !== 'closing') return;
@@ -510,7 +545,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   /** A TCP accept: false (the socket dropped) once the server no longer listens, else true after the connection hook. */
   private accepted(socket: Socket): boolean {
-    if (this.state !== 'listening') {
+    if (this.state !== 'listening' && !this.acceptingLast) {
       socket.destroy();
       return false;
     }
