@@ -179,6 +179,31 @@ export {
 } from './kernel/index.js';
 export { presets } from './plugins/index.js';
 
+// diagnostics_channel: the channels the client and server publish to, and their messages.
+export {
+  channels,
+  channelNames,
+  type DiagnosticChannel,
+  type ClientRequestContext,
+  type ClientRequestCreateMessage,
+  type ClientConnectionInfo,
+  type ClientRequestHeadersMessage,
+  type ClientResponseHeadersMessage,
+  type ClientResponseEndMessage,
+  type ClientRequestErrorMessage,
+  type ClientRetryMessage,
+  type ClientRedirectMessage,
+  type ClientConnectionOpenMessage,
+  type ClientConnectionReuseMessage,
+  type ServerConnectionMessage,
+  type ServerRequestContext,
+  type ServerRequestStartMessage,
+  type ServerResponseHeadersMessage,
+  type ServerResponseFinishMessage,
+  type ServerErrorMessage,
+  type ServerUpgradeMessage,
+} from './kernel/index.js';
+
 let defaultKernel: Kernel | null = null;
 
 /** The kernel the top-level helpers use when given none: `presets.defaults`, made on first use. */
@@ -321,7 +346,22 @@ export { Router, register, getRoute, getParams, getParam } from './plugins/route
 export { Handlers } from './plugins/middleware/index.js';
 export { WebSockets, WebSocket, WebSocketError, WebSocketHandshakeError } from './plugins/index.js';
 export { SSEEvent, SSEStream, SSEParser, SSEEventTooLargeError, sseStream } from './plugins/sse/index.js';
-export { mock, MockAgent, MockInterceptor, MockScope, MockNotMatchedError, MockPendingError, type MockOptions, type MockInterceptOptions, type MockRequest, type MockReplyData, type MockErrorCode, type Recording, type RecordedExchange, type RecordedBody } from './plugins/mock/index.js';
+export {
+  mock,
+  MockAgent,
+  MockInterceptor,
+  MockScope,
+  MockNotMatchedError,
+  MockPendingError,
+  type MockOptions,
+  type MockInterceptOptions,
+  type MockRequest,
+  type MockReplyData,
+  type MockErrorCode,
+  type Recording,
+  type RecordedExchange,
+  type RecordedBody,
+} from './plugins/mock/index.js';
 export { selfSignedCertificate, type SelfSignedOptions, type SelfSignedCertificate } from './tls/self-signed.js';
 import { sseConnect as connectSSE, type SSECallback, type SSEConnectOptions } from './plugins/sse/index.js';
 /** Reconnecting event-stream client (the sse plugin's `sseConnect`), on the default client unless given `client`. */

@@ -16,15 +16,17 @@ const asciiOutput: Plugin = {
   },
 };
 
-// Four public entries, matching package.json "exports": the top-level API, the kernel for
-// plugin authors, the protocol plugins' codec internals, and the plugin bundle; plus the
-// `switchyard` command (bin/).
+// Five public entries, matching package.json "exports": the top-level API, the kernel for
+// plugin authors, the protocol plugins' codec internals, the plugin bundle, and the
+// OpenTelemetry plugin (its own entry: it imports the optional peer @opentelemetry/api); plus
+// the `switchyard` command (bin/).
 export default defineConfig({
   entry: {
     index: 'index.ts',
     'kernel/index': 'kernel/index.ts',
     'kernel/protocol': 'kernel/protocol.ts',
     'plugins/index': 'plugins/index.ts',
+    'plugins/opentelemetry/index': 'plugins/opentelemetry/index.ts',
     'cli/main': 'cli/main.ts',
   },
   format: ['esm'],

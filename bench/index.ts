@@ -4,6 +4,7 @@
  */
 import { runClientBench } from './client.js';
 import { runCodecBench } from './codec.js';
+import { runDiagnosticsBench } from './diagnostics.js';
 import { runFetchServerBench } from './fetch-server.js';
 import { runH2Bench } from './h2.js';
 import { runHooksBench } from './hooks.js';
@@ -22,6 +23,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['server', () => runServerBench()],
   ['fetch-server', () => runFetchServerBench()],
   ['client', () => runClientBench()],
+  ['diagnostics', () => runDiagnosticsBench()],
   ['h2', () => runH2Bench()],
   ['static', () => runStaticBench()],
   ['sse', () => runSseBench()],

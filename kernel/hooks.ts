@@ -164,6 +164,12 @@ export interface ClientSession {
   readonly multiplexed?: boolean;
   /** True once the connection is closed or closing; the pool drops closed sessions. */
   readonly closed: boolean;
+  /**
+   * The connection's socket (a TLS socket, or a tunnel's Duplex), read only for the
+   * addresses diagnostics report (`localAddress`, `remotePort`, …). Absent: reported as
+   * unknown.
+   */
+  readonly socket?: Duplex;
   /** Sends one exchange. Resolves when the response head arrived, with a streaming body; the exchange ends when that body is read or closed. */
   dispatch(request: Request, ctx: RequestContext, options?: ExchangeOptions): Promise<Response>;
   /**

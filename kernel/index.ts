@@ -36,3 +36,26 @@ export {
 export * from './server/index.js';
 export * from './client/index.js';
 export * from './web/index.js';
+export {
+  channels,
+  channelNames,
+  type DiagnosticChannel,
+  type ClientRequestContext,
+  type ClientRequestCreateMessage,
+  type ClientConnectionInfo,
+  type ClientRequestHeadersMessage,
+  type ClientResponseHeadersMessage,
+  type ClientResponseEndMessage,
+  type ClientRequestErrorMessage,
+  type ClientRetryMessage,
+  type ClientRedirectMessage,
+  type ClientConnectionOpenMessage,
+  type ClientConnectionReuseMessage,
+  type ServerConnectionMessage,
+  type ServerRequestContext,
+  type ServerRequestStartMessage,
+  type ServerResponseHeadersMessage,
+  type ServerResponseFinishMessage,
+  type ServerErrorMessage,
+  type ServerUpgradeMessage,
+} from './diagnostics.js';

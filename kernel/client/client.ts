@@ -36,6 +36,8 @@ import { abandonSink } from './response-sink.js';
 import { appendQuery, isIdempotent, isReplayable, jsonBody, queryPairs, stopUpload, toMessageBody } from './request-body.js';
 import { RedirectEvent, RequestEvent, ResponseHeadEvent, RetryEvent, RetrySkippedEvent } from './trace.js';
 import { Transport, type Origin, type TransportOptions } from './transport.js';
+import { channels, clientObserved } from '../diagnostics.js';
+import { connectionInfo, originString, watchResponseEnd } from './diagnostics.js';
 
 /**
  * Call options a {@link Client} takes as defaults for every call: all but the ones that only
@@ -268,7 +270,8 @@ export class Client {
     } catch (err) {
       return Promise.reject(err);
     }
-    const p = call.trace === null && this.plain ? (this.attemptTaps ? this.requestTapped(call) : this.requestPlain(call)) : this.requestFull(call);
+    // A call someone observes (trace, diagnostics channels) takes the attempt loop, which reports each step.
+    const p = call.trace === null && this.plain && !clientObserved() ? (this.attemptTaps ? this.requestTapped(call) : this.requestPlain(call)) : this.traced(call, this.requestFull);
     const sink = call.options.responseStream;
     // A call that fails before or while writing the body does not leave the sink open (see writeToSink).
     return sink === undefined ? p : p.catch((err: unknown) => abandonSink(sink, err));
@@ -408,6 +411,23 @@ export class Client {
     );
   }
 
+  /** Runs `fn(call)` inside the `client:request` trace when that has subscribers. */
+  private traced<T>(call: Call, fn: (this: Client, call: Call) => Promise<T>): Promise<T> {
+    const tc = channels.clientRequest;
+    if (!tc.hasSubscribers) return fn.call(this, call);
+    return tc.tracePromise(fn, { request: call.request, url: call.request.url }, this, call);
+  }
+
+  /** The attempt loop of a call whose response stays streamed (`dispatch`, `fetch`). */
+  private runCall(call: Call): Promise<Response> {
+    return this.run(call);
+  }
+
+  /** The attempt loop of `open`, whose stream's reader decides whether its connection is reused. */
+  private runHeld(call: Call): Promise<Response> {
+    return this.run(call, 0, true);
+  }
+
   private async requestFull(call: Call): Promise<Response> {
     let res: Response;
     try {
@@ -435,7 +455,7 @@ export class Client {
     // The reference's do!: no status exception, and the call ends when its streamed body does.
     let res: Response;
     try {
-      res = await this.run(call);
+      res = await this.traced(call, this.runCall);
     } catch (err) {
       call.unlink();
       throw err;
@@ -459,7 +479,7 @@ export class Client {
     const call = new Call(o);
     const req = this.buildRequest(method, url, o, call);
     call.begin(req, o.context);
-    return this.run(call).then(
+    return this.traced(call, this.runCall).then(
       (res) => {
         unlinkOnClose(call, res);
         return { response: res, redirected: res.request !== null && res.request !== req };
@@ -494,7 +514,7 @@ export class Client {
     const body = opensBody(req.method, h.has('Transfer-Encoding') || cl !== undefined) ? new PushBody() : null;
     if (body !== null) req.setBody(body, cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : -1);
     call.begin(req, o.context);
-    const stream = new ClientStream(body, this.run(call, 0, true), call.ctx, maxResponseBytes(o));
+    const stream = new ClientStream(body, this.traced(call, this.runHeld), call.ctx, maxResponseBytes(o));
     let final: Response | null = null;
     try {
       await handler(stream);
@@ -710,7 +730,10 @@ export class Client {
             if (res.request === null) res.request = req;
           }
           if (trace !== null) trace(new RequestEvent(attempt, req, req.url));
-          const sent = trace !== null ? performance.now() : 0;
+          const create = channels.clientRequestCreate;
+          if (create.hasSubscribers) create.publish({ request: req, url: req.url, attempt });
+          // Timed only for someone who reads the time (NaN otherwise).
+          const sent = trace !== null || channels.clientResponseHeaders.hasSubscribers || channels.clientResponseEnd.hasSubscribers ? performance.now() : NaN;
           if (res === null) {
             const err0 = ctx.error();
             if (err0 !== null) throw err0;
@@ -720,11 +743,25 @@ export class Client {
               checkHttpVersion(k, 'h2', 'http:', `${req.method} ${req.url}`);
               this.speaksH2c = true;
             }
-            const session = this.transport.acquireIdle(origin, acquire, route) ?? (await this.transport.acquire(origin, ctx, acquire, route));
-            res = await session.dispatch(req, ctx, timeouts);
+            let session = this.transport.acquireIdle(origin, acquire, route);
+            let reused = session !== null;
+            if (session === null) {
+              session = await this.transport.acquire(origin, ctx, acquire, route);
+              reused = !this.transport.takeFresh(session);
+            }
+            const reuse = channels.clientConnectionReuse;
+            if (reused && reuse.hasSubscribers) reuse.publish({ origin: originString(origin), protocol: session.protocol });
+            const sending = session.dispatch(req, ctx, timeouts);
+            // Both protocol drivers hand the head to the connection before dispatch returns.
+            const headers = channels.clientRequestHeaders;
+            if (headers.hasSubscribers) headers.publish({ request: req, connection: connectionInfo(session, reused) });
+            res = await sending;
           }
           res.url = req.url;
           if (trace !== null) trace(new ResponseHeadEvent(attempt, res, req.url, res.status, performance.now() - sent));
+          const head = channels.clientResponseHeaders;
+          if (head.hasSubscribers) head.publish({ request: req, response: res, elapsedMs: performance.now() - sent });
+          if (channels.clientResponseEnd.hasSubscribers || channels.clientRequestError.hasSubscribers) watchResponseEnd(req, res, sent);
           if (at === AT_HEAD || (hooks !== null && hooks.onResponseHead !== null)) {
             const next = at === AT_HEAD ? await (given as Request | void | undefined) : await hooks!.onResponseHead!.promise(res, ctx);
             if (next != null) {
@@ -751,6 +788,8 @@ export class Client {
             continue;
           }
           error = err;
+          const failed = channels.clientRequestError;
+          if (failed.hasSubscribers) failed.publish({ request: req, error: err });
         }
       if (at === AT_DECIDED || (hooks !== null && hooks.onRetry !== null)) {
         const decision = at === AT_DECIDED ? await (given as RetryDecision | void | undefined) : await hooks!.onRetry!.promise({ attempt, error, request: req, response: res }, ctx);

@@ -6,7 +6,7 @@
  * are both FlowBodies; only their source differs.
  */
 import { Buffer } from 'node:buffer';
-import { ProtocolError, ResponseTooLargeError } from '../errors.js';
+import { CanceledError, ProtocolError, ResponseTooLargeError } from '../errors.js';
 import { AbstractBody } from '../message/body.js';
 import { Headers } from '../message/headers.js';
 
@@ -48,6 +48,10 @@ export class FlowBody extends AbstractBody {
   private rest: { resolve(b: Uint8Array): void; reject(e: unknown): void; limit: number } | null = null;
   /** @internal Trailers, once they arrived. */
   trailerFields: Headers | null = null;
+  /** @internal Body bytes delivered so far, as they came off the wire (before any decoding). */
+  received = 0;
+  /** @internal Told once when the body has arrived whole (null) or failed (its error): set only for a diagnostics subscriber. */
+  onEnd: ((err: Error | null) => void) | null = null;
 
   /** @internal `collect`: the whole body is wanted at once, so the source is never paused. */
   constructor(source: FlowSource, declared: number, collect = false) {
@@ -65,6 +69,7 @@ export class FlowBody extends AbstractBody {
   /** @internal Bytes from the wire. */
   push(data: Buffer): void {
     if (data.length === 0 || this.isClosed) return;
+    this.received += data.length;
     if (this.queue.length === 0) this.queue = [data];
     else this.queue.push(data);
     this.queued += data.length;
@@ -84,6 +89,7 @@ export class FlowBody extends AbstractBody {
     this.ended = true;
     if (this.rest !== null) this.settleRest();
     this.wake();
+    this.told(null);
   }
 
   /** @internal The body failed; readers get `err` once the bytes before it are read. */
@@ -93,6 +99,20 @@ export class FlowBody extends AbstractBody {
     const w = this.waiter;
     this.waiter = null;
     w?.reject(err);
+    this.told(err);
+  }
+
+  /** Closed before its end: whoever waits for the end (a diagnostics subscriber) hears it will not come. */
+  private toldClosed(): void {
+    if (this.onEnd !== null && this.failure === null) this.told(new CanceledError('response body closed before its end'));
+  }
+
+  private told(err: Error | null): void {
+    const f = this.onEnd;
+    if (f !== null) {
+      this.onEnd = null;
+      f(err);
+    }
   }
 
   private wake(): void {
@@ -216,8 +236,10 @@ export class FlowBody extends AbstractBody {
     this.isClosed = true;
     this.queue = NO_CHUNKS;
     this.queued = 0;
-    if (!this.ended) this.source.abandon();
-    else this.source.consumed?.();
+    if (!this.ended) {
+      this.source.abandon();
+      this.toldClosed();
+    } else this.source.consumed?.();
     if (this.rest !== null) this.settleRest();
     this.wake();
   }
@@ -233,6 +255,7 @@ export class FlowBody extends AbstractBody {
     this.queue = NO_CHUNKS;
     this.queued = 0;
     this.source.abandon();
+    if (!this.ended) this.toldClosed();
     if (this.rest !== null) this.settleRest();
     this.wake();
   }

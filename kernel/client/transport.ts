@@ -13,6 +13,8 @@ import type { ClientHooks, ClientSession, ConnectOptions, SessionPool, Tapped } 
 import type { RequestContext } from '../message/context.js';
 import { checkLocalAddr, openConnection } from './connect.js';
 import { H1ClientSession, type SessionOwner } from './h1-session.js';
+import { channels } from '../diagnostics.js';
+import { publishOpen } from './diagnostics.js';
 
 /**
  * Options of {@link Transport}. Plugins add the call options a transport may carry as its
@@ -125,6 +127,8 @@ export class Transport {
   /** @internal Multiplexed (HTTP/2) sessions across all origins. */
   sharedTotal = 0;
   private readonly pools = new Map<string, Pool>();
+  /** Sessions opened that no exchange took yet through {@link Transport.acquire} (see {@link Transport.takeFresh}). */
+  private readonly fresh = new WeakSet<ClientSession>();
   private sweeper: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -300,7 +304,17 @@ export class Transport {
     if (session === null) session = new H1ClientSession(socket, pool, { maxLineBytes: this.maxLineBytes, maxHeaderBytes: this.maxHeaderBytes });
     else if (session.multiplexed !== false) this.addShared(pool, session);
     pool.all.add(session);
+    this.fresh.add(session);
+    if (channels.clientConnectionOpen.hasSubscribers) publishOpen(o, session, socket, started);
     return session;
+  }
+
+  /**
+   * @internal True when `session`, which {@link Transport.acquire} returned, is a connection
+   * this transport just opened and no exchange took before (the first asker is told so once).
+   */
+  takeFresh(session: ClientSession): boolean {
+    return this.fresh.delete(session);
   }
 
   private addShared(pool: Pool, session: ClientSession): void {

@@ -34,6 +34,8 @@ import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
 import { Stream, writeResponseToStream, type StreamHost } from './stream.js';
 import { copyResponse } from './copy-response.js';
+import { channels, serverObserved, type ServerRequestContext } from '../diagnostics.js';
+import { ObservedWire, observedWire } from './observed-wire.js';
 
 /** A request handler: maps a request (body buffered) to a response, sync or async. */
 export type RequestHandler = (request: Request) => Response | Promise<Response>;
@@ -154,6 +156,43 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
    */
   run(request: Request, wire: ExchangeWire): Promise<void> | undefined {
     if (this.healthPath !== null && request.target === this.healthPath) return this.health(request, wire);
+    if (serverObserved()) return this.runObserved(request, wire);
+    return this.runOn(request, wire);
+  }
+
+  /**
+   * An exchange while someone subscribes to the server's per-exchange channels: `request:start`,
+   * then the exchange on an {@link ObservedWire} (which publishes the response's head and
+   * finish), inside the `server:request` trace when that has subscribers.
+   */
+  private runObserved(request: Request, wire: ExchangeWire): Promise<void> | undefined {
+    const ob = new ObservedWire(wire, request);
+    const start = channels.serverRequestStart;
+    if (start.hasSubscribers) start.publish({ request, server: this.server.info });
+    const tc = channels.serverRequest;
+    let p: Promise<void> | undefined;
+    if (!tc.hasSubscribers) p = this.runOn(request, ob);
+    else {
+      const ctx: ServerRequestContext = { request };
+      ob.trace = ctx;
+      try {
+        p = tc.start.runStores(ctx, this.runOn, this, request, ob);
+      } catch (err) {
+        ctx.error = err;
+        tc.error.publish(ctx);
+        throw err;
+      } finally {
+        tc.end.publish(ctx);
+      }
+    }
+    if (p === undefined) {
+      ob.over();
+      return undefined;
+    }
+    return p.then(() => ob.over());
+  }
+
+  private runOn(request: Request, wire: ExchangeWire): Promise<void> | undefined {
     if (this.server.streamHandler !== null) return this.runStream(request, wire);
     if (request.body === null) return this.guard(this.runRequest(request, wire), request, wire);
     const hooks = this.server.hooks;
@@ -181,7 +220,19 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
    * a failed upgrade), through `onResponseHead` like any other.
    */
   answer(request: Request, wire: ExchangeWire, status: number, message: string): void {
-    void this.guard(this.errorResponse(request, wire, status, message, null), request, wire);
+    // Observed like any exchange: on the exchange's observing wire when it runs already (a
+    // timeout while its body is read), else on a new one (no handler runs, so no trace).
+    let ob = observedWire(request);
+    let fresh = false;
+    if (ob === undefined && serverObserved()) {
+      ob = new ObservedWire(wire, request);
+      fresh = true;
+      const start = channels.serverRequestStart;
+      if (start.hasSubscribers) start.publish({ request, server: this.server.info });
+    }
+    const w = ob ?? wire;
+    const p = this.guard(this.errorResponse(request, w, status, message, null), request, w);
+    if (fresh) void p.then(() => ob!.over());
   }
 
   /**
@@ -303,18 +354,11 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     }
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
     req.setBody(body, total);
-    const ex = new WireExchange(req, this.server.info, wire);
-    let res: unknown;
-    try {
-      const hooks = this.server.hooks;
-      if (hooks !== null && hooks.onRequest !== null) res = await hooks.onRequest.promise(req, ex);
-      if (res == null) res = await this.server.handler!(req);
-    } catch (err) {
-      this.server.reportError(err, req);
-      await this.errorResponse(req, wire, 500, '', ex.extra);
-      return;
-    }
-    await this.checked(req, wire, res, ex);
+    // On as for a request read with its head: the handler runs in the taps' callback, so an
+    // async context a tap calls back in (a tracing span's) reaches it.
+    const hooks = this.server.hooks;
+    const p = hooks !== null && hooks.onRequest !== null ? this.tapped(req, wire, hooks.onRequest) : this.callHandler(req, wire, null);
+    if (p !== undefined) await p;
   }
 
   /**
@@ -402,7 +446,9 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         return;
       }
       wire.head(status, headers, known, false, trailers !== null, res.reason, res.close);
-      this.streaming.set(wire, body);
+      // Keyed by the protocol's wire: its connection ends the body through that one.
+      const key = wire instanceof ObservedWire ? wire.inner : wire;
+      this.streaming.set(key, body);
       const size = wire.bodyChunk ?? WIRE_CHUNK;
       let buf: Buffer | null = null;
       let sent = 0;
@@ -441,7 +487,8 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       this.server.reportError(err, req);
       wire.abort(err);
     } finally {
-      if (this.streaming.get(wire) === body) this.streaming.delete(wire);
+      const key = wire instanceof ObservedWire ? wire.inner : wire;
+      if (this.streaming.get(key) === body) this.streaming.delete(key);
       body.close();
     }
   }
@@ -529,10 +576,23 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     return w === undefined ? undefined : w.then(undefined, (err: unknown) => this.streamFailed(req, wire, stream, err));
   }
 
-  /** `onRequest` taps with something to do: they may answer for the stream handler. */
-  private async tappedStream(req: Request, wire: ExchangeWire, stream: Stream, hook: NonNullable<Tapped<ServerHooks>['onRequest']>): Promise<void> {
+  /**
+   * `onRequest` taps with something to do: they may answer for the stream handler. By
+   * `callAsync`, as for request handlers: the stream handler runs in the taps' callback, so an
+   * async context a tap calls back in (a tracing span's) reaches it.
+   */
+  private tappedStream(req: Request, wire: ExchangeWire, stream: Stream, hook: NonNullable<Tapped<ServerHooks>['onRequest']>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      hook.callAsync(req, stream, (err, res) => {
+        void this.afterStreamTaps(req, wire, stream, err, res).then(resolve);
+      });
+    });
+  }
+
+  /** What follows the `onRequest` taps of a stream handler's exchange: their answer, their error, or the handler. Never rejects. */
+  private async afterStreamTaps(req: Request, wire: ExchangeWire, stream: Stream, tapErr: unknown, res: Response | void | undefined): Promise<void> {
     try {
-      const res = await hook.promise(req, stream);
+      if (tapErr != null) throw tapErr;
       if (res != null) {
         await writeResponseToStream(stream, res);
         return;

@@ -37,6 +37,7 @@ import { readDirect, unboundReads } from '../socket-reads.js';
 import type { HeadParserPool } from './parser-pool.js';
 import type { Timed, TimerHeap } from './timer-heap.js';
 import { bytesSent } from '../socket-progress.js';
+import { publishUpgrade } from '../diagnostics.js';
 
 /** @internal What a connection needs from its server. */
 export interface ConnectionHost {
@@ -649,6 +650,7 @@ export class H1Connection implements H1WireConnection, Timed {
         if (claimed === true) {
           this.phase = P_UPGRADED;
           this.detach();
+          publishUpgrade(req);
           return;
         }
         // Unclaimed: an ordinary request (RFC 9110 §7.8 lets a server ignore Upgrade).

@@ -42,6 +42,8 @@ import { Prefaces } from './prefaces.js';
 import { inject, type InjectHost, type InjectRequest } from './inject.js';
 import { HeadParserPool } from './parser-pool.js';
 import { TimerHeap } from './timer-heap.js';
+import { channels } from '../diagnostics.js';
+import { observedWire } from './observed-wire.js';
 
 /** What `new Server()` takes: the handler, whether it is a stream handler, and the server options. */
 export interface ServerInit extends ServerOptions {
@@ -534,6 +536,9 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   /** @internal */
   reportError(err: unknown, request: Request | null): void {
+    if (request !== null) observedWire(request)?.reported(err);
+    const ch = channels.serverError;
+    if (ch.hasSubscribers) ch.publish({ request, error: err });
     try {
       this.onError(err, request);
     } catch {
@@ -551,6 +556,8 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
+    const ch = channels.serverConnection;
+    if (ch.hasSubscribers) ch.publish({ socket, server: this.info });
     return true;
   }
 

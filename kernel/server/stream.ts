@@ -28,6 +28,7 @@ import { parseContentLength } from '../http1/head-parser.js';
 import { responseHasNoBody } from '../http1/framing.js';
 import type { PeerAddr } from './peer.js';
 import type { ExchangeWire } from './protocol-host.js';
+import { publishUpgrade } from '../diagnostics.js';
 
 const DONE: Promise<void> = Promise.resolve();
 
@@ -258,6 +259,7 @@ export class Stream implements ServerExchange {
     const take = this.wire.takeSocket;
     if (take === undefined) throw new ArgumentError(`cannot upgrade a ${this.protocol} stream: only HTTP/1.1 connections can change protocol`);
     const taken = take.call(this.wire);
+    publishUpgrade(this.request);
     this.upgraded = true;
     this.headStarted = true;
     this.committed = true;

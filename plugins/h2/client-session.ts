@@ -118,7 +118,8 @@ export class H2ClientSession implements ClientSession {
   readonly session: ClientHttp2Session;
   /** @internal */
   idleSince = performance.now();
-  private readonly socket: Duplex;
+  /** The connection's socket (see ClientSession.socket). */
+  readonly socket: Duplex;
   private readonly info: SessionInfo;
   private readonly scheme: string;
   private readonly authority: string;

@@ -121,7 +121,10 @@ export class MockAgent {
    */
   client(options: Omit<ClientOptions, 'kernel'> = {}): Client {
     if (this.defaultClient !== null && this.defaultClient.isOpen) {
-      if (Object.keys(options).length > 0) throw new ArgumentError('mocks.client(options): the client exists already, with the options it was made with; call mocks.close() first, or make another with kernel.client(options) on a kernel of your own');
+      if (Object.keys(options).length > 0)
+        throw new ArgumentError(
+          'mocks.client(options): the client exists already, with the options it was made with; call mocks.close() first, or make another with kernel.client(options) on a kernel of your own',
+        );
       return this.defaultClient;
     }
     if (this.kernel === null) {

@@ -158,7 +158,9 @@ export class MockInterceptor {
    */
   replyWithError(error: Error | MockErrorCode | ((request: MockRequest) => Error)): MockScope {
     if (!(error instanceof Error) && typeof error !== 'function' && !(typeof error === 'string' && ERROR_CODES.has(error))) {
-      throw new ArgumentError(`replyWithError takes an Error, a function making one, or one of ${[...ERROR_CODES].join(', ')}; got ${typeof error === 'string' ? JSON.stringify(error) : typeof error}`);
+      throw new ArgumentError(
+        `replyWithError takes an Error, a function making one, or one of ${[...ERROR_CODES].join(', ')}; got ${typeof error === 'string' ? JSON.stringify(error) : typeof error}`,
+      );
     }
     return this.answer({ kind: 'error', error });
   }
@@ -223,7 +225,8 @@ export class Interceptor {
     const p = o.path;
     if (typeof p !== 'string' && !(p instanceof RegExp) && typeof p !== 'function') throw new ArgumentError('intercept(): path must be a string, a RegExp or a function of the path');
     if (typeof p === 'string' && !p.startsWith('/')) throw new ArgumentError(`intercept(): path must start with "/", got ${JSON.stringify(p)}`);
-    if (o.query !== undefined && (typeof p !== 'string' || p.includes('?'))) throw new ArgumentError('intercept(): query goes with a string path without "?" (put the query in the path, or match it with a RegExp or function)');
+    if (o.query !== undefined && (typeof p !== 'string' || p.includes('?')))
+      throw new ArgumentError('intercept(): query goes with a string path without "?" (put the query in the path, or match it with a RegExp or function)');
     this.path = p;
     this.query = o.query === undefined ? (typeof p === 'string' ? queryKey(p.includes('?') ? p.slice(p.indexOf('?') + 1) : '') : null) : queryFromObject(o.query);
     if (o.headers !== undefined && (o.headers === null || (typeof o.headers !== 'object' && typeof o.headers !== 'function'))) {
@@ -245,7 +248,14 @@ export class Interceptor {
 
   /** `GET https://api.example.com/users`. */
   describe(): string {
-    const p = typeof this.path === 'string' ? (this.query !== null && this.query.length > 0 && !this.path.includes('?') ? `${this.path}?${this.query.join('&')}` : this.path) : this.path instanceof RegExp ? String(this.path) : '(path function)';
+    const p =
+      typeof this.path === 'string'
+        ? this.query !== null && this.query.length > 0 && !this.path.includes('?')
+          ? `${this.path}?${this.query.join('&')}`
+          : this.path
+        : this.path instanceof RegExp
+          ? String(this.path)
+          : '(path function)';
     return `${this.method} ${this.origin}${typeof this.path === 'string' ? '' : ' '}${p}`;
   }
 

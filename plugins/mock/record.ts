@@ -110,7 +110,14 @@ export class Recorder {
   recording(): Recording {
     const exchanges: RecordedExchange[] = [];
     for (const s of this.exchanges) {
-      if (s.chunks !== null) exchanges.push({ ...s.entry, body: encodeBody(Buffer.concat(s.chunks), s.entry.headers.some(([k]) => k.toLowerCase() === 'content-encoding')) });
+      if (s.chunks !== null)
+        exchanges.push({
+          ...s.entry,
+          body: encodeBody(
+            Buffer.concat(s.chunks),
+            s.entry.headers.some(([k]) => k.toLowerCase() === 'content-encoding'),
+          ),
+        });
       else exchanges.push(s.entry);
     }
     return { version: 1, exchanges };

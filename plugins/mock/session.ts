@@ -9,19 +9,7 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import { Duplex } from 'node:stream';
-import {
-  AbstractBody,
-  ArgumentError,
-  Headers,
-  ProtocolError,
-  readAll,
-  statusText,
-  TimeoutError,
-  type CancelListener,
-  type Request,
-  type RequestContext,
-  type Response,
-} from '../../kernel/index.js';
+import { AbstractBody, ArgumentError, Headers, ProtocolError, readAll, statusText, TimeoutError, type CancelListener, type Request, type RequestContext, type Response } from '../../kernel/index.js';
 import { FlowBody, kUnprocessed, protocolResponse, stopUpload, type ClientSession, type ExchangeOptions, type FlowSource, type SessionPool } from '../../kernel/protocol.js';
 import { checkReply, errorFor, type Interceptor, type MockReplyData, type MockRequest } from './interceptor.js';
 
@@ -45,7 +33,9 @@ export class MockSocket extends Duplex {
   /** Its session never writes: bytes written come from a taker of the raw connection (an upgrade handshake), which the mock does not answer. */
   override _write(_chunk: unknown, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     callback(
-      new ArgumentError(`the mock answers requests, not connections written to directly (a WebSocket or other upgrade handshake to ${this.origin}); let that origin use the network with allowNetwork and no interceptors`),
+      new ArgumentError(
+        `the mock answers requests, not connections written to directly (a WebSocket or other upgrade handshake to ${this.origin}); let that origin use the network with allowNetwork and no interceptors`,
+      ),
     );
   }
 }

@@ -30,6 +30,7 @@
 import {
   AbstractBody,
   ArgumentError,
+  channels,
   checkPluginOptions,
   OptionChecks,
   type OptionCheck,
@@ -206,6 +207,8 @@ export const redirects = definePlugin({
         if (check(next, res, hops.count + 1) === false) return;
       }
       hops.count++;
+      const ch = channels.clientRedirect;
+      if (ch.hasSubscribers) ch.publish({ request: req, response: res, location: to.href, hop: hops.count });
       return next;
     });
   },

@@ -33,6 +33,7 @@
  */
 import {
   ArgumentError,
+  channels,
   checkPluginOptions,
   OptionChecks,
   type OptionCheck,
@@ -283,6 +284,8 @@ export const retries = definePlugin({
         ctx.set(kTaken, taken);
       }
       taken.hosts.set(host, (taken.hosts.get(host) ?? 0) + cost);
+      const ch = channels.clientRetry;
+      if (ch.hasSubscribers) ch.publish({ request: req, attempt, delayMs: delay, reason: why, error, status: res?.status ?? 0 });
       return { retry: true, delayMs: delay, reason: why };
     });
 

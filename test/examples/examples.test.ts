@@ -33,6 +33,8 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['h2', /^10 concurrent requests: all HTTP\/2, server connections: 1$/m],
   ['custom-plugin', /^GET \/users\/\{id\} +count=3 statuses=\{"200":3\}$/m],
   ['protocol-plugin', /^ping-pong: PONG one, PONG two$/m],
+  ['opentelemetry', /^ {4}CLIENT GET 200 \(HTTP\/1\.1\) \[retry after 503\]$/m],
+  ['diagnostics', /^client: retry after attempt 1 \(status 503 \(Retry-After 0 ms\)\)$/m],
 ];
 
 /** Examples that run until stopped, so no smoke test can wait for their exit. */

@@ -7,7 +7,7 @@
  * outputs the docs promise are checked too.
  *
  * The blocks import the package by its name (`switchyard`, `switchyard/kernel`,
- * `switchyard/protocol`, `switchyard/plugins`), as a user would. In a checkout that name does not resolve to the
+ * `switchyard/protocol`, `switchyard/plugins`, `switchyard/opentelemetry`), as a user would. In a checkout that name does not resolve to the
  * sources (the package's exports point at `dist/`, which `npm run build` makes), so this test
  * rewrites those specifiers to the repository's `index.ts`, `kernel/index.ts`,
  * `kernel/protocol.ts` and `plugins/index.ts` before running a block. Nothing else in a block is changed.
@@ -71,6 +71,7 @@ function resolvePackage(code: string): string {
     .replace(/(['"])switchyard\/kernel\1/g, `'${to('kernel/index.js')}'`)
     .replace(/(['"])switchyard\/protocol\1/g, `'${to('kernel/protocol.js')}'`)
     .replace(/(['"])switchyard\/plugins\1/g, `'${to('plugins/index.js')}'`)
+    .replace(/(['"])switchyard\/opentelemetry\1/g, `'${to('plugins/opentelemetry/index.js')}'`)
     .replace(/(['"])switchyard\1/g, `'${to('index.js')}'`);
 }
 

@@ -18,7 +18,11 @@ const AUTH = 'https://auth.example.test';
 /** A mock agent and a client on the default preset with its plugin; both closed after the test. */
 async function setup(options: HTTP.MockOptions = {}, clientOptions: Omit<HTTP.ClientOptions, 'kernel'> = {}): Promise<{ mocks: HTTP.MockAgent; client: HTTP.Client; kernel: HTTP.Kernel }> {
   const mocks = HTTP.mock(options);
-  const kernel = closeKernelAfter(await HTTP.createKernel().register([...presets.defaults, mocks.plugin]).ready());
+  const kernel = closeKernelAfter(
+    await HTTP.createKernel()
+      .register([...presets.defaults, mocks.plugin])
+      .ready(),
+  );
   const client = kernel.client({ retryDelayScale: 1, ...clientOptions });
   return { mocks, client, kernel };
 }
@@ -68,7 +72,10 @@ describe('mock: replies', () => {
 
   it('sends trailers after the body', async () => {
     const { mocks, client } = await setup();
-    mocks.intercept({ origin: API, path: '/t' }).reply(200, 'data', { trailers: { 'X-Checksum': 'abc' } }).times(2);
+    mocks
+      .intercept({ origin: API, path: '/t' })
+      .reply(200, 'data', { trailers: { 'X-Checksum': 'abc' } })
+      .times(2);
     const res = await HTTP.get(`${API}/t`, { client });
     expect(res.text()).toBe('data');
     expect(res.trailers.get('X-Checksum')).toBe('abc');
@@ -80,7 +87,10 @@ describe('mock: replies', () => {
 
   it('matches method, query, headers and body, and uses times() and persist()', async () => {
     const { mocks, client } = await setup();
-    mocks.intercept({ origin: API, path: '/items', query: { page: 2, tag: ['a', 'b'] }, headers: { 'X-Key': /^k-/ } }).reply(200, 'page 2').times(2);
+    mocks
+      .intercept({ origin: API, path: '/items', query: { page: 2, tag: ['a', 'b'] }, headers: { 'X-Key': /^k-/ } })
+      .reply(200, 'page 2')
+      .times(2);
     mocks.intercept({ origin: API, method: 'PUT', path: '/items/9', body: 'nine' }).reply(204).persist();
     const q = { page: '2', tag: ['b', 'a'] };
     expect((await HTTP.get(`${API}/items`, { query: q, headers: { 'X-Key': 'k-1' }, client })).text()).toBe('page 2');

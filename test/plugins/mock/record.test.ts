@@ -24,7 +24,9 @@ async function tempFile(): Promise<string> {
 }
 
 async function kernelWith(mocks: HTTP.MockAgent): Promise<HTTP.Kernel> {
-  return HTTP.createKernel().register([...presets.defaults, mocks.plugin]).ready();
+  return HTTP.createKernel()
+    .register([...presets.defaults, mocks.plugin])
+    .ready();
 }
 
 describe('mock: record and replay', () => {
@@ -95,9 +97,7 @@ describe('mock: record and replay', () => {
 
   it('records trailers and replays them', async () => {
     // A chunked body ending with a trailer, from a real peer that then goes away.
-    const peer = await rawServer((socket) =>
-      readRequests(socket, () => socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\nX-Checksum: c1\r\n\r\n')),
-    );
+    const peer = await rawServer((socket) => readRequests(socket, () => socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\nX-Checksum: c1\r\n\r\n')));
     const file = await tempFile();
     const recorder = HTTP.mock({ record: file });
     const url = `${peer.origin}/t`;
