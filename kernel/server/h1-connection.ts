@@ -333,8 +333,10 @@ export class H1Connection implements H1WireConnection, Timed {
           }
           this.idle = false;
           this.parser ??= this.host.parsers.take();
-          // The first byte of a request: the idle wait is over, the head's own limit starts.
+          // The first byte of a request: the idle wait is over, the head's own limit starts
+          // (none when timeouts are off: a close's idle grace must not cut the request).
           if (this.host.opts.timeouts) this.arm(this.host.opts.readHeaderTimeout, T_HEADER);
+          else if (this.timerKind !== T_NONE) this.disarm();
         }
         const parser = this.parser!;
         let n: number;

@@ -197,6 +197,25 @@ describe('shutdown(): connections', () => {
     await within(closed, 3000, 'the drain to end');
   });
 
+  it('does not cut a request that began on an idle connection during its grace, with every timeout off', async () => {
+    const off = { readTimeout: 0, readHeaderTimeout: 0, idleTimeout: 0, writeTimeout: 0 };
+    const { server, port } = await startServer(() => new Response(200, 'whole'), off);
+    const c = await rawClient(port);
+    await c.write(GET('/a'));
+    expect((await c.response()).close).toBe(false);
+    const closed = server.shutdown();
+    await waitFor(() => server.closing, 3000, 'the listener to close');
+    await c.write('GET /b HTTP/1.1\r\n');
+    // The idle grace is over while the head is still arriving: the request is not idle.
+    await new Promise<void>((resolve) => setTimeout(resolve, IDLE_AT_DRAIN_MS + 200));
+    expect(c.isClosed).toBe(false);
+    await c.write('Host: x\r\n\r\n');
+    const res = await c.response();
+    expect(res.text).toBe('whole');
+    expect(res.close).toBe(true);
+    await within(closed, 3000, 'the drain to end');
+  });
+
   it('sends GOAWAY to HTTP/2 sessions once the delay is over and lets their streams finish', async () => {
     const g = gate();
     const { server, port } = await startH2Server(g.handler, { drainDelay: 100 });
