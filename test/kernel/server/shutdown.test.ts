@@ -16,7 +16,7 @@ import { ArgumentError, Response, serve } from '../../../kernel/index.js';
 import { IDLE_AT_DRAIN_MS } from '../../../kernel/server/server.js';
 import { forceCloseAfter } from '../../helpers/cleanup.js';
 import { startServer as startH2Server } from '../../helpers/h2.js';
-import { rawClient, startServer, waitConnections, waitFor, within } from '../../helpers/server.js';
+import { rawClient, startServer, track, waitConnections, waitFor, within } from '../../helpers/server.js';
 
 const GET = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
 
@@ -181,6 +181,34 @@ describe('shutdown(): connections', () => {
     expect(res.text).toBe('detected');
     expect(res.close).toBe(true);
     await within(closed, 3000, 'close');
+  });
+
+  it('tells no connection to close before the listener is closed: a client that connects again at once is refused, never reset', async () => {
+    const g = gate();
+    let calls = 0;
+    const { server, port } = await startServer((req) => (++calls === 1 ? g.handler() : new Response(200, `again ${req.target}`)), { drainDelay: 50 });
+    const c = await rawClient(port);
+    await c.write(GET('/first'));
+    await g.entered;
+    void server.shutdown();
+    // Answered in the event-loop turn the delay ends in, right after its timer.
+    track(setTimeout(g.release, 50));
+    let res = await c.response();
+    if (!res.close) {
+      await c.write(GET('/second'));
+      res = await c.response();
+    }
+    expect(res.close).toBe(true);
+    // What nginx does when told to close: a new connection for its next request, at once.
+    const next = await new Promise<string>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port });
+      s.once('connect', () => s.write(GET('/third')));
+      s.once('data', () => resolve('answered'));
+      s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      s.once('close', () => resolve('closed without an answer'));
+    });
+    expect(next).toBe('ECONNREFUSED');
+    await within(server.wait(), 3000, 'the drain to end');
   });
 
   it('answers a request that comes on an idle kept-alive connection after the listener closed, with Connection: close', async () => {
