@@ -18,7 +18,7 @@ const server = await HTTP.serve(
     if (req.target === '/slow') await slow;
     return new HTTP.Response(200, `hello from ${req.target}`);
   },
-  { port: 0, healthPath: '/healthz', drainDelay: 300, signals: ['SIGTERM'] },
+  { port: 0, healthPath: '/healthz', drainDelay: 1000, signals: ['SIGTERM'] },
 );
 const base = `http://127.0.0.1:${server.port}`;
 const health = async (): Promise<string> => {
