@@ -4,7 +4,15 @@
  *
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
- * once) → stopped; `forceClose()` drops every connection at once.
+ * once) → stopped; `forceClose()` drops every connection at once. `shutdown()` is a
+ * `close()` behind a drain (drain.ts): unready while it still serves for `drainDelay`, then
+ * (once no connection came for {@link LISTEN_QUIET_MS}) as `close()`, but an idle kept-alive
+ * connection closes only after {@link IDLE_AT_DRAIN_MS} more of idleness; all bounded by
+ * `drainTimeout`. A graceful close tells connections (`Connection: close`, GOAWAY) only once
+ * the listener is closed.
+ * A connection accepted but not yet used when the server stops accepting is not idle: its
+ * client is sending its first request, which gets {@link HEAD_AT_CLOSE_MS} to come and is
+ * answered (with `Connection: close`).
  *
  * The server knows every connection it accepted until it closes, upgraded ones included (a
  * WebSocket, or any socket a handler or an `onUpgrade` tap took over), so `forceClose()` needs
@@ -16,6 +24,7 @@
  */
 import process from 'node:process';
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import net, { type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
@@ -27,7 +36,8 @@ import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { hostPort } from '../message/uri.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from '../socket-reads.js';
-import { H1Connection, type ConnectionHost } from './h1-connection.js';
+import { H1Connection, HEAD_AT_CLOSE_MS, type ConnectionHost } from './h1-connection.js';
+import { watchSignals } from './drain.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
@@ -64,6 +74,26 @@ type State = 'configured' | 'listening' | 'closing' | 'closed';
  * handshake, the end of an SSE response) may take before it is dropped.
  */
 export const GOING_AWAY_MS = 2000;
+
+/**
+ * How long `shutdown()` keeps a kept-alive connection that is idle when the listener closes,
+ * or becomes idle after, ms: a client of it (a balancer's upstream pool) may be sending its
+ * next request on it right now, and closing under that request loses it (a POST is not
+ * retried). A request that comes in time is answered with `Connection: close`; one that comes
+ * later meets a close the client had this long to see coming, as with any idle timeout.
+ */
+export const IDLE_AT_DRAIN_MS = 1000;
+
+/**
+ * How long no connection may have come before `shutdown()` closes its listener, ms, and how
+ * much longer than `drainDelay` it waits for such a gap at most. A connection the kernel
+ * completed but the server has not accepted yet is reset by the close with the request its
+ * client may have written; a balancer that renews its upstream connections (nginx after
+ * `keepalive_requests`, 1000 by default) opens several at once, and a gap after them is
+ * where the close loses none.
+ */
+export const LISTEN_QUIET_MS = 50;
+export const LISTEN_QUIET_WAIT_MS = 1000;
 
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
 export class Server implements ConnectionHost, PipelineServer, InjectHost {
@@ -112,6 +142,26 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   private closeTimer: NodeJS.Timeout | null = null;
   /** `close()`'s grace period is over: what is still open is being ended. */
   private goneAway = false;
+  /** `shutdown()` or `close()` began: the server is no longer ready. */
+  private draining = false;
+  /** @internal {@link ConnectionHost.idleGrace}: {@link IDLE_AT_DRAIN_MS} in `shutdown()` (bounded by `idleTimeout`), 0 in `close()`. */
+  idleGrace = 0;
+  /** `shutdown()`'s delay before it stops accepting, then its bound (`drainTimeout`). */
+  private drainTimer: NodeJS.Timeout | null = null;
+  private drainDeadline: NodeJS.Timeout | null = null;
+  /**
+   * @internal {@link ConnectionHost.connectionsClose}: a close began and the listener is closed
+   * (or the close is forced): every response closes its connection.
+   */
+  connectionsClose = false;
+  /** When `shutdown()` last accepted a connection (`performance.now()`), and when its delay was over. */
+  private lastAccept = -Infinity;
+  private delayEnded = -1;
+  /** A graceful close takes the connections already waiting to be accepted before the listener closes. */
+  private acceptingLast = false;
+  private listenerClosing = false;
+  /** Stops listening for the `signals` option's signals (set while listening). */
+  private unwatchSignals: (() => void) | null = null;
   private boundPort = 0;
   private boundHost = '';
   private closed: Promise<void>;
@@ -156,9 +206,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.state === 'listening';
   }
 
-  /** True once `close()` or `forceClose()` was called. */
+  /** True once `close()` or `forceClose()` was called (or `shutdown()`'s delay is over). */
   get closing(): boolean {
     return this.state === 'closing' || this.state === 'closed';
+  }
+
+  /**
+   * The server's readiness: true while it listens and no drain began (`shutdown()`, `close()`);
+   * the `healthPath` answer (200 or 503) says the same to a balancer's health check.
+   */
+  get ready(): boolean {
+    return this.state === 'listening' && !this.draining;
   }
 
   /** Number of open connections, HTTP/1 and those protocol plugins serve (for tests and metrics). */
@@ -223,8 +281,14 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       this.boundHost = addr.address;
     }
     listener.on('error', (err) => this.onError(err, null));
+    if (o.signals.length > 0 && this.state === 'listening') this.unwatchSignals = watchSignals(o.signals, this.onSignal);
     return this;
   }
+
+  /** A `signals` signal: the first starts `shutdown()`, the next forces the close. */
+  private readonly onSignal = (): void => {
+    void (this.draining ? this.forceClose() : this.shutdown());
+  };
 
   /**
    * @internal Resolves the kernel's server hooks for this server, once (the kernel boots first
@@ -280,6 +344,53 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.stop(false);
   }
 
+  /**
+   * Drains the server and resolves once it is closed, as a load balancer or orchestrator
+   * (Kubernetes, systemd) expects on SIGTERM: readiness turns unready at once (`ready` false,
+   * `healthPath` answers 503) while the server still accepts and serves as before for
+   * `drainDelay`; then it closes as `close()` does (stops accepting, `Connection: close` on
+   * every HTTP/1 response, GOAWAY on HTTP/2, requests in flight finish), except that an idle
+   * kept-alive connection stays open {@link IDLE_AT_DRAIN_MS} more for a request already on
+   * its way, which is answered. What is still open `drainTimeout` after the call is dropped.
+   * Before `listen()`, or once closing, it is `close()`.
+   */
+  shutdown(): Promise<void> {
+    if (this.state !== 'listening') return this.stop(false);
+    if (this.draining) return this.closed;
+    this.draining = true;
+    const idle = this.opts.idleTimeout;
+    this.idleGrace = idle > 0 ? Math.min(IDLE_AT_DRAIN_MS, idle) : IDLE_AT_DRAIN_MS;
+    const o = this.opts;
+    if (o.drainTimeout > 0) {
+      this.drainDeadline = setTimeout(this.drainOver, o.drainTimeout);
+      this.drainDeadline.unref();
+    }
+    if (o.drainDelay > 0) {
+      this.drainTimer = setTimeout(this.delayOver, o.drainDelay);
+      this.drainTimer.unref();
+    } else this.delayOver();
+    return this.closed;
+  }
+
+  /** The delay is over: close once no connection came for {@link LISTEN_QUIET_MS} (waiting {@link LISTEN_QUIET_WAIT_MS} at most). */
+  private readonly delayOver = (): void => {
+    this.drainTimer = null;
+    const now = performance.now();
+    if (this.delayEnded < 0) this.delayEnded = now;
+    const quiet = now - this.lastAccept;
+    if (quiet < LISTEN_QUIET_MS && now - this.delayEnded < LISTEN_QUIET_WAIT_MS) {
+      this.drainTimer = setTimeout(this.delayOver, LISTEN_QUIET_MS - quiet);
+      this.drainTimer.unref();
+      return;
+    }
+    void this.stop(false);
+  };
+
+  private readonly drainOver = (): void => {
+    this.drainDeadline = null;
+    void this.stop(true);
+  };
+
   /** Stops accepting and closes every connection at once, including requests in progress. */
   forceClose(): Promise<void> {
     return this.stop(true);
@@ -299,15 +410,19 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
     if (this.state === 'closing' && !force) return this.closed;
     this.state = 'closing';
-    this.stopAccepting();
+    this.draining = true;
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer);
+    this.drainTimer = null;
     if (force) {
+      this.connectionsClose = true;
+      this.closeListener();
       if (this.closeTimer !== null) clearTimeout(this.closeTimer);
       this.dropAll();
-    } else {
-      this.dropPending();
-      for (const c of this.connections) c.closeIfIdle();
-      for (const c of this.protocolConns) c.shutdown();
-    }
+    } else if (this.listener !== null && this.listener.listening && !this.listenerClosing) {
+      // The accepts of this event-loop turn first (see closeGracefully).
+      this.acceptingLast = true;
+      setImmediate(this.closeGracefully);
+    } else this.closeGracefully();
     this.maybeClosed();
     const grace = this.opts.closeGracePeriod;
     if (!force && this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
@@ -345,6 +460,15 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
   }
 
+  /**
+   * True while a connection whose protocol was just found (or whose TLS handshake just ended)
+   * is served: while listening, and during a graceful close until its grace period is over
+   * (it was accepted before the listener closed; its first request is answered).
+   */
+  private get serving(): boolean {
+    return this.state === 'listening' || (this.state === 'closing' && !this.goneAway);
+  }
+
   private readonly dropAll = (): void => {
     this.closeTimer = null;
     this.dropPending();
@@ -358,9 +482,30 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.closed;
   }
 
-  private stopAccepting(): void {
+  /**
+   * A graceful close, once the accepts of the event-loop turn it began in are taken: the
+   * listener closes, then connections learn it (`Connection: close`, idle ones closed, GOAWAY).
+   * Closing a listening socket resets the connections still in its accept queue, whose clients
+   * may have written a request on them already; and a client told to close one connection opens
+   * another at once (nginx does), so no connection is told before the listener is closed.
+   */
+  private readonly closeGracefully = (): void => {
+    this.closeListener();
+    if (this.connectionsClose || this.state !== 'closing') return;
+    this.connectionsClose = true;
+    // A socket still waiting for its protocol is a client about to send its first request.
+    const rht = this.opts.readHeaderTimeout;
+    for (const s of [...this.pending.keys()]) this.addPending(s, rht > 0 ? Math.min(rht, HEAD_AT_CLOSE_MS) : HEAD_AT_CLOSE_MS);
+    for (const c of this.connections) c.closeIfIdle();
+    for (const c of this.protocolConns) c.shutdown();
+    this.maybeClosed();
+  };
+
+  private closeListener(): void {
     const l = this.listener;
-    if (l === null) return;
+    this.acceptingLast = false;
+    if (l === null || this.listenerClosing) return;
+    this.listenerClosing = true;
     l.removeListener('connection', this.onConnection);
     l.removeListener('connection', this.onTcpForTls);
     l.removeListener('secureConnection', this.onSecureConnection);
@@ -374,7 +519,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     if (this.closeTimer !== null) clearTimeout(this.closeTimer);
     this.closeTimer = null;
     this.state = 'closed';
+    this.endDrain();
     this.resolveClosed();
+  }
+
+  /** The server is closed: the drain's timers and signal listeners go. */
+  private endDrain(): void {
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer);
+    if (this.drainDeadline !== null) clearTimeout(this.drainDeadline);
+    this.drainTimer = this.drainDeadline = null;
+    if (this.unwatchSignals !== null) this.unwatchSignals();
+    this.unwatchSignals = null;
   }
 
   /** @internal */
@@ -404,7 +559,8 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   /** @internal A protocol plugin's connection joins the lifecycle; false when the server is closing. */
   addProtocolConnection(conn: ProtocolConnection): boolean {
-    if (this.state !== 'listening') return false;
+    // Accepted in the turn a graceful close began: GOAWAY comes with the others', once the listener is closed.
+    if (this.state !== 'listening' && !this.acceptingLast) return false;
     this.protocolConns.add(conn);
     return true;
   }
@@ -437,10 +593,11 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   /** A TCP accept: false (the socket dropped) once the server no longer listens, else true after the connection hook. */
   private accepted(socket: Socket): boolean {
-    if (this.state !== 'listening') {
+    if (this.state !== 'listening' && !this.acceptingLast) {
       socket.destroy();
       return false;
     }
+    if (this.draining) this.lastAccept = performance.now();
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
     const ch = channels.serverConnection;
@@ -495,7 +652,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
         socket.removeListener('close', onClose);
         if (!this.removePending(socket)) return;
         // Dropped meanwhile (the timeout, close(), the peer went), or the server stopped.
-        if (socket.destroyed || this.state !== 'listening') {
+        if (socket.destroyed || !this.serving) {
           socket.destroy();
           this.maybeClosed();
           return;
@@ -535,8 +692,9 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       this.removePending(raw);
       inheritPeer(raw, socket);
     }
-    if (this.state !== 'listening') {
+    if (!this.serving) {
       socket.destroy();
+      this.maybeClosed();
       return;
     }
     const hooks = this.hooks;
@@ -572,7 +730,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       // Paused, so no byte flows past between our listener and a claiming tap's.
       if (bounded) pauseReadable(socket);
       else socket.pause();
-      if (this.state !== 'listening') {
+      if (!this.serving) {
         socket.destroy();
         this.maybeClosed();
         return;
@@ -637,8 +795,10 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     socket.on('error', noop);
   }
 
-  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never). */
+  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never; a timer it had is replaced). */
   private addPending(socket: Socket, ms: number): void {
+    const old = this.pending.get(socket);
+    if (old != null) clearTimeout(old);
     let timer: NodeJS.Timeout | null = null;
     if (ms > 0) {
       timer = setTimeout(destroySocket, ms, socket);
@@ -660,6 +820,8 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     const conn = new H1Connection(this, socket);
     this.connections.add(conn);
     if (head !== null) conn.start(head);
+    // Accepted before the listener closed, handed over after: its first request is on its way.
+    if (this.connectionsClose) conn.closeIfIdle();
   }
 }
 
