@@ -8,7 +8,8 @@
  * HTTP/2: with `--tls-self-signed` the listener is HTTPS with a certificate made at start
  * (nothing written unless `--cert-out FILE`), and ALPN offers h2 when the h2 plugin is in the
  * preset; a plain listener serves h2c (prior knowledge) on the same port when the h2c plugin
- * is. The banner says which protocols are on. Ctrl-C closes gracefully (requests in flight
+ * is. The banner says which protocols are on. Ctrl-C or SIGTERM drains the server
+ * (`shutdown()`: unready on `--health-path` for `--drain-delay`, then requests in flight
  * finish; a second Ctrl-C exits at once).
  */
 import { stat, writeFile } from 'node:fs/promises';
@@ -26,7 +27,7 @@ import { writeOut, type Io, type Output } from './io.js';
 import { bootKernel } from './stack.js';
 
 const COMMAND = 'serve';
-/** How long a graceful close may take before connections are cut. */
+/** How long a graceful close may take after the drain delay before connections are cut. */
 const CLOSE_GRACE_MS = 5000;
 const DOTFILES: readonly DotfilesPolicy[] = ['ignore', 'deny', 'allow'];
 
@@ -40,6 +41,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'no-list', kind: 'flag', help: 'do not list directories that have no index.html (listed by default; dotfiles only with --dotfiles allow)' },
   { name: 'dotfiles', kind: 'value', metavar: 'POLICY', help: 'dotfiles and dot-directories: ignore (404, default), deny (403) or allow; .well-known/ is served' },
   { name: 'cors', kind: 'flag', help: 'allow cross-origin requests (Access-Control-Allow-Origin: *, preflights answered)' },
+  { name: 'health-path', kind: 'value', metavar: 'PATH', help: "answer PATH with 200 while serving, 503 once stopping (for a balancer's health check)" },
+  { name: 'drain-delay', kind: 'value', metavar: 'MS', help: 'on Ctrl-C or SIGTERM, keep serving MS more with PATH answering 503, then stop (default 0)' },
   { name: 'quiet', short: 'q', kind: 'flag', help: 'no access log' },
   { name: 'help', short: 'h', kind: 'flag', help: 'this help' },
 ];
@@ -53,7 +56,8 @@ export function serveHelp(): string {
       'HTTP/2 (h2c on the plain port; h2 over TLS with --tls-self-signed) and an access log on stdout.\n' +
       'A directory without index.html gets a listing of its entries (not of dotfiles) unless --no-list or --spa.\n' +
       'Dotfiles and dot-directories (.env, .git/) are not served unless --dotfiles allow; .well-known/ is.\n' +
-      'Ctrl-C stops it gracefully.',
+      'Ctrl-C or SIGTERM stops it gracefully: requests in flight finish (after --drain-delay, during which\n' +
+      '--health-path answers 503 so a balancer stops sending).',
     options: SERVE_OPTIONS,
     examples: [
       '# the current directory on http://127.0.0.1:8080/ (directories without index.html are listed)',
@@ -67,6 +71,8 @@ export function serveHelp(): string {
       '# HTTPS and HTTP/2; trust the certificate in a client',
       'switchyard serve public --tls-self-signed --port 8443 --cert-out cert.pem',
       'switchyard get https://localhost:8443/ --cacert cert.pem --http2',
+      '# behind a balancer that checks /healthz every second: out of rotation before it stops',
+      'switchyard serve public --host 0.0.0.0 --health-path /healthz --drain-delay 3000',
     ],
   });
 }
@@ -86,6 +92,9 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
   const tls = o['tls-self-signed'] === true;
   const certOut = o['cert-out'] as string | undefined;
   if (certOut !== undefined && !tls) throw new UsageError('--cert-out needs --tls-self-signed', COMMAND);
+  const healthPath = o['health-path'] as string | undefined;
+  if (healthPath !== undefined && !healthPath.startsWith('/')) throw new UsageError(`--health-path takes a path such as /healthz, got ${JSON.stringify(healthPath)}`, COMMAND);
+  const drainDelay = o['drain-delay'] === undefined ? 0 : intOption(o['drain-delay'] as string, '--drain-delay', COMMAND, 0, 600_000);
   const spa = o.spa as string | undefined;
   const dotfiles = (o.dotfiles as string | undefined) ?? 'ignore';
   if (!DOTFILES.includes(dotfiles as DotfilesPolicy)) throw new UsageError(`--dotfiles takes ignore, deny or allow, got ${JSON.stringify(dotfiles)}`, COMMAND);
@@ -108,7 +117,15 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
       fingerprint = c.fingerprint256;
       if (certOut !== undefined) await writeFile(certOut, c.cert);
     }
-    server = await serve(handler, { kernel, host, port, ...(certificate !== null ? { tls: certificate } : {}) });
+    server = await serve(handler, {
+      kernel,
+      host,
+      port,
+      drainDelay,
+      drainTimeout: drainDelay + CLOSE_GRACE_MS,
+      ...(healthPath !== undefined ? { healthPath } : {}),
+      ...(certificate !== null ? { tls: certificate } : {}),
+    });
     const shownHost = host.includes(':') ? `[${host}]` : host;
     const protocols = tls ? ['HTTP/1.1', ...(kernel.hasPlugin('h2') ? ['HTTP/2'] : [])] : ['HTTP/1.1', ...(kernel.hasPlugin('h2c') ? ['h2c'] : [])];
     const lines = [`switchyard serve: ${root} at ${tls ? 'https' : 'http'}://${shownHost}:${server.port}/ (${protocols.join(', ')})`];
@@ -118,10 +135,8 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
 
     await io.waitForInterrupt();
     await writeOut(io.stdout, 'switchyard serve: closing\n');
-    const s = server;
-    const cut = setTimeout(() => void s.forceClose(), CLOSE_GRACE_MS);
-    await s.close();
-    clearTimeout(cut);
+    // drainTimeout cuts what is still open CLOSE_GRACE_MS after the delay.
+    await server.shutdown();
     return ExitCode.OK;
   } finally {
     if (server !== null) await server.forceClose();

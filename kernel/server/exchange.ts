@@ -28,6 +28,7 @@ import { Response } from '../message/response.js';
 import { responseHasNoBody } from '../http1/framing.js';
 import { checkTrailers } from '../http1/serialize.js';
 import { notAResponse } from './handler-result.js';
+import { healthResponse } from './drain.js';
 import { bodyStatus } from './error-status.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { PeerAddr } from './peer.js';
@@ -51,6 +52,8 @@ export interface PipelineServer {
   readonly handler: RequestHandler | null;
   readonly streamHandler: StreamHandler | null;
   readonly closing: boolean;
+  /** The server's readiness, which the `healthPath` answer reports. */
+  readonly ready: boolean;
   addProtocolConnection(conn: ProtocolConnection): boolean;
   removeProtocolConnection(conn: ProtocolConnection): void;
   onGoingAway(socket: Duplex, step: () => void): void;
@@ -82,6 +85,8 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
   private readonly server: PipelineServer;
   /** Response bodies being streamed (SSE, a file) by wire, for {@link ExchangePipeline.endStreamedBodies}. */
   private readonly streaming = new Map<ResponseWire, AbstractBody>();
+  /** The path the server answers itself with its readiness (`healthPath`), or null. */
+  private readonly healthPath: string | null;
 
   constructor(server: PipelineServer) {
     this.server = server;
@@ -94,6 +99,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       writeTimeout: o.writeTimeout,
       idleTimeout: o.idleTimeout,
     });
+    this.healthPath = o.healthPath;
   }
 
   get info(): ServerInfo {
@@ -149,6 +155,7 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
    * its body in memory), else a Promise that resolves when it is over. Never rejects.
    */
   run(request: Request, wire: ExchangeWire): Promise<void> | undefined {
+    if (this.healthPath !== null && request.target === this.healthPath) return this.health(request, wire);
     if (serverObserved()) return this.runObserved(request, wire);
     return this.runOn(request, wire);
   }
@@ -197,6 +204,15 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
     // runs now, and a Response it returns synchronously with its body in memory is written
     // without a promise.
     return this.callHandler(request, wire, null);
+  }
+
+  /**
+   * The `healthPath` answer, before taps and handler (a balancer's check must read the
+   * server's readiness, not what a router makes of the path); a body sent with it is not read.
+   */
+  private health(req: Request, wire: ExchangeWire): Promise<void> | undefined {
+    if (req.body === null && req.contentLength !== 0) wire.discardBody();
+    return this.written(this.respond(req, wire, healthResponse(this.server.ready), null), req, wire);
   }
 
   /**

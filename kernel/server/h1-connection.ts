@@ -47,6 +47,8 @@ export interface ConnectionHost {
   readonly streamHandler: StreamHandler | null;
   /** True once `close()` was called: finish the exchange in flight, then close. */
   readonly closing: boolean;
+  /** How long a kept-alive connection idle while the server closes stays open for a request on its way (0: it closes at once). */
+  readonly idleGrace: number;
   removeConnection(conn: H1Connection): void;
   /** The connection handed its socket over (`Upgrade`): the server keeps counting the socket until it closes. */
   adoptUpgraded(socket: Duplex): void;
@@ -87,8 +89,11 @@ const BATCH_HIGH_WATER = 65536;
 const COALESCE_BYTES = 16384;
 /** Unread request-body bytes the server drops to keep a connection reusable after a stream handler. */
 const DRAIN_LIMIT = 256 * 1024;
-/** How long a head still arriving when the server closes may take (Go's `Shutdown` allows a new connection 5 s). */
-const HEAD_AT_CLOSE_MS = 5000;
+/**
+ * @internal How long a head still arriving when the server closes may take, and the first
+ * request of a connection accepted but not used yet (Go's `Shutdown` allows a new connection 5 s).
+ */
+export const HEAD_AT_CLOSE_MS = 5000;
 /** How long a closing connection keeps draining what the peer still sends. */
 const LINGER_MS = 2000;
 
@@ -107,8 +112,13 @@ export class H1Connection implements H1WireConnection, Timed {
   /** Bytes of the current request's head (the chunked decoder's limits count them). */
   private headBytes = 0;
   private phase = P_HEAD;
-  /** Waiting for the first byte of a request (a graceful close may drop the connection now). */
+  /** Waiting for the first byte of a request (a graceful close may drop the connection now, once it was used). */
   private idle = true;
+  /**
+   * A response went out and the connection was kept alive. Until then an idle connection is
+   * one whose client just connected to send a request: closing it would lose that request.
+   */
+  private used = false;
   /** Bytes read while an exchange runs (or writes are backed up), in arrival order; joined once when taken. */
   private stash: Buffer[] | null = null;
   private stashed = 0;
@@ -262,13 +272,19 @@ export class H1Connection implements H1WireConnection, Timed {
   }
 
   /**
-   * Graceful close: drop the connection now when no request is in progress on it. A head still
-   * arriving is no request in flight yet: it gets at most {@link HEAD_AT_CLOSE_MS} more.
+   * Graceful close: close the connection when it is kept alive with no request in progress,
+   * now, or once it stayed idle the server's `idleGrace` more. A head still arriving is no
+   * request in flight yet, and a connection never used is one whose client is sending its first
+   * request: they get at most {@link HEAD_AT_CLOSE_MS} more. A request that comes meanwhile is
+   * answered with `Connection: close`.
    */
   closeIfIdle(): void {
     if (this.phase !== P_HEAD) return;
-    if (this.idle && this.stash === null) this.closeSocket();
-    else if (!this.idle) this.arm(Math.min(this.host.opts.readHeaderTimeout || HEAD_AT_CLOSE_MS, HEAD_AT_CLOSE_MS), T_HEADER);
+    if (this.idle && this.used && this.stash === null) {
+      const idleGrace = this.host.idleGrace;
+      if (idleGrace > 0) this.arm(idleGrace, T_IDLE);
+      else this.closeSocket();
+    } else this.arm(Math.min(this.host.opts.readHeaderTimeout || HEAD_AT_CLOSE_MS, HEAD_AT_CLOSE_MS), T_HEADER);
   }
 
   /** Forced close. */
@@ -785,15 +801,20 @@ export class H1Connection implements H1WireConnection, Timed {
     this.decoder = null;
     if (this.timerKind === T_BODY) this.disarm();
     this.releaseParser();
-    if (close || this.host.closing) {
+    // A response that began before the server closed told the client the connection stays:
+    // it is closed as an idle one is, at once or after the server's idle grace.
+    const grace = this.host.closing && !close ? this.host.idleGrace : 0;
+    if (close || (this.host.closing && grace === 0)) {
       this.closeSocket();
       return;
     }
     this.phase = P_HEAD;
     this.idle = true;
+    this.used = true;
     const opts = this.host.opts;
+    const idleMs = grace > 0 ? grace : opts.idleTimeout;
     // The idle wait starts once the response has left; until then writeTimeout guards it.
-    if (opts.idleTimeout > 0 && !this.socket.writableNeedDrain) this.arm(opts.idleTimeout, T_IDLE);
+    if (idleMs > 0 && !this.socket.writableNeedDrain) this.arm(idleMs, T_IDLE);
     if (this.stash !== null) {
       if (this.paused) {
         this.paused = false;

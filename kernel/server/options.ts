@@ -10,6 +10,7 @@ import { ArgumentError } from '../errors.js';
 import type { HookHost } from '../hook-host.js';
 import { optionHint } from '../option-keys.js';
 import { describe } from '../describe.js';
+import { checkHealthPath, checkSignals, DEFAULT_DRAIN_TIMEOUT_MS } from './drain.js';
 import { needsPlugin, pluginServerOptionNames, serverOptionOwner, setKernelServerOptions } from '../plugin-options.js';
 
 /**
@@ -64,6 +65,31 @@ export interface ServerOptions {
    * anything else is dropped. Default 10 000; 0 waits as long as they last.
    */
   closeGracePeriod?: number;
+  /**
+   * A path (such as `'/healthz'`) the server answers itself, before plugins and the handler,
+   * for any method: 200 `ok` while the server is ready, 503 `draining` once `shutdown()` (or
+   * `close()`) began, for a load balancer's or an orchestrator's health check. Matched exactly
+   * (no query). Default: none.
+   */
+  healthPath?: string;
+  /**
+   * How long `shutdown()` keeps accepting and serving as before after it turned unready, ms,
+   * so a balancer that checks `healthPath` (or an orchestrator that removes the endpoint)
+   * stops routing here before the listener closes. Set it to the balancer's check interval
+   * times the failed checks it needs, plus one interval. Default 0.
+   */
+  drainDelay?: number;
+  /**
+   * The bound on `shutdown()`, ms from its call: what is still open then is dropped, as by
+   * `forceClose()`. Default 25 000 (inside the 30 s an orchestrator waits after SIGTERM);
+   * 0 = no bound (`closeGracePeriod` still ends long-lived connections).
+   */
+  drainTimeout?: number;
+  /**
+   * Process signals that start `shutdown()` (such as `['SIGTERM']`); the same signal again
+   * forces the close. The listeners are removed once the server is closed. Default: none.
+   */
+  signals?: NodeJS.Signals[];
   // Plugins add their options by declaration merging, as plugins/options.ts does: an index
   // signature here would accept any misspelt option without a word.
 }
@@ -85,6 +111,10 @@ export interface ResolvedServerOptions {
   readonly idleTimeout: number;
   readonly tlsHandshakeTimeout: number;
   readonly closeGracePeriod: number;
+  readonly healthPath: string | null;
+  readonly drainDelay: number;
+  readonly drainTimeout: number;
+  readonly signals: readonly NodeJS.Signals[];
   /** True when any timeout is set: connections then arm timers, otherwise they never do. */
   readonly timeouts: boolean;
   /** The options as given, for plugins (`ServerInfo.options`). */
@@ -111,6 +141,10 @@ const KNOWN: ReadonlySet<string> = new Set([
   'idleTimeout',
   'tlsHandshakeTimeout',
   'closeGracePeriod',
+  'healthPath',
+  'drainDelay',
+  'drainTimeout',
+  'signals',
   // Server constructor and entry points
   'handler',
   'stream',
@@ -248,6 +282,11 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   const readHeaderTimeout = readFallback(o, 'readHeaderTimeout', DEFAULT_READ_HEADER_MS, readTimeout);
   const idleTimeout = readFallback(o, 'idleTimeout', DEFAULT_IDLE_MS, readTimeout);
   const writeTimeout = ms(o, 'writeTimeout', DEFAULT_WRITE_MS);
+  const drainDelay = ms(o, 'drainDelay');
+  const drainTimeout = ms(o, 'drainTimeout', DEFAULT_DRAIN_TIMEOUT_MS);
+  if (drainTimeout > 0 && drainDelay >= drainTimeout) {
+    throw new ArgumentError(`drainDelay (${drainDelay} ms) must be shorter than drainTimeout (${drainTimeout} ms), or the drain is forced before the listener closes`);
+  }
   return Object.freeze({
     host,
     port,
@@ -264,6 +303,10 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
     idleTimeout,
     tlsHandshakeTimeout: ms(o, 'tlsHandshakeTimeout', DEFAULT_TLS_HANDSHAKE_MS),
     closeGracePeriod: o.closeGracePeriod === undefined ? DEFAULT_CLOSE_GRACE_MS : ms(o, 'closeGracePeriod'),
+    healthPath: checkHealthPath(o.healthPath),
+    drainDelay,
+    drainTimeout,
+    signals: checkSignals(o.signals),
     timeouts: readTimeout > 0 || readHeaderTimeout > 0 || idleTimeout > 0 || writeTimeout > 0,
     raw: o,
   });

@@ -4,7 +4,13 @@
  *
  * States (the reference's Server rows): configured → `listen()` → listening →
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
- * once) → stopped; `forceClose()` drops every connection at once.
+ * once) → stopped; `forceClose()` drops every connection at once. `shutdown()` is a
+ * `close()` behind a drain (drain.ts): unready while it still serves for `drainDelay`, then
+ * as `close()`, but an idle kept-alive connection closes only after {@link IDLE_AT_DRAIN_MS}
+ * more of idleness; all bounded by `drainTimeout`.
+ * A connection accepted but not yet used when the server stops accepting is not idle: its
+ * client is sending its first request, which gets {@link HEAD_AT_CLOSE_MS} to come and is
+ * answered (with `Connection: close`).
  *
  * The server knows every connection it accepted until it closes, upgraded ones included (a
  * WebSocket, or any socket a handler or an `onUpgrade` tap took over), so `forceClose()` needs
@@ -27,7 +33,8 @@ import type { Request } from '../message/request.js';
 import type { Response } from '../message/response.js';
 import { hostPort } from '../message/uri.js';
 import { boundReads, pauseReadable, READ_MAX, unboundReads } from '../socket-reads.js';
-import { H1Connection, type ConnectionHost } from './h1-connection.js';
+import { H1Connection, HEAD_AT_CLOSE_MS, type ConnectionHost } from './h1-connection.js';
+import { watchSignals } from './drain.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { ExchangePipeline, type PipelineServer, type RequestHandler, type StreamHandler } from './exchange.js';
 import type { ProtocolConnection } from './protocol-host.js';
@@ -63,6 +70,15 @@ type State = 'configured' | 'listening' | 'closing' | 'closed';
  * handshake, the end of an SSE response) may take before it is dropped.
  */
 export const GOING_AWAY_MS = 2000;
+
+/**
+ * How long `shutdown()` keeps a kept-alive connection that is idle when the listener closes,
+ * or becomes idle after, ms: a client of it (a balancer's upstream pool) may be sending its
+ * next request on it right now, and closing under that request loses it (a POST is not
+ * retried). A request that comes in time is answered with `Connection: close`; one that comes
+ * later meets a close the client had this long to see coming, as with any idle timeout.
+ */
+export const IDLE_AT_DRAIN_MS = 1000;
 
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
 export class Server implements ConnectionHost, PipelineServer, InjectHost {
@@ -107,6 +123,18 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   private closeTimer: NodeJS.Timeout | null = null;
   /** `close()`'s grace period is over: what is still open is being ended. */
   private goneAway = false;
+  /** `shutdown()` or `close()` began: the server is no longer ready. */
+  private draining = false;
+  /** @internal {@link ConnectionHost.idleGrace}: {@link IDLE_AT_DRAIN_MS} in `shutdown()` (bounded by `idleTimeout`), 0 in `close()`. */
+  idleGrace = 0;
+  /** `shutdown()`'s delay before it stops accepting, then its bound (`drainTimeout`). */
+  private drainTimer: NodeJS.Timeout | null = null;
+  private drainDeadline: NodeJS.Timeout | null = null;
+  /** A graceful close takes the connections already waiting to be accepted before the listener closes. */
+  private acceptingLast = false;
+  private listenerClosing = false;
+  /** Stops listening for the `signals` option's signals (set while listening). */
+  private unwatchSignals: (() => void) | null = null;
   private boundPort = 0;
   private boundHost = '';
   private closed: Promise<void>;
@@ -151,9 +179,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.state === 'listening';
   }
 
-  /** True once `close()` or `forceClose()` was called. */
+  /** True once `close()` or `forceClose()` was called (or `shutdown()`'s delay is over). */
   get closing(): boolean {
     return this.state === 'closing' || this.state === 'closed';
+  }
+
+  /**
+   * The server's readiness: true while it listens and no drain began (`shutdown()`, `close()`);
+   * the `healthPath` answer (200 or 503) says the same to a balancer's health check.
+   */
+  get ready(): boolean {
+    return this.state === 'listening' && !this.draining;
   }
 
   /** Number of open connections, HTTP/1 and those protocol plugins serve (for tests and metrics). */
@@ -211,8 +247,14 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       this.boundHost = addr.address;
     }
     listener.on('error', (err) => this.onError(err, null));
+    if (o.signals.length > 0 && this.state === 'listening') this.unwatchSignals = watchSignals(o.signals, this.onSignal);
     return this;
   }
+
+  /** A `signals` signal: the first starts `shutdown()`, the next forces the close. */
+  private readonly onSignal = (): void => {
+    void (this.draining ? this.forceClose() : this.shutdown());
+  };
 
   /**
    * @internal Resolves the kernel's server hooks for this server, once (the kernel boots first
@@ -268,6 +310,44 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.stop(false);
   }
 
+  /**
+   * Drains the server and resolves once it is closed, as a load balancer or orchestrator
+   * (Kubernetes, systemd) expects on SIGTERM: readiness turns unready at once (`ready` false,
+   * `healthPath` answers 503) while the server still accepts and serves as before for
+   * `drainDelay`; then it closes as `close()` does (stops accepting, `Connection: close` on
+   * every HTTP/1 response, GOAWAY on HTTP/2, requests in flight finish), except that an idle
+   * kept-alive connection stays open {@link IDLE_AT_DRAIN_MS} more for a request already on
+   * its way, which is answered. What is still open `drainTimeout` after the call is dropped.
+   * Before `listen()`, or once closing, it is `close()`.
+   */
+  shutdown(): Promise<void> {
+    if (this.state !== 'listening') return this.stop(false);
+    if (this.draining) return this.closed;
+    this.draining = true;
+    const idle = this.opts.idleTimeout;
+    this.idleGrace = idle > 0 ? Math.min(IDLE_AT_DRAIN_MS, idle) : IDLE_AT_DRAIN_MS;
+    const o = this.opts;
+    if (o.drainTimeout > 0) {
+      this.drainDeadline = setTimeout(this.drainOver, o.drainTimeout);
+      this.drainDeadline.unref();
+    }
+    if (o.drainDelay > 0) {
+      this.drainTimer = setTimeout(this.delayOver, o.drainDelay);
+      this.drainTimer.unref();
+    } else void this.stop(false);
+    return this.closed;
+  }
+
+  private readonly delayOver = (): void => {
+    this.drainTimer = null;
+    void this.stop(false);
+  };
+
+  private readonly drainOver = (): void => {
+    this.drainDeadline = null;
+    void this.stop(true);
+  };
+
   /** Stops accepting and closes every connection at once, including requests in progress. */
   forceClose(): Promise<void> {
     return this.stop(true);
@@ -287,12 +367,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
     if (this.state === 'closing' && !force) return this.closed;
     this.state = 'closing';
-    this.stopAccepting();
+    this.draining = true;
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer);
+    this.drainTimer = null;
+    this.stopAccepting(force);
     if (force) {
       if (this.closeTimer !== null) clearTimeout(this.closeTimer);
       this.dropAll();
     } else {
-      this.dropPending();
+      // A socket still waiting for its protocol is a client about to send its first request.
+      const rht = this.opts.readHeaderTimeout;
+      for (const s of [...this.pending.keys()]) this.addPending(s, rht > 0 ? Math.min(rht, HEAD_AT_CLOSE_MS) : HEAD_AT_CLOSE_MS);
       for (const c of this.connections) c.closeIfIdle();
       for (const c of this.protocolConns) c.shutdown();
     }
@@ -333,6 +418,15 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     }
   }
 
+  /**
+   * True while a connection whose protocol was just found (or whose TLS handshake just ended)
+   * is served: while listening, and during a graceful close until its grace period is over
+   * (it was accepted before the listener closed; its first request is answered).
+   */
+  private get serving(): boolean {
+    return this.state === 'listening' || (this.state === 'closing' && !this.goneAway);
+  }
+
   private readonly dropAll = (): void => {
     this.closeTimer = null;
     this.dropPending();
@@ -346,14 +440,35 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     return this.closed;
   }
 
-  private stopAccepting(): void {
+  /**
+   * Closes the listener: at once when forced; else once the connections the kernel already
+   * completed are accepted. Closing a listening socket resets the connections still in its
+   * accept queue, whose clients may have sent a request on them already (a balancer that
+   * knows nothing of the drain keeps connecting until it is refused); the accepts of this
+   * event-loop turn take them (they are served as a closing server serves), and the listener
+   * closes after them, leaving only what completes in between.
+   */
+  private stopAccepting(force: boolean): void {
     const l = this.listener;
     if (l === null) return;
+    if (!force && l.listening && !this.listenerClosing) {
+      this.acceptingLast = true;
+      setImmediate(this.closeListener);
+      return;
+    }
+    this.closeListener();
+  }
+
+  private readonly closeListener = (): void => {
+    const l = this.listener!;
+    this.acceptingLast = false;
+    if (this.listenerClosing) return;
+    this.listenerClosing = true;
     l.removeListener('connection', this.onConnection);
     l.removeListener('connection', this.onTcpForTls);
     l.removeListener('secureConnection', this.onSecureConnection);
     if (this.ownsListener || l.listening) l.close(() => this.maybeClosed());
-  }
+  };
 
   private maybeClosed(): void {
     if (this.state !== 'closing') return;
@@ -362,7 +477,17 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     if (this.closeTimer !== null) clearTimeout(this.closeTimer);
     this.closeTimer = null;
     this.state = 'closed';
+    this.endDrain();
     this.resolveClosed();
+  }
+
+  /** The server is closed: the drain's timers and signal listeners go. */
+  private endDrain(): void {
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer);
+    if (this.drainDeadline !== null) clearTimeout(this.drainDeadline);
+    this.drainTimer = this.drainDeadline = null;
+    if (this.unwatchSignals !== null) this.unwatchSignals();
+    this.unwatchSignals = null;
   }
 
   /** @internal */
@@ -425,7 +550,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   /** A TCP accept: false (the socket dropped) once the server no longer listens, else true after the connection hook. */
   private accepted(socket: Socket): boolean {
-    if (this.state !== 'listening') {
+    if (this.state !== 'listening' && !this.acceptingLast) {
       socket.destroy();
       return false;
     }
@@ -462,8 +587,9 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     // The handshake is over: the raw socket now lives on as this TLS connection.
     const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
     if (raw !== undefined) this.removePending(raw);
-    if (this.state !== 'listening') {
+    if (!this.serving) {
       socket.destroy();
+      this.maybeClosed();
       return;
     }
     const hooks = this.hooks;
@@ -499,7 +625,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       // Paused, so no byte flows past between our listener and a claiming tap's.
       if (bounded) pauseReadable(socket);
       else socket.pause();
-      if (this.state !== 'listening') {
+      if (!this.serving) {
         socket.destroy();
         this.maybeClosed();
         return;
@@ -557,8 +683,10 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     socket.on('error', noop);
   }
 
-  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never). */
+  /** `socket` waits to be handed to a protocol; it is destroyed if it still waits after `ms` (0: never; a timer it had is replaced). */
   private addPending(socket: Socket, ms: number): void {
+    const old = this.pending.get(socket);
+    if (old != null) clearTimeout(old);
     let timer: NodeJS.Timeout | null = null;
     if (ms > 0) {
       timer = setTimeout(destroySocket, ms, socket);
@@ -580,6 +708,8 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     const conn = new H1Connection(this, socket);
     this.connections.add(conn);
     if (head !== null) conn.start(head);
+    // Accepted before the listener closed, handed over after: its first request is on its way.
+    if (this.state === 'closing') conn.closeIfIdle();
   }
 }
 

@@ -95,6 +95,22 @@ describe('switchyard serve', () => {
     expect(c.stdout()).toMatch(/switchyard serve: closing\n$/);
   });
 
+  it('--health-path answers 200, then 503 during --drain-delay after SIGTERM while files are still served; then it exits 0', async () => {
+    const dir = await site();
+    const c = startCli(['serve', dir, '--port', '0', '--health-path', '/healthz', '--drain-delay', '1500', '-q']);
+    const url = await started(c);
+    const ok = await curl([`${url}healthz`]);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toBe('ok\n');
+    c.child.kill('SIGTERM');
+    await c.waitLine(/^switchyard serve: closing$/);
+    const draining = await curl([`${url}healthz`]);
+    expect(draining.status).toBe(503);
+    const file = await curl([`${url}hello.txt`]);
+    expect(file.body).toBe('hello, files\n');
+    expect(await c.exited).toBe(0);
+  });
+
   it('--spa answers client-side routes with the app page; --cors answers preflights; -q logs nothing', async () => {
     const dir = await site();
     const c = startCli(['serve', dir, '--port', '0', '--spa', 'index.html', '--cors', '-q']);

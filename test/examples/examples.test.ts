@@ -26,6 +26,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['router', /^DELETE \/users\/42 -> 405 \(Allow: GET, HEAD\)$/m],
   ['middleware', /^GET \/slow -> 503 handler timed out$/m],
   ['inject', /^POST \/sum -> 200 \{"sum":42\}$/m],
+  ['shutdown', /^ready: false, \/healthz after SIGTERM: 503 draining$/m],
   ['fileserver', /^ {2}Range: bytes=10-14 -> 206 bytes 10-14\/21 "abcde"$/m],
   ['sse', /^sseConnect: #3 train departed$/m],
   ['websockets', /^client: got "HELLO OVER A WEBSOCKET"$/m],

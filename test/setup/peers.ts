@@ -37,6 +37,8 @@ export const PEERS: readonly Peer[] = [
   { package: 'squid', present: atPath('/usr/sbin/squid') },
   { package: 'microsocks', present: atPath('/usr/bin/microsocks') },
   { package: 'chromium', present: atPath('/usr/bin/chromium') },
+  { package: 'haproxy', present: atPath('/usr/sbin/haproxy') },
+  { package: 'wrk', present: onPath('wrk') },
 ];
 
 /** The Debian packages of the peers that are missing now. */
