@@ -31,6 +31,12 @@ export type ServeOptions = ServerOptions &
      * See docs/workers.md.
      */
     workers?: WorkerCount;
+    /**
+     * With `workers`: where the primary writes its lines about them (a worker died and another
+     * starts, a reload began or ended, giving up on workers that cannot start), each starting
+     * `switchyard: `. Default: stderr.
+     */
+    workerLog?: (line: string) => void;
   };
 
 /** {@link ServeOptions} with `workers` given: the call resolves to a `WorkerPool` in the primary, a `Server` in a worker. */

@@ -150,6 +150,7 @@ const KNOWN: ReadonlySet<string> = new Set([
   'stream',
   'kernel',
   'workers',
+  'workerLog',
 ]);
 setKernelServerOptions(KNOWN);
 
@@ -261,7 +262,9 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   if (typeof options !== 'object' || options === null) throw new ArgumentError(`server options must be an object, got ${options === null ? 'null' : typeof options}`);
   const o = options as Record<string, unknown>;
   checkNames(o, kernel);
-  if (o.workers !== undefined) throw new ArgumentError('workers is an option of serve(), listen() and serveFetch(), which start the worker processes; a Server runs in one process');
+  for (const k of ['workers', 'workerLog']) {
+    if (o[k] !== undefined) throw new ArgumentError(`${k} is an option of serve(), listen() and serveFetch() with workers, which start the worker processes; a Server runs in one process`);
+  }
   if (stream && o.maxBodyBytes !== undefined) {
     throw new ArgumentError('maxBodyBytes applies to request handlers (serve); a stream handler (listen) reads the body itself');
   }

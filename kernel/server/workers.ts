@@ -62,6 +62,9 @@ export function workerCount(v: unknown): number {
   return v;
 }
 
+/** What `serve`/`listen` pass on: their options, `workers` and `workerLog` included. */
+type WorkersInit = Omit<ServerInit, 'handler' | 'stream'> & { workers?: unknown; workerLog?: unknown };
+
 /** What `serve`/`listen` start in one process: the options without `workers`, to a listening server. */
 type Start = (options: Omit<ServerInit, 'handler' | 'stream'>) => Promise<Server>;
 
@@ -69,9 +72,10 @@ type Start = (options: Omit<ServerInit, 'handler' | 'stream'>) => Promise<Server
  * @internal `serve`/`listen` with `workers`: in the primary, checks the options (once, not in
  * each worker) and starts the pool; in a worker of the pool, the ordinary server.
  */
-export function serveWorkers(options: Omit<ServerInit, 'handler' | 'stream'> & { workers?: unknown }, stream: boolean, start: Start): Promise<Server | WorkerPool> {
+export function serveWorkers(options: WorkersInit, stream: boolean, start: Start): Promise<Server | WorkerPool> {
   const count = workerCount(options.workers);
-  const { workers: _workers, kernel, onError, ...serverOptions } = options;
+  const { workers: _workers, workerLog, kernel, onError, ...serverOptions } = options;
+  if (workerLog !== undefined && typeof workerLog !== 'function') throw new ArgumentError(`workerLog must be a function (line: string) => void, got ${describe(workerLog)}`);
   if (serverOptions.listener !== undefined) {
     throw new ArgumentError('workers cannot be combined with listener: each worker binds the port itself; pass host and port (or address)');
   }
@@ -83,13 +87,13 @@ export function serveWorkers(options: Omit<ServerInit, 'handler' | 'stream'> & {
   }
   const resolved = resolveServerOptions(serverOptions, stream, kernel ?? null);
   if (resolved.signals.includes('SIGHUP')) throw new ArgumentError('signals: SIGHUP reloads the workers when workers is set; list the signals that stop the server (such as SIGTERM)');
-  return WorkerPool.start(count, resolved);
+  return WorkerPool.start(count, resolved, (workerLog as ((line: string) => void) | undefined) ?? toStderr);
 }
 
 /** In a worker: the server on the primary's address, its drain and its end driven by the primary. */
-async function serveAsWorker(options: Omit<ServerInit, 'handler' | 'stream'> & { workers?: unknown }, start: Start): Promise<Server> {
+async function serveAsWorker(options: WorkersInit, start: Start): Promise<Server> {
   const worker = cluster.worker!;
-  const { workers: _workers, signals, address: _address, listenAny: _listenAny, ...rest } = options;
+  const { workers: _workers, workerLog: _workerLog, signals, address: _address, listenAny: _listenAny, ...rest } = options;
   // A signal sent to the whole process group (Ctrl-C, systemd's stop) reaches the workers too:
   // the primary drains them, so here it must not end the process under its requests.
   const ignored = checkSignals(signals);
@@ -126,8 +130,9 @@ function send(to: Worker, m: Message): void {
 
 function ignoreError(): void {}
 
-function log(line: string): void {
-  process.stderr.write(`switchyard: ${line}\n`);
+/** Where the primary's lines go unless `workerLog` says otherwise. */
+function toStderr(line: string): void {
+  process.stderr.write(`${line}\n`);
 }
 
 /** The primary's record of one worker. */
@@ -180,9 +185,11 @@ export class WorkerPool {
   /** Set when the pool gave up: `wait()` rejects with it. */
   private failure: Error | null = null;
   private readonly unwatch: () => void;
+  private readonly logTo: (line: string) => void;
 
-  private constructor(count: number, opts: ResolvedServerOptions, port: number) {
+  private constructor(count: number, opts: ResolvedServerOptions, port: number, log: (line: string) => void) {
     this.count = count;
+    this.logTo = log;
     this.opts = opts;
     this.boundHost = opts.host;
     this.boundPort = port;
@@ -200,9 +207,9 @@ export class WorkerPool {
   }
 
   /** @internal Starts `count` workers; resolves once all listen, rejects (having stopped them) when they cannot start. */
-  static async start(count: number, opts: ResolvedServerOptions): Promise<WorkerPool> {
+  static async start(count: number, opts: ResolvedServerOptions, log: (line: string) => void): Promise<WorkerPool> {
     const port = opts.port === 0 ? await freePort(opts.host) : opts.port;
-    const pool = new WorkerPool(count, opts, port);
+    const pool = new WorkerPool(count, opts, port, log);
     for (let i = 0; i < count; i++) pool.spawn(false);
     await pool.started;
     return pool;
@@ -249,7 +256,7 @@ export class WorkerPool {
   private async replaceAll(): Promise<void> {
     const t0 = Date.now();
     const old = [...this.members].filter((m) => !m.retiring);
-    log(`reloading ${old.length} worker${old.length === 1 ? '' : 's'} (pids ${old.map((m) => m.pid).join(', ')})`);
+    this.log(`reloading ${old.length} worker${old.length === 1 ? '' : 's'} (pids ${old.map((m) => m.pid).join(', ')})`);
     const draining: Promise<void>[] = [];
     for (const m of old) {
       if (this.state !== 'running') break;
@@ -258,7 +265,7 @@ export class WorkerPool {
       try {
         await fresh.listening;
       } catch (err) {
-        log(`reload stopped: the new worker ${fresh.pid} did not start; the ${this.pids.length} workers serving keep serving`);
+        this.log(`reload stopped: the new worker ${fresh.pid} did not start; the ${this.pids.length} workers serving keep serving`);
         throw err;
       }
       fresh.replacing = false;
@@ -266,7 +273,7 @@ export class WorkerPool {
       if (this.members.has(m) && !m.retiring) draining.push(this.retire(m));
     }
     await Promise.all(draining);
-    log(`reload done: ${draining.length} worker${draining.length === 1 ? '' : 's'} replaced in ${Date.now() - t0} ms`);
+    this.log(`reload done: ${draining.length} worker${draining.length === 1 ? '' : 's'} replaced in ${Date.now() - t0} ms`);
   }
 
   /**
@@ -292,6 +299,14 @@ export class WorkerPool {
   /** Resolves once every worker has ended after `close()`/`forceClose()`; rejects with `WorkerStartError` if the pool gave up starting workers. */
   wait(): Promise<void> {
     return this.closed;
+  }
+
+  private log(line: string): void {
+    try {
+      this.logTo(`switchyard: ${line}`);
+    } catch {
+      // A log function that throws must not stop the restarts.
+    }
   }
 
   private beginClose(): void {
@@ -352,7 +367,7 @@ export class WorkerPool {
     worker.on('disconnect', () => {
       if (m.timer !== null) clearTimeout(m.timer);
       m.timer = setTimeout(() => {
-        log(`worker ${m.pid} closed its server but did not end within ${EXIT_AFTER_CLOSE_MS} ms (something else of the program keeps it running); killing it`);
+        this.log(`worker ${m.pid} closed its server but did not end within ${EXIT_AFTER_CLOSE_MS} ms (something else of the program keeps it running); killing it`);
         worker.process.kill('SIGKILL');
       }, EXIT_AFTER_CLOSE_MS);
     });
@@ -415,7 +430,7 @@ export class WorkerPool {
     } else if (Date.now() - m.since >= STABLE_MS) this.deaths = 0;
     const delay = Math.min(RESTART_MIN_MS * 2 ** this.deaths, RESTART_MAX_MS);
     this.deaths++;
-    log(`worker ${m.pid} ${started ? 'died' : 'ended before it listened'} (${how}); starting another in ${delay} ms`);
+    this.log(`worker ${m.pid} ${started ? 'died' : 'ended before it listened'} (${how}); starting another in ${delay} ms`);
     const t = setTimeout(() => {
       this.restartTimers.delete(t);
       if (this.state === 'running' || this.state === 'starting') this.spawn(false);
@@ -425,7 +440,7 @@ export class WorkerPool {
 
   /** Workers cannot be started: stop the rest (draining those that serve) and fail `start`/`wait()`. */
   private giveUp(reason: string): void {
-    log(reason);
+    this.log(reason);
     const err = new WorkerStartError(`workers could not be started: ${reason}`, this.startFailures);
     this.failure = err;
     if (this.state === 'starting') this.rejectStarted(err);

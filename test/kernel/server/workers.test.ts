@@ -215,6 +215,8 @@ describe('workers', () => {
     await expect(serve(ok, { workers: 2, listener: (await import('node:net')).createServer() })).rejects.toThrow(/workers cannot be combined with listener/);
     await expect(serve(ok, { workers: 2, signals: ['SIGHUP'] })).rejects.toThrow(/^signals: SIGHUP reloads the workers/);
     await expect(serve(ok, { workers: 2, prot: 1 } as never)).rejects.toThrow(/unknown server option "prot"/);
-    expect(() => new Server({ handler: ok, workers: 2 } as never)).toThrow(/^workers is an option of serve\(\), listen\(\) and serveFetch\(\)/);
+    await expect(serve(ok, { workers: 2, workerLog: 'stderr' as never })).rejects.toThrow(/^workerLog must be a function \(line: string\) => void, got the string "stderr"$/);
+    await expect(serve(ok, { workerLog: () => undefined, port: 0 })).rejects.toThrow(/^workerLog is an option of serve\(\), listen\(\) and serveFetch\(\) with workers/);
+    expect(() => new Server({ handler: ok, workers: 2 } as never)).toThrow(/^workers is an option of serve\(\), listen\(\) and serveFetch\(\) with workers/);
   });
 });
