@@ -265,7 +265,9 @@ export class WorkerPool {
       try {
         await fresh.listening;
       } catch (err) {
-        this.log(`reload stopped: the new worker ${fresh.pid} did not start; the ${this.pids.length} workers serving keep serving`);
+        // Closing while it started ended it: the close, not the new code, stopped the reload.
+        if (this.state !== 'running') return;
+        this.log(`reload stopped: the new worker ${fresh.pid} did not start (${(err as Error).message}); the ${this.pids.length} workers serving keep serving`);
         throw err;
       }
       fresh.replacing = false;

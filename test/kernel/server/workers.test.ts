@@ -2,15 +2,19 @@
  * `workers`: real node:cluster programs (fixtures/workers.ts run with `node --import tsx`):
  * the workers share the port, a killed worker is replaced after a backoff with one log line,
  * `close()` drains every worker, `reload()` and SIGHUP replace every worker while a load loop
- * counts zero failures, a program that throws at start in its workers gives up after a bound
+ * counts zero failures, a reload whose new code throws stops with the old workers serving, a
+ * program that throws at start in its workers gives up after a bound
  * and says why, and bad `workers` values are refused before anything is forked.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import http from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ArgumentError, Response, Server, serve, listen, serveFetch } from '../../../kernel/index.js';
-import { killAfter } from '../../helpers/cleanup.js';
+import { killAfter, onCleanup } from '../../helpers/cleanup.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/workers.ts', import.meta.url));
@@ -183,6 +187,23 @@ describe('workers', () => {
     expect(ok).toBeGreaterThan(100);
     expect(failures).toEqual([]);
     expect(p.err()).not.toMatch(/died|ended before/);
+    p.child.stdin.write('close\n');
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+
+  it('a reload whose new worker fails to start stops there, and the old workers keep serving', async () => {
+    const broken = join(await mkdtemp(join(tmpdir(), 'swy-workers-')), 'broken');
+    onCleanup(() => rm(dirname(broken), { recursive: true, force: true }));
+    const p = start({ SWY_WORKERS: '2', SWY_BROKEN: broken });
+    const { port, pids } = await ready(p);
+    await writeFile(broken, '');
+    p.child.stdin.write('reload\n');
+    await p.waitFor(/^reload failed: WorkerStartError: worker \d+ ended \(exit code 1\) before it listened$/m);
+    expect(p.err()).toContain('boom in the new code');
+    expect(p.err()).toMatch(/^switchyard: reload stopped: the new worker \d+ did not start \(.*\); the 2 workers serving keep serving$/m);
+    const seen = new Set<number>();
+    for (let i = 0; i < 6; i++) seen.add(Number((await get(port, '/', false)).body));
+    expect([...seen].sort()).toEqual([...pids].sort());
     p.child.stdin.write('close\n');
     expect(await p.exited).toBe(0);
   }, 60_000);
