@@ -103,6 +103,20 @@ describe('workers', () => {
     expect(await p.exited).toBe(0);
   }, 60_000);
 
+  it.each(['listen', 'fetch'])(
+    '%s takes workers as serve does',
+    async (api) => {
+      const p = start({ SWY_WORKERS: '2', SWY_API: api });
+      const { port, pids } = await ready(p);
+      const seen = new Set<number>();
+      for (let i = 0; i < 6; i++) seen.add(Number((await get(port, '/', false)).body));
+      expect([...seen].sort()).toEqual([...pids].sort());
+      p.child.stdin.write('close\n');
+      expect(await p.exited).toBe(0);
+    },
+    60_000,
+  );
+
   it('replaces a killed worker after a backoff, with one log line', async () => {
     const p = start({ SWY_WORKERS: '2' });
     const { port, pids } = await ready(p);
