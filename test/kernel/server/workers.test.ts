@@ -205,6 +205,34 @@ describe('workers', () => {
     expect(await p.exited).toBe(0);
   }, 60_000);
 
+  it('a reload gives an event stream on an old worker closeGracePeriod, then ends it cleanly', async () => {
+    const GRACE = 600;
+    const p = start({ SWY_WORKERS: '1', SWY_GRACE: String(GRACE) });
+    const { port, pids } = await ready(p);
+    const events = await new Promise<http.IncomingMessage>((resolve, reject) => http.get({ host: '127.0.0.1', port, path: '/events', agent: false }, resolve).on('error', reject));
+    let body = '';
+    events.setEncoding('utf8');
+    events.on('data', (c: string) => (body += c));
+    const ended = new Promise<number>((resolve, reject) => {
+      events.once('end', () => resolve(performance.now()));
+      events.once('error', reject);
+    });
+    p.child.stdin.write('reload\n');
+    const fresh = Number((await p.waitFor(/^listening (\d+)$/m))[1]);
+    const drainFrom = performance.now();
+    // The new worker serves while the old one still holds the stream (the old one may take a
+    // request or two more before its drain closes its listener).
+    let answered = 0;
+    for (let i = 0; i < 50 && answered !== fresh; i++) answered = Number((await get(port, '/', false)).body);
+    expect(answered).toBe(fresh);
+    const endedAt = await ended;
+    expect(body).toBe(`data: ${pids[0]}\n\n`);
+    expect(endedAt - drainFrom).toBeGreaterThanOrEqual(GRACE - 200);
+    await p.waitFor(/^reloaded$/m);
+    p.child.stdin.write('close\n');
+    expect(await p.exited).toBe(0);
+  }, 60_000);
+
   it('a reload whose new worker fails to start stops there, and the old workers keep serving', async () => {
     const broken = join(await mkdtemp(join(tmpdir(), 'swy-workers-')), 'broken');
     onCleanup(() => rm(dirname(broken), { recursive: true, force: true }));
