@@ -9,8 +9,9 @@
  * keep their connections alive meanwhile: a client told to close would connect again, and a
  * connection still in the accept queue when the listener closes is reset with its request in
  * it (a balancer without health checks, nginx's open-source upstreams, lost a POST per
- * connection so). Then the server stops accepting, says `Connection: close` on every HTTP/1
- * response and GOAWAY on HTTP/2, lets the requests in flight finish, and closes idle
+ * connection so). Then the server stops accepting (once no connection came for a moment: see
+ * LISTEN_QUIET_MS), and only once the listener is closed says `Connection: close` on every
+ * HTTP/1 response and GOAWAY on HTTP/2, lets the requests in flight finish, and closes idle
  * kept-alive connections after a short grace (a request may be on its way on them: closing
  * under it loses it); a balancer then meets a refused connect, which it passes to another
  * server whatever the method. A drain still going at `drainTimeout` is forced.

@@ -45,8 +45,8 @@ export interface ConnectionHost {
   readonly info: ServerInfo;
   readonly hooks: Tapped<ServerHooks> | null;
   readonly streamHandler: StreamHandler | null;
-  /** True once `close()` was called: finish the exchange in flight, then close. */
-  readonly closing: boolean;
+  /** True once a close began and the listener is closed: finish the exchange in flight (its response says `Connection: close`), then close. */
+  readonly connectionsClose: boolean;
   /** How long a kept-alive connection idle while the server closes stays open for a request on its way (0: it closes at once). */
   readonly idleGrace: number;
   removeConnection(conn: H1Connection): void;
@@ -333,8 +333,10 @@ export class H1Connection implements H1WireConnection, Timed {
           }
           this.idle = false;
           this.parser ??= this.host.parsers.take();
-          // The first byte of a request: the idle wait is over, the head's own limit starts.
+          // The first byte of a request: the idle wait is over, the head's own limit starts
+          // (none when timeouts are off: a close's idle grace must not cut the request).
           if (this.host.opts.timeouts) this.arm(this.host.opts.readHeaderTimeout, T_HEADER);
+          else if (this.timerKind !== T_NONE) this.disarm();
         }
         const parser = this.parser!;
         let n: number;
@@ -803,8 +805,9 @@ export class H1Connection implements H1WireConnection, Timed {
     this.releaseParser();
     // A response that began before the server closed told the client the connection stays:
     // it is closed as an idle one is, at once or after the server's idle grace.
-    const grace = this.host.closing && !close ? this.host.idleGrace : 0;
-    if (close || (this.host.closing && grace === 0)) {
+    const closing = this.host.connectionsClose;
+    const grace = closing && !close ? this.host.idleGrace : 0;
+    if (close || (closing && grace === 0)) {
       this.closeSocket();
       return;
     }
@@ -943,7 +946,7 @@ export class H1Connection implements H1WireConnection, Timed {
 
   /** {@link H1WireConnection.closesAfter}: whether the connection closes after this exchange's response. */
   closesAfter(close: boolean): boolean {
-    if (close || !this.keepAlive || this.host.closing) return true;
+    if (close || !this.keepAlive || this.host.connectionsClose) return true;
     // The head goes out before the body was read: if the client was told to wait (Expect)
     // it will never send the body, and a large or unsized rest may be too much to drain.
     return !this.bodyEnded && ((this.expectContinue && !this.continueSent) || this.bodyKind === B_CHUNKED || this.bodyRemaining > DRAIN_LIMIT);

@@ -16,7 +16,7 @@ export { Stream } from './stream.js';
 export { PeerAddr } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';
-export type { ServerOptions } from './options.js';
+export type { ServerOptions, CatchableSignal } from './options.js';
 export type { RequestHandler, StreamHandler } from './exchange.js';
 export type { InjectRequest, InjectBody, InjectQueryValue } from './inject.js';
 export { WorkerPool, type WorkerCount } from './workers.js';

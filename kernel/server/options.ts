@@ -13,6 +13,9 @@ import { describe } from '../describe.js';
 import { checkHealthPath, checkSignals, DEFAULT_DRAIN_TIMEOUT_MS } from './drain.js';
 import { needsPlugin, pluginServerOptionNames, serverOptionOwner, setKernelServerOptions } from '../plugin-options.js';
 
+/** A signal a process can catch (every one but SIGKILL and SIGSTOP), for the `signals` option. */
+export type CatchableSignal = Exclude<NodeJS.Signals, 'SIGKILL' | 'SIGSTOP'>;
+
 /**
  * Options of `serve`, `listen` and `new Server` (all optional). Plugins add theirs by
  * declaration merging (`declare module 'switchyard/kernel' { interface ServerOptions { … } }`)
@@ -89,7 +92,7 @@ export interface ServerOptions {
    * Process signals that start `shutdown()` (such as `['SIGTERM']`); the same signal again
    * forces the close. The listeners are removed once the server is closed. Default: none.
    */
-  signals?: NodeJS.Signals[];
+  signals?: readonly CatchableSignal[];
   // Plugins add their options by declaration merging, as plugins/options.ts does: an index
   // signature here would accept any misspelt option without a word.
 }

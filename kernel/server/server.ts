@@ -6,8 +6,10 @@
  * `close()` → not accepting (requests in flight finish, idle keep-alive connections close at
  * once) → stopped; `forceClose()` drops every connection at once. `shutdown()` is a
  * `close()` behind a drain (drain.ts): unready while it still serves for `drainDelay`, then
- * as `close()`, but an idle kept-alive connection closes only after {@link IDLE_AT_DRAIN_MS}
- * more of idleness; all bounded by `drainTimeout`.
+ * (once no connection came for {@link LISTEN_QUIET_MS}) as `close()`, but an idle kept-alive
+ * connection closes only after {@link IDLE_AT_DRAIN_MS} more of idleness; all bounded by
+ * `drainTimeout`. A graceful close tells connections (`Connection: close`, GOAWAY) only once
+ * the listener is closed.
  * A connection accepted but not yet used when the server stops accepting is not idle: its
  * client is sending its first request, which gets {@link HEAD_AT_CLOSE_MS} to come and is
  * answered (with `Connection: close`).
@@ -22,6 +24,7 @@
  */
 import process from 'node:process';
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import net, { type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
@@ -80,6 +83,17 @@ export const GOING_AWAY_MS = 2000;
  */
 export const IDLE_AT_DRAIN_MS = 1000;
 
+/**
+ * How long no connection may have come before `shutdown()` closes its listener, ms, and how
+ * much longer than `drainDelay` it waits for such a gap at most. A connection the kernel
+ * completed but the server has not accepted yet is reset by the close with the request its
+ * client may have written; a balancer that renews its upstream connections (nginx after
+ * `keepalive_requests`, 1000 by default) opens several at once, and a gap after them is
+ * where the close loses none.
+ */
+export const LISTEN_QUIET_MS = 50;
+export const LISTEN_QUIET_WAIT_MS = 1000;
+
 /** An HTTP server: `await new Server({ handler }).listen()`, or `serve`/`listen`. */
 export class Server implements ConnectionHost, PipelineServer, InjectHost {
   /** @internal */
@@ -130,6 +144,14 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   /** `shutdown()`'s delay before it stops accepting, then its bound (`drainTimeout`). */
   private drainTimer: NodeJS.Timeout | null = null;
   private drainDeadline: NodeJS.Timeout | null = null;
+  /**
+   * @internal {@link ConnectionHost.connectionsClose}: a close began and the listener is closed
+   * (or the close is forced): every response closes its connection.
+   */
+  connectionsClose = false;
+  /** When `shutdown()` last accepted a connection (`performance.now()`), and when its delay was over. */
+  private lastAccept = -Infinity;
+  private delayEnded = -1;
   /** A graceful close takes the connections already waiting to be accepted before the listener closes. */
   private acceptingLast = false;
   private listenerClosing = false;
@@ -334,12 +356,21 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     if (o.drainDelay > 0) {
       this.drainTimer = setTimeout(this.delayOver, o.drainDelay);
       this.drainTimer.unref();
-    } else void this.stop(false);
+    } else this.delayOver();
     return this.closed;
   }
 
+  /** The delay is over: close once no connection came for {@link LISTEN_QUIET_MS} (waiting {@link LISTEN_QUIET_WAIT_MS} at most). */
   private readonly delayOver = (): void => {
     this.drainTimer = null;
+    const now = performance.now();
+    if (this.delayEnded < 0) this.delayEnded = now;
+    const quiet = now - this.lastAccept;
+    if (quiet < LISTEN_QUIET_MS && now - this.delayEnded < LISTEN_QUIET_WAIT_MS) {
+      this.drainTimer = setTimeout(this.delayOver, LISTEN_QUIET_MS - quiet);
+      this.drainTimer.unref();
+      return;
+    }
     void this.stop(false);
   };
 
@@ -370,17 +401,16 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     this.draining = true;
     if (this.drainTimer !== null) clearTimeout(this.drainTimer);
     this.drainTimer = null;
-    this.stopAccepting(force);
     if (force) {
+      this.connectionsClose = true;
+      this.closeListener();
       if (this.closeTimer !== null) clearTimeout(this.closeTimer);
       this.dropAll();
-    } else {
-      // A socket still waiting for its protocol is a client about to send its first request.
-      const rht = this.opts.readHeaderTimeout;
-      for (const s of [...this.pending.keys()]) this.addPending(s, rht > 0 ? Math.min(rht, HEAD_AT_CLOSE_MS) : HEAD_AT_CLOSE_MS);
-      for (const c of this.connections) c.closeIfIdle();
-      for (const c of this.protocolConns) c.shutdown();
-    }
+    } else if (this.listener !== null && this.listener.listening && !this.listenerClosing) {
+      // The accepts of this event-loop turn first (see closeGracefully).
+      this.acceptingLast = true;
+      setImmediate(this.closeGracefully);
+    } else this.closeGracefully();
     this.maybeClosed();
     const grace = this.opts.closeGracePeriod;
     if (!force && this.state === 'closing' && grace > 0) this.closeTimer = setTimeout(this.goAway, grace);
@@ -441,34 +471,34 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
   }
 
   /**
-   * Closes the listener: at once when forced; else once the connections the kernel already
-   * completed are accepted. Closing a listening socket resets the connections still in its
-   * accept queue, whose clients may have sent a request on them already (a balancer that
-   * knows nothing of the drain keeps connecting until it is refused); the accepts of this
-   * event-loop turn take them (they are served as a closing server serves), and the listener
-   * closes after them, leaving only what completes in between.
+   * A graceful close, once the accepts of the event-loop turn it began in are taken: the
+   * listener closes, then connections learn it (`Connection: close`, idle ones closed, GOAWAY).
+   * Closing a listening socket resets the connections still in its accept queue, whose clients
+   * may have written a request on them already; and a client told to close one connection opens
+   * another at once (nginx does), so no connection is told before the listener is closed.
    */
-  private stopAccepting(force: boolean): void {
-    const l = this.listener;
-    if (l === null) return;
-    if (!force && l.listening && !this.listenerClosing) {
-      this.acceptingLast = true;
-      setImmediate(this.closeListener);
-      return;
-    }
+  private readonly closeGracefully = (): void => {
     this.closeListener();
-  }
+    if (this.connectionsClose || this.state !== 'closing') return;
+    this.connectionsClose = true;
+    // A socket still waiting for its protocol is a client about to send its first request.
+    const rht = this.opts.readHeaderTimeout;
+    for (const s of [...this.pending.keys()]) this.addPending(s, rht > 0 ? Math.min(rht, HEAD_AT_CLOSE_MS) : HEAD_AT_CLOSE_MS);
+    for (const c of this.connections) c.closeIfIdle();
+    for (const c of this.protocolConns) c.shutdown();
+    this.maybeClosed();
+  };
 
-  private readonly closeListener = (): void => {
-    const l = this.listener!;
+  private closeListener(): void {
+    const l = this.listener;
     this.acceptingLast = false;
-    if (this.listenerClosing) return;
+    if (l === null || this.listenerClosing) return;
     this.listenerClosing = true;
     l.removeListener('connection', this.onConnection);
     l.removeListener('connection', this.onTcpForTls);
     l.removeListener('secureConnection', this.onSecureConnection);
     if (this.ownsListener || l.listening) l.close(() => this.maybeClosed());
-  };
+  }
 
   private maybeClosed(): void {
     if (this.state !== 'closing') return;
@@ -517,7 +547,8 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
 
   /** @internal A protocol plugin's connection joins the lifecycle; false when the server is closing. */
   addProtocolConnection(conn: ProtocolConnection): boolean {
-    if (this.state !== 'listening') return false;
+    // Accepted in the turn a graceful close began: GOAWAY comes with the others', once the listener is closed.
+    if (this.state !== 'listening' && !this.acceptingLast) return false;
     this.protocolConns.add(conn);
     return true;
   }
@@ -554,6 +585,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
       socket.destroy();
       return false;
     }
+    if (this.draining) this.lastAccept = performance.now();
     const hooks = this.hooks;
     if (hooks !== null && hooks.connection !== null) hooks.connection.call(socket, this.info);
     const ch = channels.serverConnection;
@@ -709,7 +741,7 @@ export class Server implements ConnectionHost, PipelineServer, InjectHost {
     this.connections.add(conn);
     if (head !== null) conn.start(head);
     // Accepted before the listener closed, handed over after: its first request is on its way.
-    if (this.state === 'closing') conn.closeIfIdle();
+    if (this.connectionsClose) conn.closeIfIdle();
   }
 }
 

@@ -125,3 +125,23 @@ export async function injects(server: HTTP.Server, kernel: HTTP.Kernel): Promise
   // @ts-expect-error the target takes no kernel (the server runs the one inject is called on)
   await kernel.inject({ handler: () => new HTTP.Response(200), kernel }, '/');
 }
+
+export async function drains(ok: () => HTTP.Response): Promise<void> {
+  // What passes: the drain options, signals as a list (a readonly one too).
+  const signals = ['SIGTERM', 'SIGINT'] as const;
+  const server = await HTTP.serve(ok, { port: 0, healthPath: '/healthz', drainDelay: 500, drainTimeout: 5000, signals });
+  await server.shutdown();
+  const ready: boolean = server.ready;
+  void ready;
+
+  // @ts-expect-error SIGKILL cannot be caught
+  await HTTP.serve(ok, { signals: ['SIGKILL'] });
+  // @ts-expect-error a signal name, not a number
+  await HTTP.serve(ok, { signals: [15] });
+  // @ts-expect-error a list, not one name
+  await HTTP.serve(ok, { signals: 'SIGTERM' });
+  // @ts-expect-error milliseconds as a number
+  await HTTP.serve(ok, { drainDelay: '5s' });
+  // @ts-expect-error misspelt
+  await HTTP.serve(ok, { drainDelai: 500 });
+}

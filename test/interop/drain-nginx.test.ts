@@ -87,7 +87,7 @@ describe('drain behind nginx', () => {
     const lost = errors.filter((l) => /prematurely closed|reset by peer|broken pipe/.test(l)).slice(0, 3);
     const failed = lines.filter((l) => !l.startsWith('200|') && !l.startsWith('499|')).slice(0, 3);
     // The counts, for the record of a run (the expectation below shows them only on failure).
-    console.log(`drain behind nginx (${mode}): ${JSON.stringify({ ...counts, wrkRequests: wrk.requests, logged: lines.length })}`);
+    console.log(`drain behind nginx (${mode}): ${JSON.stringify({ ...counts, wrkRequests: wrk.requests, logged: lines.length, lost })}`);
     expect({ ...counts, wrk, logged: lines.length, lost, failed }).toMatchObject({
       wrkFailed: 0,
       log502: 0,

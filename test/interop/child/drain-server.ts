@@ -23,7 +23,7 @@ const handler = (req: HTTP.Request): HTTP.Response => {
 const server = await HTTP.serve(handler, {
   host: '127.0.0.1',
   port: Number(portArg ?? 0),
-  ...(drain ? { healthPath: '/healthz', signals: ['SIGTERM'] as NodeJS.Signals[], drainDelay: Number(process.env.SWY_DRAIN_DELAY ?? 500) } : {}),
+  ...(drain ? { healthPath: '/healthz', signals: ['SIGTERM'] as const, drainDelay: Number(process.env.SWY_DRAIN_DELAY ?? 500) } : {}),
 });
 if (!drain) process.once('SIGTERM', () => void server.close());
 console.log(`listening ${server.port}`);

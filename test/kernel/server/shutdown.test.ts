@@ -16,7 +16,7 @@ import { ArgumentError, Response, serve } from '../../../kernel/index.js';
 import { IDLE_AT_DRAIN_MS } from '../../../kernel/server/server.js';
 import { forceCloseAfter } from '../../helpers/cleanup.js';
 import { startServer as startH2Server } from '../../helpers/h2.js';
-import { rawClient, startServer, waitConnections, waitFor, within } from '../../helpers/server.js';
+import { rawClient, startServer, track, waitConnections, waitFor, within } from '../../helpers/server.js';
 
 const GET = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
 
@@ -183,6 +183,34 @@ describe('shutdown(): connections', () => {
     await within(closed, 3000, 'close');
   });
 
+  it('tells no connection to close before the listener is closed: a client that connects again at once is refused, never reset', async () => {
+    const g = gate();
+    let calls = 0;
+    const { server, port } = await startServer((req) => (++calls === 1 ? g.handler() : new Response(200, `again ${req.target}`)), { drainDelay: 50 });
+    const c = await rawClient(port);
+    await c.write(GET('/first'));
+    await g.entered;
+    void server.shutdown();
+    // Answered in the event-loop turn the delay ends in, right after its timer.
+    track(setTimeout(g.release, 50));
+    let res = await c.response();
+    if (!res.close) {
+      await c.write(GET('/second'));
+      res = await c.response();
+    }
+    expect(res.close).toBe(true);
+    // What nginx does when told to close: a new connection for its next request, at once.
+    const next = await new Promise<string>((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port });
+      s.once('connect', () => s.write(GET('/third')));
+      s.once('data', () => resolve('answered'));
+      s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      s.once('close', () => resolve('closed without an answer'));
+    });
+    expect(next).toBe('ECONNREFUSED');
+    await within(server.wait(), 3000, 'the drain to end');
+  });
+
   it('answers a request that comes on an idle kept-alive connection after the listener closed, with Connection: close', async () => {
     const { server, port } = await startServer(() => new Response(200, 'still answered'));
     const c = await rawClient(port);
@@ -193,6 +221,25 @@ describe('shutdown(): connections', () => {
     await c.write('POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi');
     const res = await c.response();
     expect(res.text).toBe('still answered');
+    expect(res.close).toBe(true);
+    await within(closed, 3000, 'the drain to end');
+  });
+
+  it('does not cut a request that began on an idle connection during its grace, with every timeout off', async () => {
+    const off = { readTimeout: 0, readHeaderTimeout: 0, idleTimeout: 0, writeTimeout: 0 };
+    const { server, port } = await startServer(() => new Response(200, 'whole'), off);
+    const c = await rawClient(port);
+    await c.write(GET('/a'));
+    expect((await c.response()).close).toBe(false);
+    const closed = server.shutdown();
+    await waitFor(() => server.closing, 3000, 'the listener to close');
+    await c.write('GET /b HTTP/1.1\r\n');
+    // The idle grace is over while the head is still arriving: the request is not idle.
+    await new Promise<void>((resolve) => setTimeout(resolve, IDLE_AT_DRAIN_MS + 200));
+    expect(c.isClosed).toBe(false);
+    await c.write('Host: x\r\n\r\n');
+    const res = await c.response();
+    expect(res.text).toBe('whole');
     expect(res.close).toBe(true);
     await within(closed, 3000, 'the drain to end');
   });
@@ -239,9 +286,9 @@ describe('shutdown(): drainTimeout', () => {
     await expect(serve(h, { port: 0, drainDelay: -1 })).rejects.toThrow(ArgumentError);
     await expect(serve(h, { port: 0, healthPath: 'healthz' })).rejects.toThrow(/healthPath must be a path such as '\/healthz'/);
     await expect(serve(h, { port: 0, healthPath: '/h?x' })).rejects.toThrow(/healthPath/);
-    await expect(serve(h, { port: 0, signals: 'SIGTERM' as unknown as NodeJS.Signals[] })).rejects.toThrow(/signals must be an array/);
-    await expect(serve(h, { port: 0, signals: ['SIGTREM' as NodeJS.Signals] })).rejects.toThrow(/"SIGTREM" is not a signal name/);
-    await expect(serve(h, { port: 0, signals: ['SIGKILL'] })).rejects.toThrow(/cannot be caught/);
+    await expect(serve(h, { port: 0, signals: 'SIGTERM' } as never)).rejects.toThrow(/signals must be an array/);
+    await expect(serve(h, { port: 0, signals: ['SIGTREM'] } as never)).rejects.toThrow(/"SIGTREM" is not a signal name/);
+    await expect(serve(h, { port: 0, signals: ['SIGKILL'] } as never)).rejects.toThrow(/cannot be caught/);
     await expect(serve(h, { port: 0, signals: ['SIGTERM', 'SIGTERM'] })).rejects.toThrow(/listed twice/);
     await expect(serve(h, { port: 0, drainDelai: 1 } as never)).rejects.toThrow(/unknown server option "drainDelai".*drainDelay/);
   });
