@@ -8,8 +8,8 @@
  *
  * Primary and workers speak through cluster's IPC channel, in messages tagged `switchyard`:
  * a worker reports `listening` (or `failed`, with the reason its server did not start), and
- * is told to `drain` (its server's `shutdown()`) or `force` (`forceClose()`). A worker whose
- * server is closed disconnects from the primary and ends once nothing else holds it.
+ * is told to `drain` (its server's `shutdown()`); `forceClose()` kills the workers outright. A
+ * worker whose server is closed disconnects from the primary and ends once nothing else holds it.
  */
 import cluster, { type Worker } from 'node:cluster';
 import net from 'node:net';
@@ -47,7 +47,7 @@ const START_TIMEOUT_MS = 30_000;
 const EXIT_AFTER_CLOSE_MS = 5_000;
 
 /** A message between primary and worker; `switchyard` tells it from the program's own messages. */
-type Message = { switchyard: 'listening'; port: number } | { switchyard: 'failed'; message: string } | { switchyard: 'drain' } | { switchyard: 'force' };
+type Message = { switchyard: 'listening'; port: number } | { switchyard: 'failed'; message: string } | { switchyard: 'drain' };
 
 function tagOf(m: unknown): Message['switchyard'] | null {
   return typeof m === 'object' && m !== null && 'switchyard' in m ? (m as Message).switchyard : null;
@@ -102,14 +102,13 @@ async function serveAsWorker(options: WorkersInit, start: Start): Promise<Server
   try {
     server = await start({ ...rest, host: process.env[HOST_ENV]!, port: Number(process.env[PORT_ENV]) });
   } catch (err) {
+    for (const sig of ignored) process.removeListener(sig, ignore);
     send(worker, { switchyard: 'failed', message: err instanceof Error ? err.message : String(err) });
     throw err;
   }
   const s = server;
   const onMessage = (m: unknown): void => {
-    const tag = tagOf(m);
-    if (tag === 'drain') void s.shutdown();
-    else if (tag === 'force') void s.forceClose();
+    if (tagOf(m) === 'drain') void s.shutdown();
   };
   worker.on('message', onMessage);
   void s.wait().then(() => {
