@@ -31,6 +31,8 @@ import {
   type ServeOptions,
   type Server,
   type StreamHandler,
+  type WorkerCount,
+  type WorkerPool,
   type FetchInit,
   type FetchInput,
 } from './kernel/index.js';
@@ -113,6 +115,7 @@ export {
   TLSHandshakeError,
   TLSTransportError,
   AddressInUseError,
+  WorkerStartError,
   ArgumentError,
   PluginError,
   NeedsSocketError,
@@ -125,6 +128,7 @@ export { fetchHandler, toWebRequest, fromWebResponse, type FetchHandler, type Fe
 
 // Servers.
 export { Server, Stream, PeerAddr, streamHandler, port, type ServerInit, type ServerOptions, type ServeOptions, type RequestHandler, type StreamHandler } from './kernel/index.js';
+export { WorkerPool, type WorkerCount } from './kernel/index.js';
 
 export type { InjectRequest, InjectTarget, InjectBody, InjectQueryValue } from './kernel/index.js';
 
@@ -218,12 +222,16 @@ setDefaultClientKernel(getDefaultKernel);
  * Starts a server for a request handler on the default kernel (or `options.kernel`) and
  * resolves once it listens. See the kernel's `serve` for the options.
  */
-export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server> {
+export function serve(handler: RequestHandler, options: ServeOptions & { workers: WorkerCount }): Promise<Server | WorkerPool>;
+export function serve(handler: RequestHandler, options?: ServeOptions): Promise<Server>;
+export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server | WorkerPool> {
   return kernelServe(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
 }
 
-/** Starts a server for a stream handler on the default kernel (or `options.kernel`). */
-export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server> {
+/** Starts a server for a stream handler on the default kernel (or `options.kernel`); `workers` as for {@link serve}. */
+export function listen(handler: StreamHandler, options: ServeOptions & { workers: WorkerCount }): Promise<Server | WorkerPool>;
+export function listen(handler: StreamHandler, options?: ServeOptions): Promise<Server>;
+export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server | WorkerPool> {
   return kernelListen(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
 }
 
@@ -231,7 +239,9 @@ export function listen(handler: StreamHandler, options: ServeOptions = {}): Prom
  * Starts a server for a fetch-style handler (`(request: Request) => Response`, such as Hono's
  * `app.fetch`) on the default kernel (or `options.kernel`); see `fetchHandler`.
  */
-export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions & { workers: WorkerCount }): Promise<Server | WorkerPool>;
+export function serveFetch(handler: FetchHandler, options?: ServeFetchOptions): Promise<Server>;
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server | WorkerPool> {
   return kernelServeFetch(handler, { ...options, kernel: options?.kernel ?? getDefaultKernel() });
 }
 

@@ -16,6 +16,7 @@ import { runSseBench } from './sse.js';
 import { runStartupBench } from './startup.js';
 import { runStaticBench } from './static.js';
 import { runWebsocketsBench } from './websockets.js';
+import { runWorkersBench } from './workers.js';
 
 const only = process.argv[2];
 const benches: [string, () => Promise<unknown>][] = [
@@ -33,6 +34,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['websockets', () => runWebsocketsBench()],
   ['startup', () => runStartupBench()],
   ['inject', () => runInjectBench()],
+  ['workers', () => runWorkersBench()],
 ];
 
 for (const [name, fn] of benches) {

@@ -11,10 +11,17 @@
  * is. The banner says which protocols are on. Ctrl-C or SIGTERM drains the server
  * (`shutdown()`: unready on `--health-path` for `--drain-delay`, then requests in flight
  * finish; a second Ctrl-C exits at once).
+ *
+ * `--workers N` runs the server in N processes (node:cluster) sharing the port: the command
+ * runs again in each worker, where it serves without a banner until the primary drains it;
+ * the primary prints the banner, replaces the workers one at a time on SIGHUP, and drains
+ * them all on Ctrl-C or SIGTERM. With `--tls-self-signed` the primary makes the certificate
+ * and hands it to its workers in their environment, so all serve the same one.
  */
+import cluster from 'node:cluster';
 import { stat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Response, serve, type Request, type RequestHandler, type Server } from '../kernel/index.js';
+import { Response, serve, WorkerPool, type Request, type RequestHandler, type ServeOptions, type Server, type WorkerCount } from '../kernel/index.js';
 import { selfSignedCertificate } from '../tls/self-signed.js';
 import { fileServer, type DotfilesPolicy } from '../plugins/fileserver/index.js';
 import { loggingMiddleware, type Logger } from '../plugins/middleware/index.js';
@@ -30,6 +37,8 @@ const COMMAND = 'serve';
 /** How long a graceful close may take after the drain delay before connections are cut. */
 const CLOSE_GRACE_MS = 5000;
 const DOTFILES: readonly DotfilesPolicy[] = ['ignore', 'deny', 'allow'];
+/** Where a `--workers` primary hands its self-signed certificate to its workers. */
+const CERT_ENV = 'SWITCHYARD_SERVE_CERT';
 
 /** Options of `switchyard serve`. */
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
@@ -43,6 +52,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { name: 'cors', kind: 'flag', help: 'allow cross-origin requests (Access-Control-Allow-Origin: *, preflights answered)' },
   { name: 'health-path', kind: 'value', metavar: 'PATH', help: "answer PATH with 200 while serving, 503 once stopping (for a balancer's health check)" },
   { name: 'drain-delay', kind: 'value', metavar: 'MS', help: 'on Ctrl-C or SIGTERM, keep serving MS more with PATH answering 503, then stop (default 0)' },
+  { name: 'workers', kind: 'value', metavar: 'N', help: "run N worker processes sharing the port ('auto': one per core); SIGHUP replaces them one at a time" },
   { name: 'quiet', short: 'q', kind: 'flag', help: 'no access log' },
   { name: 'help', short: 'h', kind: 'flag', help: 'this help' },
 ];
@@ -73,6 +83,8 @@ export function serveHelp(): string {
       'switchyard get https://localhost:8443/ --cacert cert.pem --http2',
       '# behind a balancer that checks /healthz every second: out of rotation before it stops',
       'switchyard serve public --host 0.0.0.0 --health-path /healthz --drain-delay 3000',
+      '# every core; `kill -HUP <pid>` replaces the workers without dropping a request',
+      'switchyard serve public --workers auto',
     ],
   });
 }
@@ -95,6 +107,8 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
   const healthPath = o['health-path'] as string | undefined;
   if (healthPath !== undefined && !healthPath.startsWith('/')) throw new UsageError(`--health-path takes a path such as /healthz, got ${JSON.stringify(healthPath)}`, COMMAND);
   const drainDelay = o['drain-delay'] === undefined ? 0 : intOption(o['drain-delay'] as string, '--drain-delay', COMMAND, 0, 600_000);
+  const workersArg = o.workers as string | undefined;
+  const workers: WorkerCount | undefined = workersArg === undefined || workersArg === 'auto' ? workersArg : intOption(workersArg, '--workers', COMMAND, 1, 1024);
   const spa = o.spa as string | undefined;
   const dotfiles = (o.dotfiles as string | undefined) ?? 'ignore';
   if (!DOTFILES.includes(dotfiles as DotfilesPolicy)) throw new UsageError(`--dotfiles takes ignore, deny or allow, got ${JSON.stringify(dotfiles)}`, COMMAND);
@@ -105,19 +119,23 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
   if (o.quiet !== true) handler = loggingMiddleware(handler, { logger: accessLogger(io.stdout) });
 
   const kernel = await bootKernel();
-  let server: Server | null = null;
+  let server: Server | WorkerPool | null = null;
   try {
     let fingerprint = '';
     let certificate: { key: string; cert: string } | null = null;
-    if (tls) {
+    const handed = io.env[CERT_ENV];
+    if (tls && workers !== undefined && cluster.isWorker && handed !== undefined) certificate = JSON.parse(handed) as { key: string; cert: string };
+    else if (tls) {
       const hosts = ['localhost', '127.0.0.1', '::1'];
       if (!['0.0.0.0', '::', ...hosts].includes(host)) hosts.push(host.replace(/^\[|\]$/g, ''));
       const c = selfSignedCertificate({ hosts });
       certificate = { key: c.key, cert: c.cert };
       fingerprint = c.fingerprint256;
       if (certOut !== undefined) await writeFile(certOut, c.cert);
+      // cluster.fork gives the workers this process's environment (readable by its user only).
+      if (workers !== undefined) process.env[CERT_ENV] = JSON.stringify(certificate);
     }
-    server = await serve(handler, {
+    const options: ServeOptions = {
       kernel,
       host,
       port,
@@ -125,13 +143,27 @@ export async function runServe(argv: readonly string[], io: Io): Promise<number>
       drainTimeout: drainDelay + CLOSE_GRACE_MS,
       ...(healthPath !== undefined ? { healthPath } : {}),
       ...(certificate !== null ? { tls: certificate } : {}),
-    });
+    };
+    // With workers the primary drains them on these signals; a worker leaves them to it.
+    server = workers === undefined ? await serve(handler, options) : await serve(handler, { ...options, workers, signals: ['SIGINT', 'SIGTERM'] });
+    if (!(server instanceof WorkerPool) && workers !== undefined) {
+      // A worker: it serves until the primary drains it.
+      await server.wait();
+      return ExitCode.OK;
+    }
     const shownHost = host.includes(':') ? `[${host}]` : host;
     const protocols = tls ? ['HTTP/1.1', ...(kernel.hasPlugin('h2') ? ['HTTP/2'] : [])] : ['HTTP/1.1', ...(kernel.hasPlugin('h2c') ? ['h2c'] : [])];
     const lines = [`switchyard serve: ${root} at ${tls ? 'https' : 'http'}://${shownHost}:${server.port}/ (${protocols.join(', ')})`];
+    if (server instanceof WorkerPool) lines.push(`${server.pids.length} workers (pids ${server.pids.join(', ')}); kill -HUP ${process.pid} replaces them one at a time`);
     if (tls) lines.push(`certificate SHA-256 ${fingerprint}${certOut !== undefined ? `, saved to ${certOut}` : ''}`);
     lines.push('Ctrl-C to stop');
     await writeOut(io.stdout, `${lines.join('\n')}\n`);
+    if (server instanceof WorkerPool) {
+      // The pool drains its workers on Ctrl-C or SIGTERM (a second one cuts them).
+      await server.wait();
+      await writeOut(io.stdout, 'switchyard serve: closed\n');
+      return ExitCode.OK;
+    }
 
     await io.waitForInterrupt();
     await writeOut(io.stdout, 'switchyard serve: closing\n');

@@ -202,6 +202,23 @@ export class AddressInUseError extends HTTPError {
   }
 }
 
+/**
+ * Server workers (the `workers` option) could not be started: they ended before they listened
+ * (the program threw at start, the port is taken), or a reload's new worker did. The message
+ * says how the last one ended; the workers' own errors are on their stderr.
+ */
+export class WorkerStartError extends Error {
+  /** Always `SWY_ERR_WORKER_START`. */
+  readonly code = 'SWY_ERR_WORKER_START';
+  /** Workers in a row that ended before they listened. */
+  readonly attempts: number;
+  constructor(message: string, attempts: number) {
+    super(message);
+    this.name = 'WorkerStartError';
+    this.attempts = attempts;
+  }
+}
+
 /** A caller passed a value the API cannot take, or called something in a state that forbids it. */
 export class ArgumentError extends Error {
   /** Always `SWY_ERR_ARGUMENT`. */

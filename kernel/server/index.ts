@@ -9,6 +9,7 @@ import type { RequestHandler, StreamHandler } from './exchange.js';
 import type { ServerOptions } from './options.js';
 import { Server, type ServerInit } from './server.js';
 import { writeResponseToStream, type Stream } from './stream.js';
+import { serveWorkers, type WorkerCount, type WorkerPool } from './workers.js';
 
 export { Server, type ServerInit, type InjectTarget } from './server.js';
 export { Stream } from './stream.js';
@@ -19,9 +20,28 @@ export { notAResponse } from './handler-result.js';
 export type { ServerOptions, CatchableSignal } from './options.js';
 export type { RequestHandler, StreamHandler } from './exchange.js';
 export type { InjectRequest, InjectBody, InjectQueryValue } from './inject.js';
+export { WorkerPool, type WorkerCount } from './workers.js';
 
-/** Options of {@link serve} and {@link listen}: the server options plus `kernel` and `onError`. */
-export type ServeOptions = ServerOptions & Pick<ServerInit, 'kernel' | 'onError'>;
+/** Options of {@link serve} and {@link listen}: the server options plus `kernel`, `onError` and `workers`. */
+export type ServeOptions = ServerOptions &
+  Pick<ServerInit, 'kernel' | 'onError'> & {
+    /**
+     * Run the server in this many worker processes (node:cluster) sharing the port, or
+     * `'auto'` for one per core. The program's entry runs again in each worker, where this
+     * call starts the worker's server; in the primary it resolves to a {@link WorkerPool}.
+     * See docs/workers.md.
+     */
+    workers?: WorkerCount;
+    /**
+     * With `workers`: where the primary writes its lines about them (a worker died and another
+     * starts, a reload began or ended, giving up on workers that cannot start), each starting
+     * `switchyard: `. Default: stderr.
+     */
+    workerLog?: (line: string) => void;
+  };
+
+/** {@link ServeOptions} with `workers` given: the call resolves to a `WorkerPool` in the primary, a `Server` in a worker. */
+export type WorkersServeOptions = ServeOptions & { workers: WorkerCount };
 
 function checkHandler(handler: unknown, fn: string): void {
   if (typeof handler !== 'function') throw new ArgumentError(`${fn}(handler, options): handler must be a function, got ${typeof handler}`);
@@ -32,19 +52,32 @@ function checkHandler(handler: unknown, fn: string): void {
  * once it listens. The request body is buffered (up to `maxBodyBytes`). `await server.wait()`
  * blocks until it is closed (the reference's blocking `serve`).
  */
-export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server> {
+export function serve(handler: RequestHandler, options: WorkersServeOptions): Promise<Server | WorkerPool>;
+export function serve(handler: RequestHandler, options?: ServeOptions): Promise<Server>;
+export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server | WorkerPool> {
   return starting(() => {
     checkHandler(handler, 'serve');
-    return new Server({ ...options, handler, stream: false }).listen();
+    const start = (o: ServeOptions): Promise<Server> => new Server({ ...o, handler, stream: false }).listen();
+    return withWorkers(options) ? serveWorkers(options, false, start) : start(options);
   });
 }
 
-/** Starts a server for a stream handler (reads and writes one `Stream` per request) and resolves once it listens. */
-export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server> {
+/**
+ * Starts a server for a stream handler (reads and writes one `Stream` per request) and resolves
+ * once it listens (with `workers`, as {@link serve}).
+ */
+export function listen(handler: StreamHandler, options: WorkersServeOptions): Promise<Server | WorkerPool>;
+export function listen(handler: StreamHandler, options?: ServeOptions): Promise<Server>;
+export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server | WorkerPool> {
   return starting(() => {
     checkHandler(handler, 'listen');
-    return new Server({ ...options, handler, stream: true }).listen();
+    const start = (o: ServeOptions): Promise<Server> => new Server({ ...o, handler, stream: true }).listen();
+    return withWorkers(options) ? serveWorkers(options, true, start) : start(options);
   });
+}
+
+function withWorkers(options: ServeOptions): boolean {
+  return typeof options === 'object' && options !== null && options.workers !== undefined;
 }
 
 /**
@@ -52,7 +85,7 @@ export function listen(handler: StreamHandler, options: ServeOptions = {}): Prom
  * function) included as a rejection: a call that returns a Promise never also throws, so
  * `serve(...).catch(...)` sees every failure.
  */
-export function starting(start: () => Promise<Server>): Promise<Server> {
+export function starting<T>(start: () => Promise<T>): Promise<T> {
   try {
     return start();
   } catch (err) {

@@ -152,6 +152,8 @@ const KNOWN: ReadonlySet<string> = new Set([
   'handler',
   'stream',
   'kernel',
+  'workers',
+  'workerLog',
 ]);
 setKernelServerOptions(KNOWN);
 
@@ -263,6 +265,9 @@ export function resolveServerOptions(options: ServerOptions | undefined, stream:
   if (typeof options !== 'object' || options === null) throw new ArgumentError(`server options must be an object, got ${options === null ? 'null' : typeof options}`);
   const o = options as Record<string, unknown>;
   checkNames(o, kernel);
+  for (const k of ['workers', 'workerLog']) {
+    if (o[k] !== undefined) throw new ArgumentError(`${k} is an option of serve(), listen() and serveFetch() with workers, which start the worker processes; a Server runs in one process`);
+  }
   if (stream && o.maxBodyBytes !== undefined) {
     throw new ArgumentError('maxBodyBytes applies to request handlers (serve); a stream handler (listen) reads the body itself');
   }

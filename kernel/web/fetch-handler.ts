@@ -13,7 +13,7 @@ import { ArgumentError } from '../errors.js';
 import { checkOptionKeys } from '../option-keys.js';
 import type { Request } from '../message/request.js';
 import { responseHasNoBody } from '../http1/framing.js';
-import { listen, starting, type ServeOptions } from '../server/index.js';
+import { listen, starting, type ServeOptions, type WorkerCount, type WorkerPool } from '../server/index.js';
 import type { Server } from '../server/server.js';
 import type { Stream } from '../server/stream.js';
 import type { StreamHandler } from '../server/exchange.js';
@@ -258,7 +258,9 @@ export type ServeFetchOptions = ServeOptions & FetchHandlerOptions;
  * it listens: `listen(fetchHandler(handler, { lightResponse }), options)`, with the options of
  * `serve` besides.
  */
-export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server> {
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions & { workers: WorkerCount }): Promise<Server | WorkerPool>;
+export function serveFetch(handler: FetchHandler, options?: ServeFetchOptions): Promise<Server>;
+export function serveFetch(handler: FetchHandler, options: ServeFetchOptions = {}): Promise<Server | WorkerPool> {
   return starting(() => {
     const { lightResponse, ...rest } = options;
     return listen(fetchHandler(handler, lightResponse === undefined ? {} : { lightResponse }), rest);

@@ -261,4 +261,30 @@ describe('switchyard serve: directory listings', () => {
     c.child.kill('SIGINT');
     expect(await c.exited).toBe(0);
   });
+  it('--workers 2 serves from two processes, replaces them on SIGHUP, drains them on SIGTERM; a bad count is a usage error', async () => {
+    const dir = await site();
+    const c = startCli(['serve', dir, '--port', '0', '--workers', '2', '-q']);
+    const url = await started(c);
+    const pids = (await c.waitLine(/^2 workers \(pids (\d+), (\d+)\); kill -HUP (\d+) replaces them one at a time$/)).slice(1).map(Number);
+    expect(pids[2]).toBe(c.child.pid);
+    expect((await curl([`${url}hello.txt`])).body).toBe('hello, files\n');
+    c.child.kill('SIGHUP');
+    await new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (!/reload done: 2 workers replaced/.test(c.stderr())) return;
+        c.child.stderr!.off('data', check);
+        resolve();
+      };
+      c.child.stderr!.on('data', check);
+      check();
+    });
+    for (const pid of pids.slice(0, 2)) expect(() => process.kill(pid, 0)).toThrow();
+    expect((await curl([`${url}hello.txt`])).body).toBe('hello, files\n');
+    c.child.kill('SIGTERM');
+    await c.waitLine(/^switchyard serve: closed$/);
+    expect(await c.exited).toBe(0);
+    const bad = await runMain(['serve', dir, '--workers', '0']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/option --workers must be from 1 to 1024, got 0/);
+  }, 60_000);
 });

@@ -28,6 +28,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['middleware', /^GET \/slow -> 503 handler timed out$/m],
   ['inject', /^POST \/sum -> 200 \{"sum":42\}$/m],
   ['shutdown', /^ready: false, \/healthz after SIGTERM: 503 draining$/m],
+  ['workers', /^after reload: 2 new workers answer, none of the old$/m],
   ['fileserver', /^ {2}Range: bytes=10-14 -> 206 bytes 10-14\/21 "abcde"$/m],
   ['sse', /^sseConnect: #3 train departed$/m],
   ['compression', /^events: tick 1 \(br\), tick 2 \(br\), tick 3 \(br\)$/m],
