@@ -9,7 +9,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killAfter } from './cleanup.js';
-import { cleanEnv, findBinary, freePort, startPeer, stopPeer, waitListening, type Peer } from './peers.js';
+import { cleanEnv, findBinary, startPeer, type Peer } from './peers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SERVER = fileURLToPath(new URL('../interop/child/drain-server.ts', import.meta.url));
@@ -45,28 +45,6 @@ export async function startBackend(mode: BackendMode, port = 0): Promise<Backend
     });
   });
   return { peer, port: bound };
-}
-
-/**
- * Starts HAProxy in the foreground on `count` free ports with the config `config(ports)`
- * written to `dir`, retrying when a probed port is taken before HAProxy binds it.
- */
-export async function startHaproxy(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
-  const haproxy = findBinary(['/usr/sbin/haproxy', '/usr/bin/haproxy'], 'haproxy');
-  for (let attempt = 1; ; attempt++) {
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) ports.push(await freePort());
-    const file = join(dir, 'haproxy.cfg');
-    await writeFile(file, config(ports));
-    const p = startPeer(haproxy, ['-db', '-f', file], { env: cleanEnv() });
-    try {
-      for (const port of ports) await waitListening(port, p);
-      return { peer: p, ports };
-    } catch (err) {
-      await stopPeer(p);
-      if (attempt >= 3) throw err;
-    }
-  }
 }
 
 /**

@@ -136,34 +136,31 @@ export function nginxHttpCommon(dir: string): string {
  * Starts nginx on `count` free ports with the config `config(ports)` written to `dir`
  * (which holds `tmp/`), retrying when a probed port is taken before nginx binds it.
  */
-export async function startNginx(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
+export function startNginx(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
   const nginx = findBinary(['/usr/sbin/nginx', '/usr/bin/nginx'], 'nginx');
-  for (let attempt = 1; ; attempt++) {
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) ports.push(await freePort());
-    await writeFile(join(dir, 'nginx.conf'), config(ports));
-    const p = startPeer(nginx, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { env: cleanEnv() });
-    try {
-      for (const port of ports) await waitListening(port, p);
-      return { peer: p, ports };
-    } catch (err) {
-      await stopPeer(p);
-      if (attempt >= 3) throw err;
-    }
-  }
+  return startDaemon(nginx, (file) => ['-e', 'stderr', '-p', dir, '-c', file, '-g', 'daemon off;'], join(dir, 'nginx.conf'), count, config);
 }
 
 /**
  * Starts HAProxy in the foreground on `count` free ports with the config `config(ports)`
  * written to `dir`, retrying when a probed port is taken before HAProxy binds it.
  */
-export async function startHaproxy(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
+export function startHaproxy(dir: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
   const haproxy = findBinary(['/usr/sbin/haproxy', '/usr/bin/haproxy'], 'haproxy');
+  return startDaemon(haproxy, (file) => ['-db', '-f', file], join(dir, 'haproxy.cfg'), count, config);
+}
+
+/**
+ * Runs `binary` in the foreground on `count` free ports, its config `config(ports)` written to
+ * `file` first; probing a port and the daemon binding it race with other processes, so a
+ * start that does not listen on every port is tried again with new ones (three times).
+ */
+async function startDaemon(binary: string, argv: (file: string) => string[], file: string, count: number, config: (ports: number[]) => string): Promise<{ peer: Peer; ports: number[] }> {
   for (let attempt = 1; ; attempt++) {
     const ports: number[] = [];
     for (let i = 0; i < count; i++) ports.push(await freePort());
-    await writeFile(join(dir, 'haproxy.cfg'), config(ports));
-    const p = startPeer(haproxy, ['-db', '-f', join(dir, 'haproxy.cfg')], { env: cleanEnv() });
+    await writeFile(file, config(ports));
+    const p = startPeer(binary, argv(file), { env: cleanEnv() });
     try {
       for (const port of ports) await waitListening(port, p);
       return { peer: p, ports };

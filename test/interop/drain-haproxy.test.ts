@@ -14,8 +14,8 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { haproxyStats, restartUnderLoad, startBackend, startHaproxy, startLoad, stdoutLines, until, type BackendMode } from '../helpers/balancers.js';
-import { stopPeer, tempDir, type Peer } from '../helpers/peers.js';
+import { haproxyStats, restartUnderLoad, startBackend, startLoad, stdoutLines, until, type BackendMode } from '../helpers/balancers.js';
+import { startHaproxy, stopPeer, tempDir, type Peer } from '../helpers/peers.js';
 
 let dir = '';
 let haproxy: Peer | null = null;
