@@ -16,8 +16,8 @@ const SERVER = fileURLToPath(new URL('../interop/child/drain-server.ts', import.
 /** How long a backend may take to print that it listens (loading the library through tsx on a busy machine). */
 const START_MS = 15_000;
 
-/** What a backend does on SIGTERM: the drain sequence, or `close()` (a server without it). */
-export type BackendMode = 'shutdown' | 'close';
+/** What a backend does on SIGTERM: the drain sequence (in one process, or a primary and two workers), or `close()` (a server without it). */
+export type BackendMode = 'shutdown' | 'workers' | 'close';
 
 /** A started backend and its port. */
 export interface Backend {
@@ -171,4 +171,18 @@ export async function restartUnderLoad(backend: Backend, mode: BackendMode, acce
   const again = await startBackend(mode, backend.port);
   await until(async () => (await accessLog()).slice(before).filter(servedByIt).length >= 20, 10_000, 'the restarted backend to serve through the balancer');
   return again;
+}
+
+/**
+ * Reloads a `workers` backend under load: SIGHUP to its primary, which replaces its workers one
+ * at a time; resolves once the primary says the reload is done and the balancer's access log
+ * shows the new workers serving (`servedByIt` as in {@link restartUnderLoad}).
+ */
+export async function reloadUnderLoad(backend: Backend, accessLog: () => Promise<string[]>, servedByIt: (line: string) => boolean): Promise<void> {
+  const reloads = (): number => (backend.peer.stderr().match(/reload done/g) ?? []).length;
+  const done = reloads();
+  backend.peer.child.kill('SIGHUP');
+  await until(async () => reloads() > done, 20_000, `the reload to finish: ${backend.peer.stderr()}`);
+  const before = (await accessLog()).length;
+  await until(async () => (await accessLog()).slice(before).filter(servedByIt).length >= 20, 10_000, 'the reloaded backend to serve through the balancer');
 }
