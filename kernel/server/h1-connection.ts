@@ -888,6 +888,19 @@ export class H1Connection implements H1WireConnection, Timed {
 
   private onWriteTimeout(): void {
     this.writeTimer = null;
+    // The verdict waits for this turn's I/O: a loop held up as long as the timeout (a busy
+    // handler, a long GC) runs its timers before the socket writes it missed, and would take a
+    // peer that read all along for one that stopped.
+    setImmediate(H1Connection.onWriteVerdict, this);
+  }
+
+  private static onWriteVerdict(conn: H1Connection): void {
+    conn.writeVerdict();
+  }
+
+  private writeVerdict(): void {
+    // Closed, drained or waiting anew meanwhile: nothing to judge.
+    if (this.phase === P_CLOSED || this.socket.destroyed || this.writeTimer !== null || !this.socket.writableNeedDrain) return;
     // Bytes taken since: the peer reads, only slowly (a large write drains only at its end).
     if (bytesSent(this.socket) > this.sentAtArm) {
       this.armWrite();

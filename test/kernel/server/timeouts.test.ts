@@ -6,7 +6,23 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createKernel, definePlugin, Response, type Request, type Stream } from '../../../kernel/index.js';
-import { expectClosed, expectServing, get, onCleanup, rawClient, startServer, startStreamServer, statusOf, track, waitConnections, waitFor, within, type RawClient } from '../../helpers/server.js';
+import {
+  curlEnv,
+  expectClosed,
+  expectServing,
+  get,
+  onCleanup,
+  rawClient,
+  runCurl,
+  startServer,
+  startStreamServer,
+  statusOf,
+  track,
+  waitConnections,
+  waitFor,
+  within,
+  type RawClient,
+} from '../../helpers/server.js';
 
 const ok = (req: Request): Response => new Response(200, `ok ${req.target}`);
 
@@ -279,6 +295,30 @@ describe('fallbacks to readTimeout', () => {
 });
 
 describe('writeTimeout', () => {
+  it('does not close a client that kept reading while the server event loop was held up longer than writeTimeout', async () => {
+    // curl, another process, reads all along; this process blocks for three writeTimeouts right
+    // after handing the socket a write larger than its buffers. The timer then fires before the
+    // loop has seen the bytes the socket could take meanwhile: judging then would cut curl off.
+    const SIZE = 32 * 1024 * 1024;
+    const { port } = await startStreamServer(
+      async (s: Stream) => {
+        await s.startRead();
+        s.setHeader('Content-Length', String(SIZE));
+        const sent = s.write(Buffer.alloc(SIZE, 0x7a));
+        const until = performance.now() + 600;
+        while (performance.now() < until);
+        await sent;
+        await s.closeWrite();
+      },
+      { writeTimeout: 200 },
+    );
+    // Three exchanges: whether the timer was armed before the loop stopped varies from run to run.
+    const urls = [1, 2, 3].map((n) => `http://127.0.0.1:${port}/${n}`);
+    const r = await runCurl(['-w', '%{size_download} ', ...urls.flatMap((u) => ['-o', '/dev/null', u])], curlEnv());
+    expect(r.stderr).toBe('');
+    expect({ code: r.code, sizes: r.stdout.toString().trim() }).toEqual({ code: 0, sizes: `${SIZE} ${SIZE} ${SIZE}` });
+  });
+
   /** A client that never reads: pauses its socket right after connecting. */
   async function stalledClient(port: number, raw: string): Promise<RawClient> {
     const c = await rawClient(port);
