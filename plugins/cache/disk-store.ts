@@ -1,0 +1,354 @@
+/**
+ * A {@link CacheStore} on disk, on `cacache` (the content-addressed cache npm keeps its
+ * packages in), so a command-line tool or a build keeps its HTTP cache across runs.
+ *
+ * Layout: one cacache key per cache key; each stored variant is an index entry under it whose
+ * metadata holds the variant and the response head ({@link StoredHead}: method, URL, status,
+ * fields, request and response times, the Vary selection); bodies are content files named by
+ * their sha512. cacache appends an index entry only after the content file is complete and
+ * moved into place, so a body that fails midway never becomes an entry. A content file that
+ * no longer matches its hash (truncated, overwritten) is a miss, and is removed.
+ *
+ * cacache is loaded on the store's first use, not when this module is imported.
+ */
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { createRequire } from 'node:module';
+import { ArgumentError } from '../../kernel/errors.js';
+import type { CacheEntry, CacheStore, CacheWriter, StoredHead } from './store.js';
+
+/** Options of {@link DiskStore}. */
+export interface DiskStoreOptions {
+  /** Largest body stored, in bytes; a larger one is not stored. Default 64 MiB. */
+  maxEntryBytes?: number;
+  /**
+   * Bodies up to this many bytes are read and checked against their hash before the entry is
+   * returned, so a damaged file is a miss. A larger body is checked for its length up front and
+   * for its hash as it streams: damage then fails the body's read at its end. Default 1 MiB.
+   */
+  verifyBytes?: number;
+}
+
+// The parts of cacache this store uses (it ships no types).
+interface IndexEntry {
+  key: string;
+  integrity: string | null;
+  size?: number;
+  time: number;
+  metadata?: unknown;
+}
+interface WriteStream extends EventEmitter {
+  write(chunk: Uint8Array): boolean;
+  end(): void;
+  promise(): Promise<void>;
+}
+interface Cacache {
+  put: { stream(dir: string, key: string, opts: { metadata: unknown; integrityEmitter: EventEmitter }): WriteStream };
+  get: {
+    byDigest(dir: string, integrity: string, opts?: { size?: number }): Promise<Buffer>;
+    hasContent(dir: string, integrity: string): Promise<false | { size: number }>;
+    stream: { byDigest(dir: string, integrity: string, opts?: { size?: number }): AsyncIterable<Buffer> };
+  };
+  index: {
+    insert(dir: string, key: string, integrity: string, opts: { metadata: unknown; size: number }): Promise<unknown>;
+    compact(dir: string, key: string, match: (a: IndexEntry, b: IndexEntry) => boolean): Promise<unknown>;
+  };
+  rm: { entry(dir: string, key: string): Promise<unknown>; content(dir: string, integrity: string): Promise<unknown> };
+  verify(dir: string): Promise<unknown>;
+}
+// The index reader: cacache's public API gives a key's newest entry only, a key here has one per variant.
+interface EntryIndex {
+  bucketPath(dir: string, key: string): string;
+  bucketEntries(bucket: string): Promise<IndexEntry[]>;
+}
+
+let lib: { cacache: Cacache; index: EntryIndex } | undefined;
+function load(): { cacache: Cacache; index: EntryIndex } {
+  if (lib === undefined) {
+    const require = createRequire(import.meta.url);
+    lib = { cacache: require('cacache') as Cacache, index: require('cacache/lib/entry-index.js') as EntryIndex };
+  }
+  return lib;
+}
+
+/** What a variant's index entry carries. */
+interface Meta {
+  readonly variant: string;
+  readonly head: StoredHead;
+}
+
+const EMPTY_SHA512 = `sha512-${createHash('sha512').digest('base64')}`;
+
+function isMeta(m: unknown): m is Meta {
+  return typeof m === 'object' && m !== null && typeof (m as Meta).variant === 'string' && typeof (m as Meta).head === 'object';
+}
+
+function checkLimit(v: unknown, name: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new ArgumentError(`DiskStore ${name} must be an integer >= 0, got ${String(v)}`);
+  return v;
+}
+
+/**
+ * A {@link CacheStore} in a directory on disk (created on first write), shared by every
+ * process that opens the same directory.
+ *
+ * @example
+ * ```ts
+ * import { cache, DiskStore } from 'switchyard/plugins';
+ * client.register(cache, { store: new DiskStore('.http-cache') });
+ * ```
+ */
+export class DiskStore implements CacheStore {
+  /** The cache directory. */
+  readonly dir: string;
+  /** See {@link DiskStoreOptions.maxEntryBytes}. */
+  readonly maxEntryBytes: number;
+  /** See {@link DiskStoreOptions.verifyBytes}. */
+  readonly verifyBytes: number;
+  private readonly pending = new Set<Promise<void>>();
+
+  /** A store in `dir`. */
+  constructor(dir: string, options: DiskStoreOptions = {}) {
+    if (typeof dir !== 'string' || dir === '') throw new ArgumentError(`DiskStore needs a directory path, got ${JSON.stringify(dir)}`);
+    if (typeof options !== 'object' || options === null) throw new ArgumentError('DiskStore options must be an object');
+    this.dir = dir;
+    this.maxEntryBytes = checkLimit(options.maxEntryBytes, 'maxEntryBytes', 64 * 1024 * 1024);
+    this.verifyBytes = checkLimit(options.verifyBytes, 'verifyBytes', 1024 * 1024);
+  }
+
+  /** See {@link CacheStore.get}. */
+  async get(key: string): Promise<readonly CacheEntry[]> {
+    const found = await this.variants(key);
+    const out: CacheEntry[] = [];
+    for (const e of found) {
+      const entry = await this.open_(e);
+      if (entry !== null) out.push(entry);
+    }
+    return out;
+  }
+
+  /** See {@link CacheStore.open}. */
+  open(key: string, variant: string, head: StoredHead): CacheWriter {
+    const { cacache } = load();
+    const metadata: Meta = { variant, head };
+    const hash = createHash('sha512');
+    let size = 0;
+    let state: 'open' | 'over' | 'done' = 'open';
+    let stream: WriteStream | null = null;
+    let digest: Outcome | null = null;
+    const start = (): WriteStream => {
+      digest = new Outcome();
+      const s = cacache.put.stream(this.dir, key, { metadata, integrityEmitter: digest });
+      // The failure is reported by commit() or was asked for by abort().
+      s.on('error', () => {});
+      return s;
+    };
+    const drop = (): void => {
+      if (stream !== null) {
+        // Ending the input lets cacache close and remove its temporary file; the error makes it skip the index.
+        digest!.fail();
+        stream.end();
+        this.track(stream);
+        stream = null;
+      }
+    };
+    return {
+      write: (chunk) => {
+        if (state !== 'open' || chunk.length === 0) return;
+        size += chunk.length;
+        if (size > this.maxEntryBytes) {
+          state = 'over';
+          drop();
+          return;
+        }
+        hash.update(chunk);
+        stream ??= start();
+        if (!stream.write(chunk)) {
+          const s = stream;
+          return new Promise<void>((resolve) => {
+            const done = (): void => {
+              s.off('drain', done);
+              s.off('error', done);
+              resolve();
+            };
+            s.on('drain', done);
+            s.on('error', done);
+          });
+        }
+      },
+      commit: async () => {
+        if (state !== 'open') return false;
+        state = 'done';
+        if (stream === null) {
+          // cacache refuses an empty content stream; an empty body needs no content file.
+          await cacache.index.insert(this.dir, key, EMPTY_SHA512, { metadata, size: 0 });
+        } else {
+          const s = stream;
+          stream = null;
+          digest!.succeed(`sha512-${hash.digest('base64')}`, size);
+          s.end();
+          try {
+            await s.promise();
+          } catch {
+            return false;
+          }
+        }
+        await this.compact(key);
+        return true;
+      },
+      abort: () => {
+        state = 'done';
+        drop();
+      },
+    };
+  }
+
+  /**
+   * Resolves once every body abandoned so far (an aborted writer, one over
+   * {@link DiskStoreOptions.maxEntryBytes}) has had its temporary file removed.
+   */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all(this.pending);
+  }
+
+  private track(s: WriteStream): void {
+    const p = s.promise().then(
+      () => {},
+      () => {},
+    );
+    this.pending.add(p);
+    void p.then(() => this.pending.delete(p));
+  }
+
+  /** See {@link CacheStore.update}. */
+  async update(key: string, variant: string, head: StoredHead): Promise<void> {
+    const e = (await this.variants(key)).find((x) => (x.metadata as Meta).variant === variant);
+    if (e === undefined) return;
+    await load().cacache.index.insert(this.dir, key, e.integrity!, { metadata: { variant, head } satisfies Meta, size: e.size ?? 0 });
+  }
+
+  /** See {@link CacheStore.delete}. */
+  async delete(key: string): Promise<void> {
+    await load().cacache.rm.entry(this.dir, key);
+  }
+
+  /**
+   * Removes content no entry refers to any more (replaced variants, deleted keys) and checks
+   * every content file against its hash. Not needed for correctness; run it now and then to
+   * reclaim disk space.
+   */
+  async prune(): Promise<void> {
+    await load().cacache.verify(this.dir);
+  }
+
+  /** The key's live variants, newest first: its index entries after the last deletion, one per variant. */
+  private async variants(key: string): Promise<IndexEntry[]> {
+    const { index } = load();
+    let entries: IndexEntry[];
+    try {
+      entries = await index.bucketEntries(index.bucketPath(this.dir, key));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    const out: IndexEntry[] = [];
+    const seen = new Set<string>();
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const e = entries[i]!;
+      // Different keys can share a bucket (hash prefix); a null integrity is a deletion of all before it.
+      if (e.key !== key) continue;
+      if (e.integrity === null) break;
+      if (!isMeta(e.metadata) || seen.has(e.metadata.variant)) continue;
+      seen.add(e.metadata.variant);
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Rewrites the key's index without superseded lines once it has some, so it stays small. */
+  private async compact(key: string): Promise<void> {
+    const { cacache, index } = load();
+    const all = (await index.bucketEntries(index.bucketPath(this.dir, key)).catch(() => [])).filter((e) => e.key === key);
+    if (all.length <= (await this.variants(key)).length + 4) return;
+    await cacache.index.compact(this.dir, key, (a, b) => isMeta(a.metadata) && isMeta(b.metadata) && a.metadata.variant === b.metadata.variant);
+  }
+
+  /** The entry for an index line, or null when its content is gone or damaged. */
+  private async open_(e: IndexEntry): Promise<CacheEntry | null> {
+    const { cacache } = load();
+    const { variant, head } = e.metadata as Meta;
+    const size = e.size ?? 0;
+    const integrity = e.integrity!;
+    if (size === 0) return { head, variant, size, body: () => chunks([]) };
+    if (size <= this.verifyBytes) {
+      let data: Buffer;
+      try {
+        data = await cacache.get.byDigest(this.dir, integrity, { size });
+      } catch (err) {
+        return this.damaged(integrity, err);
+      }
+      return { head, variant, size, body: () => chunks([data]) };
+    }
+    const has = await cacache.get.hasContent(this.dir, integrity);
+    if (has === false || has.size !== size) return this.damaged(integrity, null);
+    return { head, variant, size, body: () => cacache.get.stream.byDigest(this.dir, integrity, { size }) };
+  }
+
+  /** A content file that is missing or fails its hash: removed, so a later store of the same bytes writes it afresh. */
+  private async damaged(integrity: string, err: unknown): Promise<null> {
+    const code = (err as NodeJS.ErrnoException | null)?.code;
+    if (err !== null && code !== 'EINTEGRITY' && code !== 'EBADSIZE' && code !== 'ENOENT') throw err;
+    // cacache keeps an existing content file when the same bytes are stored again: a damaged one must go.
+    await load()
+      .cacache.rm.content(this.dir, integrity)
+      .catch(() => {});
+    return null;
+  }
+}
+
+async function* chunks(list: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
+  for (const c of list) yield c;
+}
+
+/**
+ * Hands cacache the body's hash and size (computed here as the bytes pass) instead of letting
+ * it hash them, because only a hash that fails lets a body be abandoned midway with cacache
+ * closing and removing its temporary file. cacache listens for the outcome only after it has
+ * made its temporary file, so an outcome known earlier is given to each listener as it comes.
+ */
+class Outcome extends EventEmitter {
+  private result: { integrity: string; size: number } | null = null;
+  private failed = false;
+
+  constructor() {
+    super();
+    this.on('newListener', (event: string) => {
+      if (this.result === null && !this.failed) return;
+      queueMicrotask(() => this.replay(event));
+    });
+  }
+
+  /** The body is complete. */
+  succeed(integrity: string, size: number): void {
+    this.result = { integrity, size };
+    this.replay('integrity');
+    this.replay('size');
+  }
+
+  /** The body is abandoned. */
+  fail(): void {
+    this.failed = true;
+    this.replay('error');
+  }
+
+  private replay(event: string): void {
+    if (this.listenerCount(event) === 0) return;
+    if (this.failed) {
+      if (event === 'error') this.emit('error', new Error('cache body abandoned'));
+    } else if (this.result !== null) {
+      if (event === 'integrity') this.emit('integrity', this.result.integrity);
+      if (event === 'size') this.emit('size', this.result.size);
+    }
+  }
+}

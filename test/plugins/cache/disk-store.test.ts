@@ -1,0 +1,192 @@
+/**
+ * The disk store on cacache: entries survive a new store on the same directory (a second run),
+ * a key holds one entry per variant, a body abandoned midway or over the bound never becomes
+ * an entry and leaves no temporary file or open descriptor, and a damaged content file is a
+ * miss that a later store repairs.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ArgumentError } from '../../../kernel/errors.js';
+import { DiskStore } from '../../../plugins/cache/disk-store.js';
+import type { CacheEntry, StoredHead } from '../../../plugins/cache/store.js';
+import { onCleanup } from '../../helpers/cleanup.js';
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'disk-store-'));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function head(over: Partial<StoredHead> = {}): StoredHead {
+  return {
+    method: 'GET',
+    url: 'http://example.test/a',
+    status: 200,
+    reason: 'OK',
+    headers: [
+      ['Cache-Control', 'max-age=60'],
+      ['Content-Type', 'text/plain'],
+    ],
+    requestTime: 1000,
+    responseTime: 1010,
+    vary: [],
+    ...over,
+  };
+}
+
+async function text(e: CacheEntry): Promise<string> {
+  const parts: Uint8Array[] = [];
+  for await (const c of e.body()) parts.push(c);
+  return Buffer.concat(parts).toString();
+}
+
+async function store(s: DiskStore, key: string, variant: string, body: string[], h = head()): Promise<boolean> {
+  const w = s.open(key, variant, h);
+  for (const c of body) await w.write(Buffer.from(c));
+  return w.commit();
+}
+
+/** Files under the cache's tmp directory (cacache's half-written content). */
+function tmpFiles(dir: string): string[] {
+  try {
+    return readdirSync(join(dir, 'tmp'));
+  } catch {
+    return [];
+  }
+}
+
+const openFds = (): number => readdirSync('/proc/self/fd').length;
+
+/** The one content file of the cache (the tests that damage it store one body). */
+function contentFiles(dir: string): string[] {
+  return (readdirSync(join(dir, 'content-v2'), { recursive: true }) as string[]).map((f) => join(dir, 'content-v2', f)).filter((f) => statSync(f).isFile());
+}
+
+describe('DiskStore', () => {
+  it('keeps an entry across stores on the same directory: head, variant, size and body, read as often as wanted', async () => {
+    const dir = tempDir();
+    expect(await store(new DiskStore(dir), 'GET http://example.test/a', '', ['hello ', 'disk'])).toBe(true);
+    const second = new DiskStore(dir);
+    const [e, ...rest] = await second.get('GET http://example.test/a');
+    expect(rest).toEqual([]);
+    expect(e!.head).toEqual(head());
+    expect(e!.variant).toBe('');
+    expect(e!.size).toBe(10);
+    expect(await text(e!)).toBe('hello disk');
+    expect(await text(e!)).toBe('hello disk');
+    expect(await second.get('GET http://example.test/other')).toEqual([]);
+  });
+
+  it('holds one entry per variant, newest first; storing a variant again replaces it; delete removes them all', async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir);
+    const key = 'GET http://example.test/v';
+    await store(s, key, 'accept-language=en', ['hello'], head({ vary: [['accept-language', 'en']] }));
+    await store(s, key, 'accept-language=fr', ['bonjour'], head({ vary: [['accept-language', 'fr']] }));
+    await store(s, key, 'accept-language=en', ['hello again']);
+    const got = await s.get(key);
+    expect(got.map((e) => e.variant)).toEqual(['accept-language=en', 'accept-language=fr']);
+    expect(await Promise.all(got.map(text))).toEqual(['hello again', 'bonjour']);
+    await s.delete(key);
+    expect(await s.get(key)).toEqual([]);
+    await store(s, key, 'accept-language=fr', ['salut']);
+    expect((await s.get(key)).map((e) => e.variant)).toEqual(['accept-language=fr']);
+  });
+
+  it('update replaces a variant head and keeps its body; a gone variant is left gone', async () => {
+    const s = new DiskStore(tempDir());
+    const key = 'GET http://example.test/u';
+    await store(s, key, '', ['body']);
+    await s.update(key, '', head({ responseTime: 5000, headers: [['ETag', '"2"']] }));
+    const [e] = await s.get(key);
+    expect(e!.head.responseTime).toBe(5000);
+    expect(e!.head.headers).toEqual([['ETag', '"2"']]);
+    expect(await text(e!)).toBe('body');
+    await s.update(key, 'other', head());
+    expect((await s.get(key)).length).toBe(1);
+  });
+
+  it('stores an empty body (a 204, a HEAD) though cacache refuses empty content', async () => {
+    const s = new DiskStore(tempDir());
+    expect(await store(s, 'HEAD http://example.test/h', '', [], head({ method: 'HEAD' }))).toBe(true);
+    const [e] = await s.get('HEAD http://example.test/h');
+    expect(e!.size).toBe(0);
+    expect(await text(e!)).toBe('');
+  });
+
+  it('a body that fails midway never becomes an entry, and its temporary file and descriptor are released', async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir);
+    const key = 'GET http://example.test/half';
+    await store(s, key, '', ['the old complete body']);
+    const fds = openFds();
+    for (let i = 0; i < 5; i++) {
+      const w = s.open(key, '', head({ status: 203 }));
+      await w.write(Buffer.alloc(64 * 1024, 'x'));
+      await w.write(Buffer.from('half of a body'));
+      w.abort();
+      w.abort();
+      expect(await w.commit()).toBe(false);
+    }
+    await s.settled();
+    const [e, ...rest] = await s.get(key);
+    expect(rest).toEqual([]);
+    expect(e!.head.status).toBe(200);
+    expect(await text(e!)).toBe('the old complete body');
+    expect(tmpFiles(dir)).toEqual([]);
+    expect(openFds()).toBeLessThanOrEqual(fds);
+  });
+
+  it('a body over maxEntryBytes is not stored (commit resolves false) and leaves nothing behind', async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir, { maxEntryBytes: 10 });
+    expect(await store(s, 'GET http://example.test/big', '', ['0123456', '789'])).toBe(true);
+    expect(await store(s, 'GET http://example.test/big2', '', ['0123456', '7890'])).toBe(false);
+    await s.settled();
+    expect(await s.get('GET http://example.test/big2')).toEqual([]);
+    expect(tmpFiles(dir)).toEqual([]);
+  });
+
+  it.each([
+    ['overwritten', (f: string) => writeFileSync(f, 'hellO disk')],
+    ['truncated', (f: string) => writeFileSync(f, 'hello')],
+    ['removed', (f: string) => rmSync(f)],
+  ])('a content file %s is a miss, not an error, and storing the body again repairs it', async (_, damage) => {
+    const dir = tempDir();
+    const s = new DiskStore(dir);
+    const key = 'GET http://example.test/c';
+    await store(s, key, '', ['hello disk']);
+    const [file, ...others] = contentFiles(dir);
+    expect(others).toEqual([]);
+    expect(readFileSync(file!, 'utf8')).toBe('hello disk');
+    damage(file!);
+    expect(await s.get(key)).toEqual([]);
+    await store(s, key, '', ['hello disk']);
+    const [e] = await s.get(key);
+    expect(await text(e!)).toBe('hello disk');
+  });
+
+  it('a large body is checked for its length before it is served and for its hash as it streams', async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir, { verifyBytes: 4 });
+    const key = 'GET http://example.test/large';
+    await store(s, key, '', ['hello ', 'disk']);
+    const [e] = await s.get(key);
+    expect(await text(e!)).toBe('hello disk');
+    const [file] = contentFiles(dir);
+    writeFileSync(file!, 'hello');
+    expect(await s.get(key)).toEqual([]);
+    await store(s, key, '', ['hello ', 'disk']);
+    writeFileSync(contentFiles(dir)[0]!, 'HELLO DISK');
+    const [damaged] = await s.get(key);
+    await expect(text(damaged!)).rejects.toMatchObject({ code: 'EINTEGRITY' });
+  });
+
+  it('refuses a missing directory and bad bounds with ArgumentError', () => {
+    expect(() => new DiskStore('')).toThrow(ArgumentError);
+    expect(() => new DiskStore(tempDir(), { maxEntryBytes: -1 })).toThrow(/maxEntryBytes/);
+    expect(() => new DiskStore(tempDir(), { verifyBytes: 1.5 })).toThrow(ArgumentError);
+  });
+});
