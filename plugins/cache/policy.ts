@@ -131,7 +131,7 @@ function dateValue(head: StoredHead, headers: Headers): number {
   return t ?? head.responseTime;
 }
 
-/** Current age in seconds (RFC 9111 §4.2.3). */
+/** Current age in seconds (RFC 9111 §4.2.3), with its fraction (the `Age` field sends it floored). */
 export function currentAge(head: StoredHead, headers: Headers, now: number): number {
   const ageField = headers.get('Age');
   const ageValue = ageField !== undefined && /^[0-9]+$/.test(ageField.trim()) ? Number(ageField.trim()) : 0;
@@ -139,7 +139,7 @@ export function currentAge(head: StoredHead, headers: Headers, now: number): num
   const delay = Math.max(0, head.responseTime - head.requestTime) / 1000;
   const correctedInitial = Math.max(apparent, ageValue + delay);
   const resident = Math.max(0, now - head.responseTime) / 1000;
-  return Math.floor(correctedInitial + resident);
+  return correctedInitial + resident;
 }
 
 /** What the cache may do with a stored response for a request (RFC 9111 §4, RFC 5861). */
@@ -155,7 +155,7 @@ export type Usability =
 export interface Evaluation {
   /** See {@link Usability}. */
   readonly use: Usability;
-  /** Current age in seconds (for the `Age` field of a hit). */
+  /** Current age in seconds, with its fraction. */
   readonly age: number;
   /** Freshness lifetime in seconds. */
   readonly lifetime: number;
