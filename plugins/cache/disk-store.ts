@@ -132,6 +132,7 @@ export class DiskStore implements CacheStore {
   open(key: string, variant: string, head: StoredHead): CacheWriter {
     const { cacache } = load();
     const metadata: Meta = { variant, head };
+    const dir = this.dir;
     const hash = createHash('sha512');
     let size = 0;
     let state: 'open' | 'over' | 'done' = 'open';
@@ -144,12 +145,13 @@ export class DiskStore implements CacheStore {
       s.on('error', () => {});
       return s;
     };
+    const compact = (): Promise<void> => this.compact(key);
     const drop = (): void => {
       if (stream !== null) {
         // Ending the input lets cacache close and remove its temporary file; the error makes it skip the index.
         digest!.fail();
         stream.end();
-        this.track(stream);
+        this.track(stream.promise());
         stream = null;
       }
     };
@@ -177,43 +179,49 @@ export class DiskStore implements CacheStore {
           });
         }
       },
-      commit: async () => {
-        if (state !== 'open') return false;
+      commit: () => {
+        if (state !== 'open') return Promise.resolve(false);
         state = 'done';
-        if (stream === null) {
-          // cacache refuses an empty content stream; an empty body needs no content file.
-          await cacache.index.insert(this.dir, key, EMPTY_SHA512, { metadata, size: 0 });
-        } else {
-          const s = stream;
-          stream = null;
-          digest!.succeed(`sha512-${hash.digest('base64')}`, size);
-          s.end();
-          try {
-            await s.promise();
-          } catch {
-            return false;
-          }
-        }
-        await this.compact(key);
-        return true;
+        const done = publish();
+        this.track(done);
+        return done;
       },
       abort: () => {
         state = 'done';
         drop();
       },
     };
+    async function publish(this: void): Promise<boolean> {
+      if (stream === null) {
+        // cacache refuses an empty content stream; an empty body needs no content file.
+        await cacache.index.insert(dir, key, EMPTY_SHA512, { metadata, size: 0 });
+      } else {
+        const s = stream;
+        stream = null;
+        digest!.succeed(`sha512-${hash.digest('base64')}`, size);
+        s.end();
+        try {
+          await s.promise();
+        } catch {
+          return false;
+        }
+      }
+      await compact();
+      return true;
+    }
   }
 
   /**
-   * Resolves once every body abandoned so far (an aborted writer, one over
-   * {@link DiskStoreOptions.maxEntryBytes}) has had its temporary file removed.
+   * Resolves once every writer ended so far has finished with the disk: a committed body is in
+   * the index, an abandoned one (aborted, over {@link DiskStoreOptions.maxEntryBytes}) has had
+   * its temporary file removed. A program that exits soon after a response calls it first.
    */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.all(this.pending);
   }
 
-  private track(s: WriteStream): void {
-    const p = s.promise().then(
+  private track(work: Promise<unknown>): void {
+    const p = work.then(
       () => {},
       () => {},
     );
