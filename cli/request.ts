@@ -28,6 +28,7 @@ import { constants, ftruncateSync, type WriteStream } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
 import type { CookieJar } from '../plugins/index.js';
+import { DiskStore } from '../plugins/cache/disk-store.js';
 import { intOption, type OptionSpec } from './args.js';
 import { readCommandLine } from './command.js';
 import { REQUEST_COMMANDS } from './commands.js';
@@ -65,6 +66,7 @@ export const REQUEST_OPTIONS: readonly OptionSpec[] = [
   { name: 'compressed', kind: 'flag', help: 'ask for a compressed response and decode it (the default; accepted for curl habits)' },
   { name: 'user', short: 'u', kind: 'value', metavar: 'USER:PASSWORD', help: 'basic authentication' },
   { name: 'cookies', kind: 'value', metavar: 'FILE', help: 'read and save cookies in FILE (Netscape cookies.txt, as curl -b/-c)' },
+  { name: 'cache', kind: 'value', metavar: 'DIR', help: 'keep an HTTP cache in DIR across runs: a fresh stored response is answered without the network, a stale one revalidated' },
   { name: 'cacert', kind: 'value', metavar: 'FILE', help: 'trust the PEM certificate(s) in FILE for https' },
   { name: 'insecure', short: 'k', kind: 'flag', help: 'do not verify the server certificate' },
   { name: 'verbose', short: 'v', kind: 'count', help: "print status and headers, and a one-line trace per step on stderr; -vv adds each hop's headers" },
@@ -95,6 +97,8 @@ export function requestHelp(command: string): string {
       'switchyard get https://localhost:8443/big.bin -O --http2 --cacert cert.pem',
       '# in a script: no output on a 4xx/5xx, no chatter, at most 2.5 seconds',
       'switchyard get -fsS --max-time 2.5 http://localhost:8080/health',
+      '# the second run answers from the cache in .http-cache while the response is fresh',
+      'switchyard get https://example.com/data.json --cache .http-cache',
       '# keep a session',
       'switchyard post http://localhost:8080/login -d user=me --cookies jar.txt',
     ],
@@ -143,7 +147,10 @@ export async function runRequest(command: string, argv: readonly string[], io: I
   // Messages a person reads on stderr: off with -s, back with -S.
   const speak = !silent || o['show-error'] === true;
 
-  const kernel = await bootKernel();
+  const cacheDir = o.cache as string | undefined;
+  if (cacheDir === '') throw new UsageError('--cache needs a directory', command);
+  const store = cacheDir !== undefined ? new DiskStore(cacheDir) : undefined;
+  const kernel = await bootKernel(store);
   let file: OutputFile | null = null;
   let client: Client | null = null;
   let jar: CookieJar | undefined;
@@ -199,6 +206,8 @@ export async function runRequest(command: string, argv: readonly string[], io: I
     throw err;
   } finally {
     client?.close();
+    // What the cache is still writing must reach the disk before the process exits.
+    await store?.settled();
     await file?.close();
     await kernel.close();
     if (jar !== undefined && cookiePath !== undefined) await saveCookieFile(cookiePath, jar);
