@@ -27,8 +27,7 @@
 import { constants, ftruncateSync, type WriteStream } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
-import type { CookieJar } from '../plugins/index.js';
-import { DiskStore } from '../plugins/cache/disk-store.js';
+import { DiskStore, type CookieJar } from '../plugins/index.js';
 import { intOption, type OptionSpec } from './args.js';
 import { readCommandLine } from './command.js';
 import { REQUEST_COMMANDS } from './commands.js';

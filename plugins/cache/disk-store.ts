@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
-import { ArgumentError } from '../../kernel/errors.js';
+import { ArgumentError } from '../../kernel/index.js';
 import type { CacheEntry, CacheStore, CacheWriter, StoredHead } from './store.js';
 
 /** Options of {@link DiskStore}. */

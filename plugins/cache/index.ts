@@ -56,6 +56,7 @@ import { MemoryStore, type CacheEntry, type CacheStore, type CacheWriter, type S
 
 export { CacheHitEvent, CacheMissEvent, CacheRevalidatedEvent } from './events.js';
 export { MemoryStore, type CacheEntry, type CacheStore, type CacheWriter, type MemoryStoreOptions, type StoredHead } from './store.js';
+export { DiskStore, type DiskStoreOptions } from './disk-store.js';
 export type { CacheMode } from './policy.js';
 
 /**
