@@ -46,6 +46,7 @@ import {
   isStorable,
   notModifiedSelects,
   staleIfError,
+  storedFields,
   updateHead,
   varyMatches,
   variantId,
@@ -298,7 +299,7 @@ export const cache = definePlugin({
         url: req.url,
         status: res.status,
         reason: res.reason,
-        headers: res.headers.toArray(),
+        headers: storedFields(res.headers),
         requestTime: hop.requestTime,
         responseTime: now,
         vary: selection,
@@ -430,12 +431,13 @@ class TeeBody extends ChunkBody {
       throw err;
     }
     if (r.done === true) {
-      const complete = this.expected < 0 || this.received === this.expected;
-      await this.finishAndWait(complete);
+      await this.finishAndWait(this.expected < 0 || this.received === this.expected);
       return null;
     }
     this.received += r.value.length;
     await this.writer.write(r.value);
+    // A reader that knows the length stops at it, without the read that returns the end.
+    if (this.received === this.expected) await this.finishAndWait(true);
     return r.value;
   }
   private finish(ok: boolean): void {

@@ -278,6 +278,18 @@ export function notModifiedSelects(stored: Headers, notModified: Headers): boole
   return storedEtag === undefined && !stored.has('Last-Modified');
 }
 
+/** Hop-by-hop fields, never stored (RFC 9111 §3.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'trailer']);
+
+/** The response's fields as stored (RFC 9111 §3.1): without hop-by-hop fields and those its `Connection` names. */
+export function storedFields(headers: Headers): [string, string][] {
+  const skip = new Set(HOP_BY_HOP);
+  for (const c of headers.getAll('Connection')) for (const n of c.split(',')) skip.add(n.trim().toLowerCase());
+  const out: [string, string][] = [];
+  for (const [n, v] of headers) if (!skip.has(n.toLowerCase())) out.push([n, v]);
+  return out;
+}
+
 /** Fields a 304 never replaces in the stored head (RFC 9111 §3.2): framing and hop-by-hop fields. */
 const NOT_UPDATED = new Set(['content-length', 'connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'content-encoding', 'content-range']);
 

@@ -207,6 +207,29 @@ describe('cache: per-call modes and request directives', () => {
   });
 });
 
+describe('cache: fetch', () => {
+  it("maps init.cache onto the plugin's modes, and Request.cache too", async () => {
+    const o = await origin((_r, n) => ok(`v${n}`, { 'Cache-Control': 'max-age=60' }));
+    const c = await cachingClient();
+    expect(await (await c.fetch(`${o.base}/f`)).text()).toBe('v1');
+    expect(await (await c.fetch(`${o.base}/f`)).text()).toBe('v1');
+    expect(await (await c.fetch(`${o.base}/f`, { cache: 'reload' })).text()).toBe('v2');
+    expect(await (await c.fetch(`${o.base}/f`, { cache: 'no-store' })).text()).toBe('v3');
+    expect(await (await c.fetch(new globalThis.Request(`${o.base}/f`, { cache: 'no-cache' } as RequestInit))).text()).toBe('v4');
+    expect((await c.fetch(`${o.base}/none`, { cache: 'only-if-cached', mode: 'same-origin' })).status).toBe(504);
+  });
+
+  it('a client without the plugin ignores init.cache, as Node does', async () => {
+    const o = await origin((_r, n) => ok(`v${n}`, { 'Cache-Control': 'max-age=60' }));
+    const kernel = createKernel();
+    await kernel.ready();
+    onCleanup(() => kernel.close());
+    const c = new Client({ kernel });
+    onCleanup(() => c.close());
+    expect((await c.fetch(`${o.base}/f`, { cache: 'force-cache' })).status).toBe(200);
+  });
+});
+
 describe('cache: private and shared', () => {
   it('shared mode refuses private and Authorization-bound responses; private mode stores them', async () => {
     const o = await origin((req, n) => ok(`v${n}`, { 'Cache-Control': req.target === '/p' ? 'private, max-age=60' : 'max-age=60' }));
