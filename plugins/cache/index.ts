@@ -225,8 +225,8 @@ export const cache = definePlugin({
         if (onlyIfCached) return gatewayTimeout(req);
         const running = inflight.get(id);
         if (running === undefined) break;
-        // Another call revalidates this entry: wait for it, then look again.
-        await running;
+        // Another call revalidates this entry: wait for it (or for this call's end), then look again.
+        await settledOrCanceled(running, ctx);
         entry = await pick(key, req);
         if (entry !== null && evaluate(entry.head, req.headers, Date.now(), shared).use === 'fresh' && mode !== 'no-cache') {
           const age = evaluate(entry.head, req.headers, Date.now(), shared).age;
@@ -321,6 +321,17 @@ export const cache = definePlugin({
     });
   },
 });
+
+/** Resolves with `p`, or rejects with the context's error when the call is canceled first. */
+function settledOrCanceled(p: Promise<void>, ctx: RequestContext): Promise<void> {
+  const err = ctx.error();
+  if (err !== null) return Promise.reject(err);
+  let off = (): void => undefined;
+  const canceled = new Promise<never>((_resolve, reject) => {
+    off = ctx.onCancel(reject);
+  });
+  return Promise.race([p, canceled]).finally(off);
+}
 
 function gatewayTimeout(req: Request): Response {
   const res = new Response(504, 'no stored response for an only-if-cached request', { request: req });

@@ -346,6 +346,30 @@ describe('cache: concurrency', () => {
     expect(o.seen.filter((s) => s['if-none-match'] === '"e"').length).toBe(1);
     expect(o.count()).toBe(3);
   });
+
+  it('a call waiting on another call\'s revalidation fails at once when canceled', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let held!: () => void;
+    const reached = new Promise<void>((r) => (held = r));
+    const o = await origin(async (_req, n) => {
+      if (n === 2) {
+        held();
+        await gate;
+      }
+      return ok('x', { ETag: '"e"', 'Cache-Control': 'max-age=0' });
+    });
+    const c = await cachingClient();
+    await c.get(`${o.base}/s`);
+    const leader = c.get(`${o.base}/s`);
+    await reached;
+    const ac = new AbortController();
+    const follower = c.get(`${o.base}/s`, { signal: ac.signal });
+    ac.abort();
+    await expect(follower).rejects.toThrow();
+    release();
+    expect((await leader).status).toBe(200);
+  });
 });
 
 describe('cache: the memory store through the client', () => {
