@@ -135,6 +135,8 @@ interface Hop {
   release: (() => void) | null;
   /** The next attempt answers from `entry` (stale-if-error after a network error). */
   serveStale: boolean;
+  /** The validator fields this plugin added to the request (removed before a retry looks again). */
+  added: string[];
 }
 
 /** The `cache` plugin. */
@@ -191,13 +193,15 @@ export const cache = definePlugin({
         trace(ctx, () => new CacheHitEvent(req.url, 0, 'stale'));
         return hit(prior.entry, req, Date.now(), 'stale');
       }
+      // A retry of a revalidation: its validators are ours, not the caller's.
+      if (prior !== undefined) for (const f of prior.added) req.headers.delete(f);
       const mode = getCallOptions(ctx).cache ?? defaultMode;
       const method = req.method;
       if (mode === false || mode === 'no-store' || (method !== 'GET' && method !== 'HEAD')) return;
       for (const f of CALLER_CONDITIONALS) if (req.headers.has(f)) return;
       const key = cacheKey(method, req.url);
       const now = Date.now();
-      const hop: Hop = { key, mode, requestTime: now, entry: null, release: null, serveStale: false };
+      const hop: Hop = { key, mode, requestTime: now, entry: null, release: null, serveStale: false, added: [] };
       hops.set(req, hop);
       if (mode === 'reload') {
         trace(ctx, () => new CacheMissEvent(req.url, 'reload'));
@@ -239,7 +243,10 @@ export const cache = definePlugin({
       trace(ctx, () => new CacheMissEvent(req.url, mode === 'no-cache' ? 'no-cache' : 'stale'));
       hop.entry = entry;
       lead(hop, `${key}\u0000${entry.variant}`);
-      for (const [n, v] of conditionalFields(headHeaders(entry.head))) req.headers.set(n, v);
+      for (const [n, v] of conditionalFields(headHeaders(entry.head))) {
+        req.headers.set(n, v);
+        hop.added.push(n);
+      }
       return;
     });
 

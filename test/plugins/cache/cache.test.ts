@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Client, createKernel, Response, type ClientEvent, type Request } from '../../../kernel/index.js';
-import { cache, MemoryStore, type CacheOptions, type CacheStore } from '../../../plugins/index.js';
+import { cache, MemoryStore, retries, type CacheOptions, type CacheStore } from '../../../plugins/index.js';
 import { bootKernel, onCleanup, startServer } from '../../helpers/redirects.js';
 import { closeNetServerAfter } from '../../helpers/cleanup.js';
 
@@ -102,6 +102,25 @@ describe('cache: revalidation', () => {
     expect(o.seen[1]!['if-modified-since']).toBe(lm);
     expect(b.text()).toBe('v2');
     expect(b.cacheStatus).toBe('miss');
+  });
+
+  it('a retried revalidation is still the cache\'s: the 304 after a 503 serves the stored body', async () => {
+    const o = await origin((req, n) => {
+      if (n === 2) return new Response(503, 'busy', { headers: { 'Retry-After': '0' } });
+      if (req.headers.get('If-None-Match') === '"v1"') return new Response(304, null, { headers: { ETag: '"v1"' } });
+      return ok('body-1', { ETag: '"v1"', 'Cache-Control': 'no-cache' });
+    });
+    const kernel = createKernel().register([cache, retries]);
+    await kernel.ready();
+    onCleanup(() => kernel.close());
+    const c = new Client({ kernel, statusException: false });
+    onCleanup(() => c.close());
+    await c.get(`${o.base}/r`);
+    const b = await c.get(`${o.base}/r`);
+    expect(o.count()).toBe(3);
+    expect(b.status).toBe(200);
+    expect(b.cacheStatus).toBe('revalidated');
+    expect(b.text()).toBe('body-1');
   });
 
   it('a caller conditional request passes through: its 304 reaches the caller', async () => {
