@@ -177,10 +177,11 @@ export const cache = definePlugin({
       };
     };
 
-    const revalidateInBackground = (req: Request, kernelRef: Kernel): void => {
+    const revalidateInBackground = (req: Request, ctx: RequestContext, kernelRef: Kernel): void => {
       background ??= new Client({ kernel: kernelRef });
-      const headers = req.headers.clone();
-      background.request(req.method, req.url, { headers, cache: 'no-cache', statusException: false }).then(
+      // The call's own options (proxy, timeouts, …), without what belongs to the caller's call alone.
+      const { headers: _h, body: _b, json: _j, query: _q, context: _c, signal: _s, responseStream: _r, basicauth: _a, client: _cl, trace: _t, verbose: _v, ...rest } = getCallOptions(ctx);
+      background.request(req.method, req.url, { ...rest, headers: req.headers.clone(), cache: 'no-cache', statusException: false }).then(
         () => undefined,
         () => undefined,
       );
@@ -222,7 +223,7 @@ export const cache = definePlugin({
         }
         const id = `${key}\u0000${entry.variant}`;
         if (mode !== 'no-cache' && ev.use === 'stale-while-revalidate') {
-          if (!inflight.has(id)) revalidateInBackground(req, kernel);
+          if (!inflight.has(id)) revalidateInBackground(req, ctx, kernel);
           trace(ctx, () => new CacheHitEvent(req.url, ev.age, 'stale'));
           return hit(entry, req, now, 'stale');
         }

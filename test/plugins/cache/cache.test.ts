@@ -323,7 +323,15 @@ describe('cache: stale-* (RFC 5861)', () => {
     expect(r.cacheStatus).toBe('stale');
     expect(r.text()).toBe('v1');
     await bg; // the background revalidation reached the server, and is held there
+    expect((await c.get(`${o.base}/w`)).cacheStatus).toBe('stale'); // still answered at once, no second revalidation
     release();
+    // The background call stored v2: wait for the store to have it, then it answers.
+    for (;;) {
+      const r = await c.get(`${o.base}/w`, { cache: 'only-if-cached' });
+      if (r.text() === 'v2') break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    expect(o.count()).toBe(2);
   });
 });
 
