@@ -64,7 +64,7 @@ let sentinels = 0;
 async function served(path: string): Promise<number> {
   const mark = `/exp/a.txt?sentinel=${++sentinels}`;
   await client!.get(`${base}${mark}`, { cache: false });
-  let log = '';
+  let log: string;
   for (;;) {
     log = await readFile(join(dir, 'access.log'), 'utf8').catch(() => '');
     if (log.includes(` ${mark} `)) break;
