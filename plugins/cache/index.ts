@@ -101,13 +101,6 @@ export interface CacheOptions {
   cache?: CacheCallMode;
 }
 
-declare module '../../kernel/message/response.js' {
-  interface Response {
-    /** How the cache plugin served this response; undefined without the plugin. */
-    cacheStatus?: CacheStatus;
-  }
-}
-
 const NAME = 'cache';
 const MODES = new Set<unknown>([false, 'default', 'no-store', 'reload', 'no-cache', 'force-cache', 'only-if-cached']);
 const checkMode: OptionCheck = (v) => (MODES.has(v) ? null : "false, 'default', 'no-store', 'reload', 'no-cache', 'force-cache' or 'only-if-cached'");
@@ -115,7 +108,10 @@ const CALL_OPTIONS: Readonly<Record<keyof CacheCallOptions, OptionCheck>> = { ca
 const REGISTER_OPTIONS: Readonly<Record<keyof CacheOptions, OptionCheck>> = {
   cache: checkMode,
   mode: (v) => (v === 'private' || v === 'shared' ? null : "'private' or 'shared'"),
-  store: (v) => (typeof v === 'object' && v !== null && ['get', 'open', 'update', 'delete'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function') ? null : 'a CacheStore (get, open, update, delete)'),
+  store: (v) =>
+    typeof v === 'object' && v !== null && ['get', 'open', 'update', 'delete'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function')
+      ? null
+      : 'a CacheStore (get, open, update, delete)',
 };
 /** Request fields that make the caller's request conditional or partial: passed through untouched. */
 const CALLER_CONDITIONALS = ['If-None-Match', 'If-Modified-Since', 'If-Match', 'If-Unmodified-Since', 'If-Range', 'Range'];

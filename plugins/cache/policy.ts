@@ -235,7 +235,11 @@ export function varySelection(resHeaders: Headers, reqHeaders: Headers): [string
 function normalizedField(headers: Headers, name: string): string | null {
   const all = headers.getAll(name);
   if (all.length === 0) return null;
-  return all.join(',').split(',').map((s) => s.trim()).join(', ');
+  return all
+    .join(',')
+    .split(',')
+    .map((s) => s.trim())
+    .join(', ');
 }
 
 /** A stable identifier of a Vary selection, for {@link CacheStore} variants. */

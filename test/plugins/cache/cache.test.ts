@@ -76,7 +76,9 @@ describe('cache: hits and misses', () => {
 describe('cache: revalidation', () => {
   it('a stale entry is revalidated with If-None-Match; a 304 updates the stored headers and serves the stored body', async () => {
     const o = await origin((req, n) =>
-      req.headers.get('If-None-Match') === '"v1"' ? new Response(304, null, { headers: { ETag: '"v1"', 'Cache-Control': 'max-age=60', 'X-Rev': String(n) } }) : ok('body-1', { ETag: '"v1"', 'Cache-Control': 'max-age=0' }),
+      req.headers.get('If-None-Match') === '"v1"'
+        ? new Response(304, null, { headers: { ETag: '"v1"', 'Cache-Control': 'max-age=60', 'X-Rev': String(n) } })
+        : ok('body-1', { ETag: '"v1"', 'Cache-Control': 'max-age=0' }),
     );
     const events: ClientEvent[] = [];
     const c = await cachingClient({}, events);
@@ -104,7 +106,7 @@ describe('cache: revalidation', () => {
     expect(b.cacheStatus).toBe('miss');
   });
 
-  it('a retried revalidation is still the cache\'s: the 304 after a 503 serves the stored body', async () => {
+  it("a retried revalidation is still the cache's: the 304 after a 503 serves the stored body", async () => {
     const o = await origin((req, n) => {
       if (n === 2) return new Response(503, 'busy', { headers: { 'Retry-After': '0' } });
       if (req.headers.get('If-None-Match') === '"v1"') return new Response(304, null, { headers: { ETag: '"v1"' } });
@@ -374,7 +376,7 @@ describe('cache: concurrency', () => {
     expect(o.count()).toBe(3);
   });
 
-  it('a call waiting on another call\'s revalidation fails at once when canceled', async () => {
+  it("a call waiting on another call's revalidation fails at once when canceled", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let held!: () => void;
