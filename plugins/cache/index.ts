@@ -46,6 +46,7 @@ import {
   isStorable,
   notModifiedSelects,
   staleIfError,
+  storedFields,
   updateHead,
   varyMatches,
   variantId,
@@ -101,13 +102,6 @@ export interface CacheOptions {
   cache?: CacheCallMode;
 }
 
-declare module '../../kernel/message/response.js' {
-  interface Response {
-    /** How the cache plugin served this response; undefined without the plugin. */
-    cacheStatus?: CacheStatus;
-  }
-}
-
 const NAME = 'cache';
 const MODES = new Set<unknown>([false, 'default', 'no-store', 'reload', 'no-cache', 'force-cache', 'only-if-cached']);
 const checkMode: OptionCheck = (v) => (MODES.has(v) ? null : "false, 'default', 'no-store', 'reload', 'no-cache', 'force-cache' or 'only-if-cached'");
@@ -115,7 +109,10 @@ const CALL_OPTIONS: Readonly<Record<keyof CacheCallOptions, OptionCheck>> = { ca
 const REGISTER_OPTIONS: Readonly<Record<keyof CacheOptions, OptionCheck>> = {
   cache: checkMode,
   mode: (v) => (v === 'private' || v === 'shared' ? null : "'private' or 'shared'"),
-  store: (v) => (typeof v === 'object' && v !== null && ['get', 'open', 'update', 'delete'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function') ? null : 'a CacheStore (get, open, update, delete)'),
+  store: (v) =>
+    typeof v === 'object' && v !== null && ['get', 'open', 'update', 'delete'].every((m) => typeof (v as Record<string, unknown>)[m] === 'function')
+      ? null
+      : 'a CacheStore (get, open, update, delete)',
 };
 /** Request fields that make the caller's request conditional or partial: passed through untouched. */
 const CALLER_CONDITIONALS = ['If-None-Match', 'If-Modified-Since', 'If-Match', 'If-Unmodified-Since', 'If-Range', 'Range'];
@@ -135,6 +132,8 @@ interface Hop {
   release: (() => void) | null;
   /** The next attempt answers from `entry` (stale-if-error after a network error). */
   serveStale: boolean;
+  /** The validator fields this plugin added to the request (removed before a retry looks again). */
+  added: string[];
 }
 
 /** The `cache` plugin. */
@@ -175,10 +174,11 @@ export const cache = definePlugin({
       };
     };
 
-    const revalidateInBackground = (req: Request, kernelRef: Kernel): void => {
+    const revalidateInBackground = (req: Request, ctx: RequestContext, kernelRef: Kernel): void => {
       background ??= new Client({ kernel: kernelRef });
-      const headers = req.headers.clone();
-      background.request(req.method, req.url, { headers, cache: 'no-cache', statusException: false }).then(
+      // The call's own options (proxy, timeouts, …), without what belongs to the caller's call alone.
+      const { headers: _h, body: _b, json: _j, query: _q, context: _c, signal: _s, responseStream: _r, basicauth: _a, client: _cl, trace: _t, verbose: _v, ...rest } = getCallOptions(ctx);
+      background.request(req.method, req.url, { ...rest, headers: req.headers.clone(), cache: 'no-cache', statusException: false }).then(
         () => undefined,
         () => undefined,
       );
@@ -191,13 +191,15 @@ export const cache = definePlugin({
         trace(ctx, () => new CacheHitEvent(req.url, 0, 'stale'));
         return hit(prior.entry, req, Date.now(), 'stale');
       }
+      // A retry of a revalidation: its validators are ours, not the caller's.
+      if (prior !== undefined) for (const f of prior.added) req.headers.delete(f);
       const mode = getCallOptions(ctx).cache ?? defaultMode;
       const method = req.method;
       if (mode === false || mode === 'no-store' || (method !== 'GET' && method !== 'HEAD')) return;
       for (const f of CALLER_CONDITIONALS) if (req.headers.has(f)) return;
       const key = cacheKey(method, req.url);
       const now = Date.now();
-      const hop: Hop = { key, mode, requestTime: now, entry: null, release: null, serveStale: false };
+      const hop: Hop = { key, mode, requestTime: now, entry: null, release: null, serveStale: false, added: [] };
       hops.set(req, hop);
       if (mode === 'reload') {
         trace(ctx, () => new CacheMissEvent(req.url, 'reload'));
@@ -218,15 +220,15 @@ export const cache = definePlugin({
         }
         const id = `${key}\u0000${entry.variant}`;
         if (mode !== 'no-cache' && ev.use === 'stale-while-revalidate') {
-          if (!inflight.has(id)) revalidateInBackground(req, kernel);
+          if (!inflight.has(id)) revalidateInBackground(req, ctx, kernel);
           trace(ctx, () => new CacheHitEvent(req.url, ev.age, 'stale'));
           return hit(entry, req, now, 'stale');
         }
         if (onlyIfCached) return gatewayTimeout(req);
         const running = inflight.get(id);
         if (running === undefined) break;
-        // Another call revalidates this entry: wait for it, then look again.
-        await running;
+        // Another call revalidates this entry: wait for it (or for this call's end), then look again.
+        await settledOrCanceled(running, ctx);
         entry = await pick(key, req);
         if (entry !== null && evaluate(entry.head, req.headers, Date.now(), shared).use === 'fresh' && mode !== 'no-cache') {
           const age = evaluate(entry.head, req.headers, Date.now(), shared).age;
@@ -239,7 +241,10 @@ export const cache = definePlugin({
       trace(ctx, () => new CacheMissEvent(req.url, mode === 'no-cache' ? 'no-cache' : 'stale'));
       hop.entry = entry;
       lead(hop, `${key}\u0000${entry.variant}`);
-      for (const [n, v] of conditionalFields(headHeaders(entry.head))) req.headers.set(n, v);
+      for (const [n, v] of conditionalFields(headHeaders(entry.head))) {
+        req.headers.set(n, v);
+        hop.added.push(n);
+      }
       return;
     });
 
@@ -299,7 +304,7 @@ export const cache = definePlugin({
         url: req.url,
         status: res.status,
         reason: res.reason,
-        headers: res.headers.toArray(),
+        headers: storedFields(res.headers),
         requestTime: hop.requestTime,
         responseTime: now,
         vary: selection,
@@ -321,6 +326,17 @@ export const cache = definePlugin({
     });
   },
 });
+
+/** Resolves with `p`, or rejects with the context's error when the call is canceled first. */
+function settledOrCanceled(p: Promise<void>, ctx: RequestContext): Promise<void> {
+  const err = ctx.error();
+  if (err !== null) return Promise.reject(err);
+  let off = (): void => undefined;
+  const canceled = new Promise<never>((_resolve, reject) => {
+    off = ctx.onCancel(reject);
+  });
+  return Promise.race([p, canceled]).finally(off);
+}
 
 function gatewayTimeout(req: Request): Response {
   const res = new Response(504, 'no stored response for an only-if-cached request', { request: req });
@@ -431,12 +447,13 @@ class TeeBody extends ChunkBody {
       throw err;
     }
     if (r.done === true) {
-      const complete = this.expected < 0 || this.received === this.expected;
-      await this.finishAndWait(complete);
+      await this.finishAndWait(this.expected < 0 || this.received === this.expected);
       return null;
     }
     this.received += r.value.length;
     await this.writer.write(r.value);
+    // A reader that knows the length stops at it, without the read that returns the end.
+    if (this.received === this.expected) await this.finishAndWait(true);
     return r.value;
   }
   private finish(ok: boolean): void {

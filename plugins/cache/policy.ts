@@ -235,7 +235,11 @@ export function varySelection(resHeaders: Headers, reqHeaders: Headers): [string
 function normalizedField(headers: Headers, name: string): string | null {
   const all = headers.getAll(name);
   if (all.length === 0) return null;
-  return all.join(',').split(',').map((s) => s.trim()).join(', ');
+  return all
+    .join(',')
+    .split(',')
+    .map((s) => s.trim())
+    .join(', ');
 }
 
 /** A stable identifier of a Vary selection, for {@link CacheStore} variants. */
@@ -276,6 +280,18 @@ export function notModifiedSelects(stored: Headers, notModified: Headers): boole
   const lm = notModified.get('Last-Modified');
   if (lm !== undefined) return stored.get('Last-Modified') === lm;
   return storedEtag === undefined && !stored.has('Last-Modified');
+}
+
+/** Hop-by-hop fields, never stored (RFC 9111 §3.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'trailer']);
+
+/** The response's fields as stored (RFC 9111 §3.1): without hop-by-hop fields and those its `Connection` names. */
+export function storedFields(headers: Headers): [string, string][] {
+  const skip = new Set(HOP_BY_HOP);
+  for (const c of headers.getAll('Connection')) for (const n of c.split(',')) skip.add(n.trim().toLowerCase());
+  const out: [string, string][] = [];
+  for (const [n, v] of headers) if (!skip.has(n.toLowerCase())) out.push([n, v]);
+  return out;
 }
 
 /** Fields a 304 never replaces in the stored head (RFC 9111 §3.2): framing and hop-by-hop fields. */

@@ -6,7 +6,7 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Client, createKernel, Response, type ClientEvent, type Request } from '../../../kernel/index.js';
-import { cache, MemoryStore, type CacheOptions, type CacheStore } from '../../../plugins/index.js';
+import { cache, MemoryStore, retries, type CacheOptions, type CacheStore } from '../../../plugins/index.js';
 import { bootKernel, onCleanup, startServer } from '../../helpers/redirects.js';
 import { closeNetServerAfter } from '../../helpers/cleanup.js';
 
@@ -76,7 +76,9 @@ describe('cache: hits and misses', () => {
 describe('cache: revalidation', () => {
   it('a stale entry is revalidated with If-None-Match; a 304 updates the stored headers and serves the stored body', async () => {
     const o = await origin((req, n) =>
-      req.headers.get('If-None-Match') === '"v1"' ? new Response(304, null, { headers: { ETag: '"v1"', 'Cache-Control': 'max-age=60', 'X-Rev': String(n) } }) : ok('body-1', { ETag: '"v1"', 'Cache-Control': 'max-age=0' }),
+      req.headers.get('If-None-Match') === '"v1"'
+        ? new Response(304, null, { headers: { ETag: '"v1"', 'Cache-Control': 'max-age=60', 'X-Rev': String(n) } })
+        : ok('body-1', { ETag: '"v1"', 'Cache-Control': 'max-age=0' }),
     );
     const events: ClientEvent[] = [];
     const c = await cachingClient({}, events);
@@ -102,6 +104,25 @@ describe('cache: revalidation', () => {
     expect(o.seen[1]!['if-modified-since']).toBe(lm);
     expect(b.text()).toBe('v2');
     expect(b.cacheStatus).toBe('miss');
+  });
+
+  it("a retried revalidation is still the cache's: the 304 after a 503 serves the stored body", async () => {
+    const o = await origin((req, n) => {
+      if (n === 2) return new Response(503, 'busy', { headers: { 'Retry-After': '0' } });
+      if (req.headers.get('If-None-Match') === '"v1"') return new Response(304, null, { headers: { ETag: '"v1"' } });
+      return ok('body-1', { ETag: '"v1"', 'Cache-Control': 'no-cache' });
+    });
+    const kernel = createKernel().register([cache, retries]);
+    await kernel.ready();
+    onCleanup(() => kernel.close());
+    const c = new Client({ kernel, statusException: false });
+    onCleanup(() => c.close());
+    await c.get(`${o.base}/r`);
+    const b = await c.get(`${o.base}/r`);
+    expect(o.count()).toBe(3);
+    expect(b.status).toBe(200);
+    expect(b.cacheStatus).toBe('revalidated');
+    expect(b.text()).toBe('body-1');
   });
 
   it('a caller conditional request passes through: its 304 reaches the caller', async () => {
@@ -207,6 +228,29 @@ describe('cache: per-call modes and request directives', () => {
   });
 });
 
+describe('cache: fetch', () => {
+  it("maps init.cache onto the plugin's modes, and Request.cache too", async () => {
+    const o = await origin((_r, n) => ok(`v${n}`, { 'Cache-Control': 'max-age=60' }));
+    const c = await cachingClient();
+    expect(await (await c.fetch(`${o.base}/f`)).text()).toBe('v1');
+    expect(await (await c.fetch(`${o.base}/f`)).text()).toBe('v1');
+    expect(await (await c.fetch(`${o.base}/f`, { cache: 'reload' })).text()).toBe('v2');
+    expect(await (await c.fetch(`${o.base}/f`, { cache: 'no-store' })).text()).toBe('v3');
+    expect(await (await c.fetch(new globalThis.Request(`${o.base}/f`, { cache: 'no-cache' } as RequestInit))).text()).toBe('v4');
+    expect((await c.fetch(`${o.base}/none`, { cache: 'only-if-cached', mode: 'same-origin' })).status).toBe(504);
+  });
+
+  it('a client without the plugin ignores init.cache, as Node does', async () => {
+    const o = await origin((_r, n) => ok(`v${n}`, { 'Cache-Control': 'max-age=60' }));
+    const kernel = createKernel();
+    await kernel.ready();
+    onCleanup(() => kernel.close());
+    const c = new Client({ kernel });
+    onCleanup(() => c.close());
+    expect((await c.fetch(`${o.base}/f`, { cache: 'force-cache' })).status).toBe(200);
+  });
+});
+
 describe('cache: private and shared', () => {
   it('shared mode refuses private and Authorization-bound responses; private mode stores them', async () => {
     const o = await origin((req, n) => ok(`v${n}`, { 'Cache-Control': req.target === '/p' ? 'private, max-age=60' : 'max-age=60' }));
@@ -281,7 +325,15 @@ describe('cache: stale-* (RFC 5861)', () => {
     expect(r.cacheStatus).toBe('stale');
     expect(r.text()).toBe('v1');
     await bg; // the background revalidation reached the server, and is held there
+    expect((await c.get(`${o.base}/w`)).cacheStatus).toBe('stale'); // still answered at once, no second revalidation
     release();
+    // The background call stored v2: wait for the store to have it, then it answers.
+    for (;;) {
+      const r = await c.get(`${o.base}/w`, { cache: 'only-if-cached' });
+      if (r.text() === 'v2') break;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    expect(o.count()).toBe(2);
   });
 });
 
@@ -322,6 +374,30 @@ describe('cache: concurrency', () => {
     expect(all.every((r) => r.text() === 'stale-body' && r.status === 200)).toBe(true);
     expect(o.seen.filter((s) => s['if-none-match'] === '"e"').length).toBe(1);
     expect(o.count()).toBe(3);
+  });
+
+  it("a call waiting on another call's revalidation fails at once when canceled", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let held!: () => void;
+    const reached = new Promise<void>((r) => (held = r));
+    const o = await origin(async (_req, n) => {
+      if (n === 2) {
+        held();
+        await gate;
+      }
+      return ok('x', { ETag: '"e"', 'Cache-Control': 'max-age=0' });
+    });
+    const c = await cachingClient();
+    await c.get(`${o.base}/s`);
+    const leader = c.get(`${o.base}/s`);
+    await reached;
+    const ac = new AbortController();
+    const follower = c.get(`${o.base}/s`, { signal: ac.signal });
+    ac.abort();
+    await expect(follower).rejects.toThrow();
+    release();
+    expect((await leader).status).toBe(200);
   });
 });
 

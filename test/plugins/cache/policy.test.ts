@@ -14,6 +14,7 @@ import {
   isStorable,
   notModifiedSelects,
   staleIfError,
+  storedFields,
   updateHead,
   varyMatches,
   varySelection,
@@ -191,6 +192,13 @@ describe('validators and the 304 update (§4.3)', () => {
     expect(out.get('X-New')).toBe('2');
     expect(out.has('X-Hop')).toBe(false);
     expect(up.responseTime).toBe(T0 + 6000);
+  });
+});
+
+describe('stored fields (§3.1)', () => {
+  it('drops hop-by-hop fields and those Connection names, keeps the rest', () => {
+    const out = storedFields(h({ Connection: 'X-Hop', 'Keep-Alive': 'timeout=5', 'Transfer-Encoding': 'chunked', 'X-Hop': '1', 'Content-Type': 'text/plain', 'Set-Cookie': 'a=1' }));
+    expect(out.map(([n]) => n)).toEqual(['Content-Type', 'Set-Cookie']);
   });
 });
 
