@@ -95,8 +95,9 @@ function checkLimit(v: unknown, name: string, dflt: number): number {
  *
  * @example
  * ```ts
+ * import { createKernel } from 'switchyard';
  * import { cache, DiskStore } from 'switchyard/plugins';
- * client.register(cache, { store: new DiskStore('.http-cache') });
+ * const kernel = createKernel().register(cache, { store: new DiskStore('.http-cache') });
  * ```
  */
 export class DiskStore implements CacheStore {
@@ -191,22 +192,25 @@ export class DiskStore implements CacheStore {
         drop();
       },
     };
+    // A disk that cannot take the entry (full, read-only, not a directory) leaves it unstored:
+    // the caller's response does not fail for the cache's sake.
     async function publish(this: void): Promise<boolean> {
-      if (stream === null) {
-        // cacache refuses an empty content stream; an empty body needs no content file.
-        await cacache.index.insert(dir, key, EMPTY_SHA512, { metadata, size: 0 });
-      } else {
-        const s = stream;
-        stream = null;
-        digest!.succeed(`sha512-${hash.digest('base64')}`, size);
-        s.end();
-        try {
+      try {
+        if (stream === null) {
+          // cacache refuses an empty content stream; an empty body needs no content file.
+          await cacache.index.insert(dir, key, EMPTY_SHA512, { metadata, size: 0 });
+        } else {
+          const s = stream;
+          stream = null;
+          digest!.succeed(`sha512-${hash.digest('base64')}`, size);
+          s.end();
           await s.promise();
-        } catch {
-          return false;
         }
+      } catch {
+        return false;
       }
-      await compact();
+      // Compaction only saves space; an entry is stored even when it fails.
+      await compact().catch(() => {});
       return true;
     }
   }
@@ -233,12 +237,21 @@ export class DiskStore implements CacheStore {
   async update(key: string, variant: string, head: StoredHead): Promise<void> {
     const e = (await this.variants(key)).find((x) => (x.metadata as Meta).variant === variant);
     if (e === undefined) return;
-    await load().cacache.index.insert(this.dir, key, e.integrity!, { metadata: { variant, head } satisfies Meta, size: e.size ?? 0 });
+    // Like a refused commit: an entry whose head could not be renewed is revalidated again next time.
+    await load()
+      .cacache.index.insert(this.dir, key, e.integrity!, { metadata: { variant, head } satisfies Meta, size: e.size ?? 0 })
+      .catch(() => {});
   }
 
   /** See {@link CacheStore.delete}. */
   async delete(key: string): Promise<void> {
-    await load().cacache.rm.entry(this.dir, key);
+    try {
+      await load().cacache.rm.entry(this.dir, key);
+    } catch (err) {
+      // No directory where the index would be: nothing is stored. Any other failure is raised,
+      // since an entry left in place after an invalidation would be served.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') throw err;
+    }
   }
 
   /**
@@ -257,7 +270,9 @@ export class DiskStore implements CacheStore {
     try {
       entries = await index.bucketEntries(index.bucketPath(this.dir, key));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      // No index file, or no directory where one would be: nothing stored.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
       throw err;
     }
     const out: IndexEntry[] = [];

@@ -184,6 +184,17 @@ describe('DiskStore', () => {
     await expect(text(damaged!)).rejects.toMatchObject({ code: 'EINTEGRITY' });
   });
 
+  it('a directory it cannot write refuses entries (commit resolves false) instead of failing the response', async () => {
+    const file = join(tempDir(), 'not-a-dir');
+    writeFileSync(file, '');
+    const s = new DiskStore(join(file, 'cache'));
+    expect(await store(s, 'GET http://example.test/e', '', [])).toBe(false);
+    expect(await store(s, 'GET http://example.test/b', '', ['body'])).toBe(false);
+    expect(await s.get('GET http://example.test/b')).toEqual([]);
+    await s.update('GET http://example.test/b', '', head());
+    await s.delete('GET http://example.test/b');
+  });
+
   it('refuses a missing directory and bad bounds with ArgumentError', () => {
     expect(() => new DiskStore('')).toThrow(ArgumentError);
     expect(() => new DiskStore(tempDir(), { maxEntryBytes: -1 })).toThrow(/maxEntryBytes/);
