@@ -8,10 +8,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ArgumentError } from '../../../kernel/errors.js';
-import { DiskStore } from '../../../plugins/cache/disk-store.js';
-import type { CacheEntry, StoredHead } from '../../../plugins/cache/store.js';
-import { onCleanup } from '../../helpers/cleanup.js';
+import net from 'node:net';
+import { ArgumentError, Client, createKernel } from '../../../kernel/index.js';
+import { cache, DiskStore, type CacheEntry, type StoredHead } from '../../../plugins/index.js';
+import { closeNetServerAfter, onCleanup } from '../../helpers/cleanup.js';
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'disk-store-'));
@@ -193,6 +193,44 @@ describe('DiskStore', () => {
     expect(await s.get('GET http://example.test/b')).toEqual([]);
     await s.update('GET http://example.test/b', '', head());
     await s.delete('GET http://example.test/b');
+  });
+
+  it('through the plugin: a body the server cuts off midway is not stored; the next complete one is', async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir);
+    const body = Buffer.alloc(200_000, 'b');
+    let connections = 0;
+    const server = closeNetServerAfter(
+      net.createServer((sock) => {
+        const n = ++connections;
+        sock.once('data', () => {
+          sock.write(`HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: ${body.length}\r\n\r\n`);
+          // The first answer stops after half of its body and drops the connection.
+          if (n === 1) sock.write(body.subarray(0, body.length / 2), () => sock.destroy());
+          else sock.end(body);
+        });
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const kernel = createKernel().register(cache, { store: s });
+    await kernel.ready();
+    const client = new Client({ kernel });
+    onCleanup(async () => {
+      client.close();
+      await kernel.close();
+    });
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/big`;
+    await expect(client.get(url)).rejects.toThrow();
+    await s.settled();
+    expect(await s.get(`GET ${url}`)).toEqual([]);
+    expect(tmpFiles(dir)).toEqual([]);
+    const full = await client.get(url);
+    expect(full.cacheStatus).toBe('miss');
+    await s.settled();
+    const hit = await client.get(url);
+    expect(hit.cacheStatus).toBe('hit');
+    expect(Buffer.from(hit.body as Uint8Array).equals(body)).toBe(true);
+    expect(connections).toBe(2);
   });
 
   it('refuses a missing directory and bad bounds with ArgumentError', () => {
