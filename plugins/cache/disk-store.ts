@@ -108,6 +108,7 @@ export class DiskStore implements CacheStore {
   /** See {@link DiskStoreOptions.verifyBytes}. */
   readonly verifyBytes: number;
   private readonly pending = new Set<Promise<void>>();
+  private readonly keyLocks = new Map<string, Promise<void>>();
 
   /** A store in `dir`. */
   constructor(dir: string, options: DiskStoreOptions = {}) {
@@ -244,14 +245,34 @@ export class DiskStore implements CacheStore {
   }
 
   /** See {@link CacheStore.delete}. */
-  async delete(key: string): Promise<void> {
-    try {
-      await load().cacache.rm.entry(this.dir, key);
-    } catch (err) {
-      // No directory where the index would be: nothing is stored. Any other failure is raised,
-      // since an entry left in place after an invalidation would be served.
-      if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') throw err;
-    }
+  delete(key: string): Promise<void> {
+    return this.exclusive(key, async () => {
+      try {
+        await load().cacache.rm.entry(this.dir, key);
+      } catch (err) {
+        // No directory where the index would be: nothing is stored. Any other failure is raised,
+        // since an entry left in place after an invalidation would be served.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') throw err;
+      }
+    });
+  }
+
+  /**
+   * Runs `fn` after the key's earlier exclusive work. Compaction rewrites the key's index from
+   * what it read; a deletion appended in between would be dropped and the deleted entries
+   * served again, so within this store the two never overlap.
+   */
+  private exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.keyLocks.get(key) ?? Promise.resolve()).then(fn);
+    const tail = run.then(
+      () => {},
+      () => {},
+    );
+    this.keyLocks.set(key, tail);
+    void tail.then(() => {
+      if (this.keyLocks.get(key) === tail) this.keyLocks.delete(key);
+    });
+    return run;
   }
 
   /**
@@ -290,11 +311,13 @@ export class DiskStore implements CacheStore {
   }
 
   /** Rewrites the key's index without superseded lines once it has some, so it stays small. */
-  private async compact(key: string): Promise<void> {
-    const { cacache, index } = load();
-    const all = (await index.bucketEntries(index.bucketPath(this.dir, key)).catch(() => [])).filter((e) => e.key === key);
-    if (all.length <= (await this.variants(key)).length + 4) return;
-    await cacache.index.compact(this.dir, key, (a, b) => isMeta(a.metadata) && isMeta(b.metadata) && a.metadata.variant === b.metadata.variant);
+  private compact(key: string): Promise<void> {
+    return this.exclusive(key, async () => {
+      const { cacache, index } = load();
+      const all = (await index.bucketEntries(index.bucketPath(this.dir, key)).catch(() => [])).filter((e) => e.key === key);
+      if (all.length <= (await this.variants(key)).length + 4) return;
+      await cacache.index.compact(this.dir, key, (a, b) => isMeta(a.metadata) && isMeta(b.metadata) && a.metadata.variant === b.metadata.variant);
+    });
   }
 
   /** The entry for an index line, or null when its content is gone or damaged. */
