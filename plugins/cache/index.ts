@@ -206,6 +206,14 @@ export const cache = definePlugin({
       }
       const onlyIfCached = mode === 'only-if-cached' || cacheControl(req.headers).has('only-if-cached');
       let entry = await pick(key, req);
+      if (entry === null && method === 'HEAD') {
+        // A stored GET response answers a HEAD (RFC 9110 §9.3.2: the same fields), when usable as it is.
+        const get = await pick(cacheKey('GET', req.url), req);
+        if (get !== null && (mode === 'force-cache' || mode === 'only-if-cached' || (mode !== 'no-cache' && evaluate(get.head, req.headers, now, shared).use === 'fresh'))) {
+          trace(ctx, () => new CacheHitEvent(req.url, evaluate(get.head, req.headers, now, shared).age, 'hit'));
+          return hit(get, req, now, 'hit');
+        }
+      }
       for (;;) {
         if (entry === null) {
           if (onlyIfCached) return gatewayTimeout(req);
@@ -358,7 +366,8 @@ function become(res: Response, entry: CacheEntry, now: number, status: CacheStat
   res.status = entry.head.status;
   res.reason = entry.head.reason;
   res.headers = headers;
-  res.setBody(entry.head.method === 'HEAD' || entry.size === 0 ? null : new EntryBody(entry), entry.size);
+  const noBody = entry.head.method === 'HEAD' || entry.size === 0 || res.request?.method === 'HEAD';
+  res.setBody(noBody ? null : new EntryBody(entry), entry.size);
   res.cacheStatus = status;
 }
 
