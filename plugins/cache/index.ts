@@ -22,6 +22,7 @@ import {
   Client,
   definePlugin,
   getCallOptions,
+  Headers,
   Response,
   Stage,
   checkPluginOptions,
@@ -33,7 +34,6 @@ import {
   type RequestContext,
   type RetryDecision,
 } from '../../kernel/index.js';
-import { Headers } from '../../kernel/message/headers.js';
 import { CacheHitEvent, CacheMissEvent, CacheRevalidatedEvent } from './events.js';
 import {
   cacheControl,
