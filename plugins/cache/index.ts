@@ -187,8 +187,9 @@ export const cache = definePlugin({
       const prior = hops.get(req);
       if (prior !== undefined && prior.serveStale && prior.entry !== null) {
         prior.serveStale = false;
-        trace(ctx, () => new CacheHitEvent(req.url, 0, 'stale'));
-        return hit(prior.entry, req, Date.now(), 'stale');
+        const stale = prior.entry;
+        trace(ctx, () => new CacheHitEvent(req.url, evaluate(stale.head, req.headers, Date.now(), shared).age, 'stale'));
+        return hit(stale, req, Date.now(), 'stale');
       }
       // A retry of a revalidation: its validators are ours, not the caller's.
       if (prior !== undefined) for (const f of prior.added) req.headers.delete(f);
@@ -291,7 +292,7 @@ export const cache = definePlugin({
         hop.release?.();
         discard(res.body);
         become(res, entry, now, 'stale');
-        trace(ctx, () => new CacheHitEvent(req.url, 0, 'stale'));
+        trace(ctx, () => new CacheHitEvent(req.url, evaluate(entry.head, req.headers, now, shared).age, 'stale'));
         return;
       }
       res.cacheStatus = 'miss';
