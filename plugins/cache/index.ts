@@ -22,6 +22,7 @@ import {
   Client,
   definePlugin,
   getCallOptions,
+  Headers,
   Response,
   Stage,
   checkPluginOptions,
@@ -33,7 +34,6 @@ import {
   type RequestContext,
   type RetryDecision,
 } from '../../kernel/index.js';
-import { Headers } from '../../kernel/message/headers.js';
 import { CacheHitEvent, CacheMissEvent, CacheRevalidatedEvent } from './events.js';
 import {
   cacheControl,
@@ -188,8 +188,9 @@ export const cache = definePlugin({
       const prior = hops.get(req);
       if (prior !== undefined && prior.serveStale && prior.entry !== null) {
         prior.serveStale = false;
-        trace(ctx, () => new CacheHitEvent(req.url, 0, 'stale'));
-        return hit(prior.entry, req, Date.now(), 'stale');
+        const stale = prior.entry;
+        trace(ctx, () => new CacheHitEvent(req.url, evaluate(stale.head, req.headers, Date.now(), shared).age, 'stale'));
+        return hit(stale, req, Date.now(), 'stale');
       }
       // A retry of a revalidation: its validators are ours, not the caller's.
       if (prior !== undefined) for (const f of prior.added) req.headers.delete(f);
@@ -207,6 +208,14 @@ export const cache = definePlugin({
       }
       const onlyIfCached = mode === 'only-if-cached' || cacheControl(req.headers).has('only-if-cached');
       let entry = await pick(key, req);
+      if (entry === null && method === 'HEAD') {
+        // A stored GET response answers a HEAD (RFC 9110 §9.3.2: the same fields), when usable as it is.
+        const get = await pick(cacheKey('GET', req.url), req);
+        if (get !== null && (mode === 'force-cache' || mode === 'only-if-cached' || (mode !== 'no-cache' && evaluate(get.head, req.headers, now, shared).use === 'fresh'))) {
+          trace(ctx, () => new CacheHitEvent(req.url, evaluate(get.head, req.headers, now, shared).age, 'hit'));
+          return hit(get, req, now, 'hit');
+        }
+      }
       for (;;) {
         if (entry === null) {
           if (onlyIfCached) return gatewayTimeout(req);
@@ -284,7 +293,7 @@ export const cache = definePlugin({
         hop.release?.();
         discard(res.body);
         become(res, entry, now, 'stale');
-        trace(ctx, () => new CacheHitEvent(req.url, 0, 'stale'));
+        trace(ctx, () => new CacheHitEvent(req.url, evaluate(entry.head, req.headers, now, shared).age, 'stale'));
         return;
       }
       res.cacheStatus = 'miss';
@@ -359,7 +368,8 @@ function become(res: Response, entry: CacheEntry, now: number, status: CacheStat
   res.status = entry.head.status;
   res.reason = entry.head.reason;
   res.headers = headers;
-  res.setBody(entry.head.method === 'HEAD' || entry.size === 0 ? null : new EntryBody(entry), entry.size);
+  const noBody = entry.head.method === 'HEAD' || entry.size === 0 || res.request?.method === 'HEAD';
+  res.setBody(noBody ? null : new EntryBody(entry), entry.size);
   res.cacheStatus = status;
 }
 

@@ -2,8 +2,8 @@
  * HTTP caching rules (RFC 9111, and RFC 5861's stale-while-revalidate and stale-if-error) as
  * pure functions on heads: no I/O, no clock of their own (`now` is an argument).
  */
-import { Headers } from '../../kernel/message/headers.js';
-import { parseHttpDate } from '../fileserver/http-date.js';
+import { Headers } from '../../kernel/index.js';
+import { parseHttpDate } from '../fileserver/index.js';
 import type { StoredHead } from './store.js';
 
 /** Cache-Control directives: name (lowercase) → argument, or `true` for none. */

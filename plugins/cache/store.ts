@@ -5,7 +5,7 @@
  * A store only keeps and hands back bytes and heads; every RFC 9111 decision (what may be
  * stored, what is fresh, which variant matches) is the plugin's.
  */
-import { ArgumentError } from '../../kernel/errors.js';
+import { ArgumentError } from '../../kernel/index.js';
 
 /** A stored response head, plain data so any store can serialize it. */
 export interface StoredHead {

@@ -50,6 +50,19 @@ describe('cache: hits and misses', () => {
     expect(events.map((e) => e.type).filter((t) => t.startsWith('Cache'))).toEqual(['CacheMissEvent', 'CacheHitEvent']);
   });
 
+  it('a fresh stored GET answers a HEAD, with its fields and no body; a stale one does not', async () => {
+    const o = await origin((req, n) => ok(req.method === 'HEAD' ? '' : `v${n}`, { 'Cache-Control': req.target === '/stale' ? 'max-age=0' : 'max-age=60', 'X-N': String(n) }));
+    const c = await cachingClient();
+    await c.get(`${o.base}/g`);
+    const h = await c.head(`${o.base}/g`);
+    expect(h.cacheStatus).toBe('hit');
+    expect(h.headers.get('X-N')).toBe('1');
+    expect(h.body == null || (h.body as Uint8Array).length === 0).toBe(true);
+    expect(o.count()).toBe(1);
+    await c.get(`${o.base}/stale`);
+    expect((await c.head(`${o.base}/stale`)).cacheStatus).toBe('miss');
+  });
+
   it('does not store no-store, nor responses to POST, nor 500 without explicit freshness', async () => {
     const o = await origin((req, n) => (req.target === '/err' ? new Response(500, `e${n}`) : ok(`v${n}`, { 'Cache-Control': req.target === '/ns' ? 'no-store' : 'max-age=60' })));
     const c = await cachingClient();
