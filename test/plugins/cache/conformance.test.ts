@@ -482,8 +482,7 @@ const KNOWN_FAILURES = new Map<string, string>([
   ['undici:revalidates-stale', BARE_304],
   // The suite's "check" kind (what a cache does, not a requirement): RFC 9111 forbids storing the answer, not using what is stored.
   ['ccreq-no-store', 'request no-store: a stored response is still used'],
-  // Optional behaviours.
-  ['method-HEAD-after-GET', 'a HEAD is not answered from a stored GET (the key includes the method)'],
+  // An optional behaviour.
   ['undici:no-cache-field', 'qualified no-cache="field" is treated as unqualified no-cache, which RFC 9111 §5.2.2.4 allows'],
 ]);
 
