@@ -20,6 +20,8 @@
  * - Compressed responses are asked for and decoded (the decompression plugin); `--compressed`
  *   says so explicitly.
  * - `--max-time SECONDS` (curl's unit, fractions allowed) or `--timeout ms` bounds the exchange.
+ * - `--cache DIR` keeps an HTTP cache (RFC 9111, private) in DIR across runs, on the disk
+ *   store; `-v` says per call whether it was a hit, a miss or a revalidation.
  * - A URL without a scheme gets `http://`.
  * - Exit codes: 0 for a 1xx–3xx final response, 4 for 4xx/5xx, 2 for usage errors, 1 for
  *   network and other failures (the message on stderr), 130 after Ctrl-C.
@@ -27,7 +29,7 @@
 import { constants, ftruncateSync, type WriteStream } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
-import { DiskStore, type CookieJar } from '../plugins/index.js';
+import { CacheHitEvent, CacheMissEvent, CacheRevalidatedEvent, DiskStore, type CookieJar } from '../plugins/index.js';
 import { intOption, type OptionSpec } from './args.js';
 import { readCommandLine } from './command.js';
 import { REQUEST_COMMANDS } from './commands.js';
@@ -269,7 +271,8 @@ async function send(client: Client, method: string, url: string, call: CallOptio
   // A failure of the target after the call gave up (the file closed under a pending write) has
   // nobody else to tell; the call's own failure is what gets reported.
   sink.on('error', () => undefined);
-  const printer = verbose > 0 ? verbosePrinter(verbose === 2 ? 2 : 1, (line) => io.stderr.write(`${bar !== null ? '\r\x1b[K' : ''}${line}\n`)) : null;
+  const line = (text: string): void => void io.stderr.write(`${bar !== null ? '\r\x1b[K' : ''}${text}\n`);
+  const printer = verbose > 0 ? verbosePrinter(verbose === 2 ? 2 : 1, line) : null;
   const trace = (ev: ClientEvent): void => {
     const e = ev as AnyClientEvent;
     if (e.type === 'ResponseHeadEvent') {
@@ -282,6 +285,10 @@ async function send(client: Client, method: string, url: string, call: CallOptio
       bar?.reset(failed || s.bodyless ? 0 : expectedLength(e.response, method));
     }
     printer?.(e);
+    if (printer !== null) {
+      const cached = cacheLine(ev);
+      if (cached !== null) line(cached);
+    }
   };
   try {
     // The command ends the sink itself (the head may still go into it after the body).
@@ -297,6 +304,14 @@ async function send(client: Client, method: string, url: string, call: CallOptio
     // After a failure, end the bar's line (if one was drawn) so the error message starts on its own.
     bar?.finish(false);
   }
+}
+
+/** The `-v` line of a cache plugin event (`--cache`), or null for another event. */
+function cacheLine(e: ClientEvent): string | null {
+  if (e instanceof CacheHitEvent) return `switchyard ~ cache ${e.status === 'hit' ? 'hit' : 'stale hit'} (age ${Math.floor(e.age)} s) ${e.url}`;
+  if (e instanceof CacheMissEvent) return `switchyard ~ cache miss (${e.reason}) ${e.url}`;
+  if (e instanceof CacheRevalidatedEvent) return `switchyard ~ cache revalidated (304) ${e.url}`;
+  return null;
 }
 
 /** `HTTP/1.1 200 OK` (or `HTTP/2 200`). */

@@ -63,8 +63,9 @@ describe('switchyard get --cache DIR', () => {
     const first = await runCli(['get', `${o.base}/fresh`, '--cache', dir]);
     expect(first.stderr).toBe('');
     expect(first.out).toBe('fresh 1\n');
-    const second = await runCli(['get', '-i', `${o.base}/fresh`, '--cache', dir]);
+    const second = await runCli(['get', '-i', '-v', `${o.base}/fresh`, '--cache', dir]);
     expect(second.code).toBe(0);
+    expect(second.stderr).toMatch(/^switchyard ~ cache hit \(age \d+ s\) http:\/\/127\.0\.0\.1:\d+\/fresh$/m);
     expect(second.out).toMatch(/^HTTP\/1\.1 200 OK\n/);
     expect(second.out).toMatch(/\nAge: \d+\n/i);
     expect(second.out.endsWith('\nfresh 1\n')).toBe(true);
@@ -75,9 +76,11 @@ describe('switchyard get --cache DIR', () => {
     const o = await origin();
     const dir = await tempDir();
     expect((await runCli(['get', `${o.base}/stale`, '--cache', dir])).out).toBe('stale 1\n');
-    const again = await runCli(['get', `${o.base}/stale`, '--cache', dir]);
+    const again = await runCli(['get', '-v', `${o.base}/stale`, '--cache', dir]);
     expect(again.code).toBe(0);
-    expect(again.out).toBe('stale 1\n');
+    expect(again.stderr).toMatch(/^switchyard ~ cache miss \(stale\) /m);
+    expect(again.stderr).toMatch(/^switchyard ~ cache revalidated \(304\) /m);
+    expect(again.out.endsWith('\nstale 1\n')).toBe(true);
     expect(o.seen.length).toBe(2);
     expect(o.seen[1]!.headers.get('If-None-Match')).toBe('"v1"');
   });
