@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import { ArgumentError, Client, createKernel } from '../../../kernel/index.js';
 import { cache, DiskStore, type CacheEntry, type StoredHead } from '../../../plugins/index.js';
@@ -137,6 +138,40 @@ describe('DiskStore', () => {
     expect(await text(e!)).toBe('the old complete body');
     expect(tmpFiles(dir)).toEqual([]);
     expect(openFds()).toBeLessThanOrEqual(fds);
+  });
+
+  it("never runs a key's compaction and its deletion at once (compaction would drop a deletion appended meanwhile)", async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir);
+    const key = 'GET http://example.test/race';
+    // Five lines for one variant stay uncompacted; the sixth store compacts.
+    for (let i = 0; i < 5; i++) await store(s, key, '', [`v${i}`]);
+    const lib = createRequire(import.meta.url)('cacache') as { index: { compact: (...a: unknown[]) => Promise<unknown> }; rm: { entry: (...a: unknown[]) => Promise<unknown> } };
+    const { compact, entry } = { compact: lib.index.compact, entry: lib.rm.entry };
+    onCleanup(() => {
+      lib.index.compact = compact;
+      lib.rm.entry = entry;
+    });
+    const order: string[] = [];
+    let compacting!: () => void;
+    const started = new Promise<void>((resolve) => (compacting = resolve));
+    lib.index.compact = async (...a) => {
+      compacting();
+      await Promise.resolve();
+      order.push('compact start');
+      const r = await compact(...a);
+      order.push('compact end');
+      return r;
+    };
+    lib.rm.entry = (...a) => {
+      order.push('delete');
+      return entry(...a);
+    };
+    const stored = store(s, key, '', ['v5']);
+    await started;
+    await Promise.all([s.delete(key), stored]);
+    expect(order).toEqual(['compact start', 'compact end', 'delete']);
+    expect(await s.get(key)).toEqual([]);
   });
 
   it('a body over maxEntryBytes is not stored (commit resolves false) and leaves nothing behind', async () => {
