@@ -5,15 +5,19 @@
  * Layout: one cacache key per cache key; each stored variant is an index entry under it whose
  * metadata holds the variant and the response head ({@link StoredHead}: method, URL, status,
  * fields, request and response times, the Vary selection); bodies are content files named by
- * their sha512. cacache appends an index entry only after the content file is complete and
- * moved into place, so a body that fails midway never becomes an entry. A content file that
- * no longer matches its hash (truncated, overwritten) is a miss, and is removed.
+ * their sha512, in cacache's layout. A body streams into a temporary file; only once it is
+ * complete is the file moved to its content path and the index entry appended, so a body that
+ * fails midway never becomes an entry (and an abandoned one's file is removed once closed). A
+ * content file that no longer matches its hash (truncated, overwritten) is a miss, and is
+ * removed.
  *
  * cacache is loaded on the store's first use, not when this module is imported.
  */
-import { createHash } from 'node:crypto';
-import { EventEmitter } from 'node:events';
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { ArgumentError } from '../../kernel/index.js';
 import type { CacheEntry, CacheStore, CacheWriter, StoredHead } from './store.js';
 
@@ -37,13 +41,7 @@ interface IndexEntry {
   time: number;
   metadata?: unknown;
 }
-interface WriteStream extends EventEmitter {
-  write(chunk: Uint8Array): boolean;
-  end(): void;
-  promise(): Promise<void>;
-}
 interface Cacache {
-  put: { stream(dir: string, key: string, opts: { metadata: unknown; integrityEmitter: EventEmitter }): WriteStream };
   get: {
     byDigest(dir: string, integrity: string, opts?: { size?: number }): Promise<Buffer>;
     hasContent(dir: string, integrity: string): Promise<false | { size: number }>;
@@ -56,17 +54,28 @@ interface Cacache {
   rm: { entry(dir: string, key: string): Promise<unknown>; content(dir: string, integrity: string): Promise<unknown> };
   verify(dir: string): Promise<unknown>;
 }
-// The index reader: cacache's public API gives a key's newest entry only, a key here has one per variant.
+// Internals of the pinned cacache: its public API gives a key's newest entry only (a key here
+// has one per variant), and its put stream cannot be abandoned midway without leaving its
+// temporary file and descriptor behind, so bodies are written here and moved into place.
 interface EntryIndex {
   bucketPath(dir: string, key: string): string;
   bucketEntries(bucket: string): Promise<IndexEntry[]>;
 }
 
-let lib: { cacache: Cacache; index: EntryIndex } | undefined;
-function load(): { cacache: Cacache; index: EntryIndex } {
+interface Lib {
+  cacache: Cacache;
+  index: EntryIndex;
+  contentPath: (dir: string, integrity: string) => string;
+}
+let lib: Lib | undefined;
+function load(): Lib {
   if (lib === undefined) {
     const require = createRequire(import.meta.url);
-    lib = { cacache: require('cacache') as Cacache, index: require('cacache/lib/entry-index.js') as EntryIndex };
+    lib = {
+      cacache: require('cacache') as Cacache,
+      index: require('cacache/lib/entry-index.js') as EntryIndex,
+      contentPath: require('cacache/lib/content/path.js') as Lib['contentPath'],
+    };
   }
   return lib;
 }
@@ -132,30 +141,67 @@ export class DiskStore implements CacheStore {
 
   /** See {@link CacheStore.open}. */
   open(key: string, variant: string, head: StoredHead): CacheWriter {
-    const { cacache } = load();
+    const { cacache, contentPath } = load();
     const metadata: Meta = { variant, head };
     const dir = this.dir;
     const hash = createHash('sha512');
     let size = 0;
     let state: 'open' | 'over' | 'done' = 'open';
-    let stream: WriteStream | null = null;
-    let digest: Outcome | null = null;
-    const start = (): WriteStream => {
-      digest = new Outcome();
-      const s = cacache.put.stream(this.dir, key, { metadata, integrityEmitter: digest });
-      // The failure is reported by commit() or was asked for by abort().
-      s.on('error', () => {});
-      return s;
+    let file: WriteStream | null = null;
+    let failed = false;
+    const tmp = join(dir, 'tmp', `swy-${randomUUID()}`);
+    const start = (): WriteStream | null => {
+      try {
+        mkdirSync(join(dir, 'tmp'), { recursive: true });
+      } catch {
+        failed = true;
+        return null;
+      }
+      const f = createWriteStream(tmp, { flags: 'wx' });
+      f.on('error', () => {
+        failed = true;
+      });
+      return f;
+    };
+    // Resolves once the file is closed (after its open, so nothing creates it afterwards).
+    const closed = (f: WriteStream): Promise<void> => (f.closed ? Promise.resolve() : new Promise<void>((resolve) => f.once('close', () => resolve())));
+    const drop = (): void => {
+      if (file === null) return;
+      const f = file;
+      file = null;
+      f.destroy();
+      this.track(closed(f).then(() => rm(tmp, { force: true })));
     };
     const compact = (): Promise<void> => this.compact(key);
-    const drop = (): void => {
-      if (stream !== null) {
-        // Ending the input lets cacache close and remove its temporary file; the error makes it skip the index.
-        digest!.fail();
-        stream.end();
-        this.track(stream.promise());
-        stream = null;
+    // A disk that cannot take the entry (full, read-only, not a directory) leaves it unstored:
+    // the caller's response does not fail for the cache's sake.
+    const publish = async (): Promise<boolean> => {
+      try {
+        if (failed) throw new Error('not written');
+        if (file === null) {
+          // An empty body needs no content file.
+          await cacache.index.insert(dir, key, EMPTY_SHA512, { metadata, size: 0 });
+        } else {
+          const f = file;
+          file = null;
+          f.end();
+          await closed(f);
+          if (failed) throw new Error('not written');
+          const integrity = `sha512-${hash.digest('base64')}`;
+          const target = contentPath(dir, integrity);
+          await mkdir(dirname(target), { recursive: true });
+          // The content is complete before the index names it; an existing file of the same
+          // name is replaced by identical (or, if it was damaged, correct) bytes.
+          await rename(tmp, target);
+          await cacache.index.insert(dir, key, integrity, { metadata, size });
+        }
+      } catch {
+        await rm(tmp, { force: true }).catch(() => {});
+        return false;
       }
+      // Compaction only saves space; an entry is stored even when it fails.
+      await compact().catch(() => {});
+      return true;
     };
     return {
       write: (chunk) => {
@@ -167,17 +213,17 @@ export class DiskStore implements CacheStore {
           return;
         }
         hash.update(chunk);
-        stream ??= start();
-        if (!stream.write(chunk)) {
-          const s = stream;
+        file ??= start();
+        if (file !== null && !file.write(chunk)) {
+          const f = file;
           return new Promise<void>((resolve) => {
             const done = (): void => {
-              s.off('drain', done);
-              s.off('error', done);
+              f.off('drain', done);
+              f.off('close', done);
               resolve();
             };
-            s.on('drain', done);
-            s.on('error', done);
+            f.on('drain', done);
+            f.on('close', done);
           });
         }
       },
@@ -193,27 +239,6 @@ export class DiskStore implements CacheStore {
         drop();
       },
     };
-    // A disk that cannot take the entry (full, read-only, not a directory) leaves it unstored:
-    // the caller's response does not fail for the cache's sake.
-    async function publish(this: void): Promise<boolean> {
-      try {
-        if (stream === null) {
-          // cacache refuses an empty content stream; an empty body needs no content file.
-          await cacache.index.insert(dir, key, EMPTY_SHA512, { metadata, size: 0 });
-        } else {
-          const s = stream;
-          stream = null;
-          digest!.succeed(`sha512-${hash.digest('base64')}`, size);
-          s.end();
-          await s.promise();
-        }
-      } catch {
-        return false;
-      }
-      // Compaction only saves space; an entry is stored even when it fails.
-      await compact().catch(() => {});
-      return true;
-    }
   }
 
   /**
@@ -345,7 +370,7 @@ export class DiskStore implements CacheStore {
   private async damaged(integrity: string, err: unknown): Promise<null> {
     const code = (err as NodeJS.ErrnoException | null)?.code;
     if (err !== null && code !== 'EINTEGRITY' && code !== 'EBADSIZE' && code !== 'ENOENT') throw err;
-    // cacache keeps an existing content file when the same bytes are stored again: a damaged one must go.
+    // Removed so no later reader trips on it; storing the same bytes again writes it afresh.
     await load()
       .cacache.rm.content(this.dir, integrity)
       .catch(() => {});
@@ -355,46 +380,4 @@ export class DiskStore implements CacheStore {
 
 async function* chunks(list: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
   for (const c of list) yield c;
-}
-
-/**
- * Hands cacache the body's hash and size (computed here as the bytes pass) instead of letting
- * it hash them, because only a hash that fails lets a body be abandoned midway with cacache
- * closing and removing its temporary file. cacache listens for the outcome only after it has
- * made its temporary file, so an outcome known earlier is given to each listener as it comes.
- */
-class Outcome extends EventEmitter {
-  private result: { integrity: string; size: number } | null = null;
-  private failed = false;
-
-  constructor() {
-    super();
-    this.on('newListener', (event: string) => {
-      if (this.result === null && !this.failed) return;
-      queueMicrotask(() => this.replay(event));
-    });
-  }
-
-  /** The body is complete. */
-  succeed(integrity: string, size: number): void {
-    this.result = { integrity, size };
-    this.replay('integrity');
-    this.replay('size');
-  }
-
-  /** The body is abandoned. */
-  fail(): void {
-    this.failed = true;
-    this.replay('error');
-  }
-
-  private replay(event: string): void {
-    if (this.listenerCount(event) === 0) return;
-    if (this.failed) {
-      if (event === 'error') this.emit('error', new Error('cache body abandoned'));
-    } else if (this.result !== null) {
-      if (event === 'integrity') this.emit('integrity', this.result.integrity);
-      if (event === 'size') this.emit('size', this.result.size);
-    }
-  }
 }

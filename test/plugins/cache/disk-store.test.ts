@@ -123,7 +123,8 @@ describe('DiskStore', () => {
     const key = 'GET http://example.test/half';
     await store(s, key, '', ['the old complete body']);
     const fds = openFds();
-    for (let i = 0; i < 5; i++) {
+    // Many at once: a temporary file created after its removal shows up among them.
+    for (let i = 0; i < 40; i++) {
       const w = s.open(key, '', head({ status: 203 }));
       await w.write(Buffer.alloc(64 * 1024, 'x'));
       await w.write(Buffer.from('half of a body'));
@@ -172,6 +173,18 @@ describe('DiskStore', () => {
     await Promise.all([s.delete(key), stored]);
     expect(order).toEqual(['compact start', 'compact end', 'delete']);
     expect(await s.get(key)).toEqual([]);
+  });
+
+  it('a body abandoned right after its first bytes leaves no temporary file, however soon', async () => {
+    const dir = tempDir();
+    const s = new DiskStore(dir);
+    for (let i = 0; i < 40; i++) {
+      const w = s.open(`GET http://example.test/soon${i}`, '', head());
+      void w.write(Buffer.from('first bytes'));
+      w.abort();
+    }
+    await s.settled();
+    expect(tmpFiles(dir)).toEqual([]);
   });
 
   it('a body over maxEntryBytes is not stored (commit resolves false) and leaves nothing behind', async () => {
