@@ -3,6 +3,7 @@
  * Run one alone with `node --import tsx bench/<name>.ts`.
  */
 import { runClientBench } from './client.js';
+import { runCacheBench } from './cache.js';
 import { runCodecBench } from './codec.js';
 import { runChannelsBench } from './channels.js';
 import { runCompressionBench } from './compression.js';
@@ -35,6 +36,7 @@ const benches: [string, () => Promise<unknown>][] = [
   ['startup', () => runStartupBench()],
   ['inject', () => runInjectBench()],
   ['workers', () => runWorkersBench()],
+  ['cache', () => runCacheBench()],
 ];
 
 for (const [name, fn] of benches) {

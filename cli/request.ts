@@ -20,6 +20,8 @@
  * - Compressed responses are asked for and decoded (the decompression plugin); `--compressed`
  *   says so explicitly.
  * - `--max-time SECONDS` (curl's unit, fractions allowed) or `--timeout ms` bounds the exchange.
+ * - `--cache DIR` keeps an HTTP cache (RFC 9111, private) in DIR across runs, on the disk
+ *   store; `-v` says per call whether it was a hit, a miss or a revalidation.
  * - A URL without a scheme gets `http://`.
  * - Exit codes: 0 for a 1xx–3xx final response, 4 for 4xx/5xx, 2 for usage errors, 1 for
  *   network and other failures (the message on stderr), 130 after Ctrl-C.
@@ -27,7 +29,7 @@
 import { constants, ftruncateSync, type WriteStream } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { ArgumentError, Client, isToken, verbosePrinter, type AnyClientEvent, type CallOptions, type ClientEvent, type Response } from '../kernel/index.js';
-import type { CookieJar } from '../plugins/index.js';
+import { CacheHitEvent, CacheMissEvent, CacheRevalidatedEvent, DiskStore, type CookieJar } from '../plugins/index.js';
 import { intOption, type OptionSpec } from './args.js';
 import { readCommandLine } from './command.js';
 import { REQUEST_COMMANDS } from './commands.js';
@@ -65,6 +67,7 @@ export const REQUEST_OPTIONS: readonly OptionSpec[] = [
   { name: 'compressed', kind: 'flag', help: 'ask for a compressed response and decode it (the default; accepted for curl habits)' },
   { name: 'user', short: 'u', kind: 'value', metavar: 'USER:PASSWORD', help: 'basic authentication' },
   { name: 'cookies', kind: 'value', metavar: 'FILE', help: 'read and save cookies in FILE (Netscape cookies.txt, as curl -b/-c)' },
+  { name: 'cache', kind: 'value', metavar: 'DIR', help: 'keep an HTTP cache in DIR across runs: a fresh stored response is answered without the network, a stale one revalidated' },
   { name: 'cacert', kind: 'value', metavar: 'FILE', help: 'trust the PEM certificate(s) in FILE for https' },
   { name: 'insecure', short: 'k', kind: 'flag', help: 'do not verify the server certificate' },
   { name: 'verbose', short: 'v', kind: 'count', help: "print status and headers, and a one-line trace per step on stderr; -vv adds each hop's headers" },
@@ -95,6 +98,8 @@ export function requestHelp(command: string): string {
       'switchyard get https://localhost:8443/big.bin -O --http2 --cacert cert.pem',
       '# in a script: no output on a 4xx/5xx, no chatter, at most 2.5 seconds',
       'switchyard get -fsS --max-time 2.5 http://localhost:8080/health',
+      '# the second run answers from the cache in .http-cache while the response is fresh',
+      'switchyard get https://example.com/data.json --cache .http-cache',
       '# keep a session',
       'switchyard post http://localhost:8080/login -d user=me --cookies jar.txt',
     ],
@@ -143,7 +148,10 @@ export async function runRequest(command: string, argv: readonly string[], io: I
   // Messages a person reads on stderr: off with -s, back with -S.
   const speak = !silent || o['show-error'] === true;
 
-  const kernel = await bootKernel();
+  const cacheDir = o.cache as string | undefined;
+  if (cacheDir === '') throw new UsageError('--cache needs a directory', command);
+  const store = cacheDir !== undefined ? new DiskStore(cacheDir) : undefined;
+  const kernel = await bootKernel(store);
   let file: OutputFile | null = null;
   let client: Client | null = null;
   let jar: CookieJar | undefined;
@@ -199,6 +207,8 @@ export async function runRequest(command: string, argv: readonly string[], io: I
     throw err;
   } finally {
     client?.close();
+    // What the cache is still writing must reach the disk before the process exits.
+    await store?.settled();
     await file?.close();
     await kernel.close();
     if (jar !== undefined && cookiePath !== undefined) await saveCookieFile(cookiePath, jar);
@@ -261,7 +271,8 @@ async function send(client: Client, method: string, url: string, call: CallOptio
   // A failure of the target after the call gave up (the file closed under a pending write) has
   // nobody else to tell; the call's own failure is what gets reported.
   sink.on('error', () => undefined);
-  const printer = verbose > 0 ? verbosePrinter(verbose === 2 ? 2 : 1, (line) => io.stderr.write(`${bar !== null ? '\r\x1b[K' : ''}${line}\n`)) : null;
+  const line = (text: string): void => void io.stderr.write(`${bar !== null ? '\r\x1b[K' : ''}${text}\n`);
+  const printer = verbose > 0 ? verbosePrinter(verbose === 2 ? 2 : 1, line) : null;
   const trace = (ev: ClientEvent): void => {
     const e = ev as AnyClientEvent;
     if (e.type === 'ResponseHeadEvent') {
@@ -274,6 +285,10 @@ async function send(client: Client, method: string, url: string, call: CallOptio
       bar?.reset(failed || s.bodyless ? 0 : expectedLength(e.response, method));
     }
     printer?.(e);
+    if (printer !== null) {
+      const cached = cacheLine(ev);
+      if (cached !== null) line(cached);
+    }
   };
   try {
     // The command ends the sink itself (the head may still go into it after the body).
@@ -289,6 +304,14 @@ async function send(client: Client, method: string, url: string, call: CallOptio
     // After a failure, end the bar's line (if one was drawn) so the error message starts on its own.
     bar?.finish(false);
   }
+}
+
+/** The `-v` line of a cache plugin event (`--cache`), or null for another event. */
+function cacheLine(e: ClientEvent): string | null {
+  if (e instanceof CacheHitEvent) return `switchyard ~ cache ${e.status === 'hit' ? 'hit' : 'stale hit'} (age ${Math.floor(e.age)} s) ${e.url}`;
+  if (e instanceof CacheMissEvent) return `switchyard ~ cache miss (${e.reason}) ${e.url}`;
+  if (e instanceof CacheRevalidatedEvent) return `switchyard ~ cache revalidated (304) ${e.url}`;
+  return null;
 }
 
 /** `HTTP/1.1 200 OK` (or `HTTP/2 200`). */

@@ -3,12 +3,13 @@
  * and a check that a plugin an option needs is loaded, so a flag never pretends.
  */
 import { createKernel, type Kernel } from '../kernel/index.js';
-import { presets } from '../plugins/index.js';
+import { cache, presets, type CacheStore } from '../plugins/index.js';
 import { UsageError } from './errors.js';
 
-/** A booted kernel with the command line's plugins. */
-export async function bootKernel(): Promise<Kernel> {
+/** A booted kernel with the command line's plugins, and the cache plugin on `store` when given (`--cache DIR`). */
+export async function bootKernel(store?: CacheStore): Promise<Kernel> {
   const kernel = createKernel().register(presets.defaults);
+  if (store !== undefined) kernel.register(cache, { store });
   await kernel.ready();
   return kernel;
 }

@@ -34,6 +34,7 @@ export * from './middleware/index.js';
 export * from './websockets/index.js';
 export * from './mock/index.js';
 export * from './compression/index.js';
+export * from './cache/index.js';
 
 /** Ready-made plugin lists for `kernel.register(list)`; the kernel orders them by dependencies. */
 export interface Presets {

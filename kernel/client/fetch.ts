@@ -26,10 +26,13 @@ export type FetchOptions = Omit<CallOptions, 'headers' | 'body' | 'json' | 'sign
 
 /**
  * The second argument of `fetch`: the Fetch standard's `RequestInit` (the members without a
- * meaning in Node, such as `mode` or `cache`, are accepted and ignored, as Node's `fetch` does),
- * and `switchyard`, the call options beyond fetch's.
+ * meaning in Node, such as `mode`, are accepted and ignored, as Node's `fetch` does; `cache`
+ * is the cache plugin's `cache` option when the client has that plugin, else ignored too), and
+ * `switchyard`, the call options beyond fetch's.
  */
 export interface FetchInit extends Omit<globalThis.RequestInit, 'dispatcher'> {
+  /** The standard's cache mode: the cache plugin's `cache` call option when the client has that plugin, else ignored. */
+  cache?: 'default' | 'no-store' | 'reload' | 'no-cache' | 'force-cache' | 'only-if-cached';
   /** switchyard's call options for this fetch (see {@link FetchOptions}). */
   switchyard?: FetchOptions;
 }
@@ -189,7 +192,7 @@ function prepare(client: Client, input: FetchInput, init: FetchInit): Prepared {
   const headers = init.headers === undefined || init.headers === null ? null : fromWebHeaders(new globalThis.Headers(init.headers));
   const body = init.body;
   const p: Prepared = { method, url, options, redirect, signal };
-  setCommon(client, p, headers);
+  setCommon(client, p, headers, init.cache);
   if (body === undefined || body === null) return p;
   if (method === 'GET' || method === 'HEAD') throw new TypeError('Request with GET/HEAD method cannot have body.');
   const h = p.options.headers as Headers;
@@ -223,13 +226,16 @@ function fromRequest(client: Client, input: globalThis.Request, init: FetchInit,
   const req = fromWebRequest(request);
   const redirect = request.redirect as Prepared['redirect'];
   const p: Prepared = { method: req.method, url: req.url, options, redirect, signal: request.signal };
-  setCommon(client, p, req.headers);
+  setCommon(client, p, req.headers, request.cache);
   if (req.body !== null) p.options.body = req.body as RequestBody;
   return p;
 }
 
-/** Sets the call options every fetch has: its headers, signal and redirect handling. */
-function setCommon(client: Client, p: Prepared, headers: Headers | null): void {
+/** The fetch cache modes the cache plugin's `cache` option takes as they are (`'default'` is its default). */
+const CACHE_MODES: ReadonlySet<unknown> = new Set(['no-store', 'reload', 'no-cache', 'force-cache', 'only-if-cached']);
+
+/** Sets the call options every fetch has: its headers, signal, redirect handling and cache mode. */
+function setCommon(client: Client, p: Prepared, headers: Headers | null, cache: unknown): void {
   const o = p.options;
   // The standard's defaults for what the caller did not set.
   const h = headers ?? new Headers();
@@ -244,6 +250,9 @@ function setCommon(client: Client, p: Prepared, headers: Headers | null): void {
     // The standard's limit, 20 redirects, unless the caller chose another.
     else if (r.redirectLimit === undefined) r.redirectLimit = 20;
   }
+  // Without the cache plugin there is no HTTP cache, and the mode means nothing (as in Node's fetch).
+  const c = o as { cache?: unknown };
+  if (CACHE_MODES.has(cache) && c.cache === undefined && client.hasPlugin('cache')) c.cache = cache;
 }
 
 /** Sets the body (and its Content-Type unless the headers have one). */

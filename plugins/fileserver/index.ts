@@ -20,5 +20,6 @@ export { serveContent, type ServeContentOptions, type ContentSource } from './se
 export { sniffContentType, SNIFF_LENGTH } from './sniff.js';
 export { FileBody } from './file-body.js';
 export { weakStatEtag } from './etag.js';
+export { parseHttpDate, formatHttpDate } from './http-date.js';
 export { decodeRequestPath, isDotPath, type DecodedPath } from './path-safety.js';
 export { fileserver, type FileServerMount, type FileServerPluginOptions } from './plugin.js';

@@ -38,6 +38,7 @@ const EXAMPLES: readonly (readonly [name: string, keyLine: RegExp])[] = [
   ['protocol-plugin', /^ping-pong: PONG one, PONG two$/m],
   ['opentelemetry', /^ {4}CLIENT GET 200 \(HTTP\/1\.1\) \[retry after 503\]$/m],
   ['diagnostics', /^client: retry after attempt 1 \(status 503 \(Retry-After 0 ms\)\)$/m],
+  ['cache', /^GET \/news again +200 revalidated "today: the cache works"$/m],
 ];
 
 /** Examples that run until stopped, so no smoke test can wait for their exit. */

@@ -3,7 +3,7 @@
  * top-level entry, serves a request on the default preset and makes one call has loaded
  * neither the public suffix list (`tldts`), the MIME database (`mime-types`, `mime-db`), `ws`,
  * nor node's tls and zlib; the first Domain cookie, the first file typed by its name (a served file, a multipart
- * part) and the first WebSocket load each, and each then works as before. Run in a fresh
+ * part), the first WebSocket and the first use of a disk cache store (`cacache`) load each, and each then works as before. Run in a fresh
  * process, since this one has loaded them all long ago.
  */
 import { resolve } from 'node:path';
@@ -17,7 +17,7 @@ const url = (file: string): string => pathToFileURL(resolve(root, file)).href;
 /** The child: prints one JSON line of what was loaded at each step, and what each first use gave. */
 const PROGRAM = `
 import { createRequire } from 'node:module';
-const PACKAGES = ['tldts', 'mime-types', 'mime-db', 'ws'];
+const PACKAGES = ['tldts', 'mime-types', 'mime-db', 'ws', 'cacache'];
 const cache = createRequire(import.meta.url).cache;
 const loaded = () => PACKAGES.filter((p) => Object.keys(cache).some((f) => f.includes('/node_modules/' + p + '/')));
 const HTTP = await import(${JSON.stringify(url('index.ts'))});
@@ -43,6 +43,14 @@ out.echo = await HTTP.WebSockets.open('ws://127.0.0.1:' + HTTP.WebSockets.server
   return HTTP.WebSockets.receive(s);
 });
 out.afterWs = loaded();
+
+const { mkdtempSync, rmSync } = await import('node:fs');
+const dir = mkdtempSync((await import('node:os')).tmpdir() + '/lazy-');
+const disk = new P.DiskStore(dir);
+out.afterDiskImport = loaded();
+out.diskEntries = (await disk.get('GET http://x/')).length;
+out.afterDisk = loaded();
+rmSync(dir, { recursive: true, force: true });
 await ws.close();
 await server.close();
 HTTP.close(HTTP.getDefaultClient());
@@ -66,6 +74,9 @@ describe('start-up weight', () => {
     expect(out.afterMime).toEqual(['tldts', 'mime-types', 'mime-db']);
     expect(out.echo).toBe('ping');
     expect(out.afterWs).toEqual(['tldts', 'mime-types', 'mime-db', 'ws']);
+    expect(out.afterDiskImport, 'plugins imported, a disk store made, not used').toEqual(['tldts', 'mime-types', 'mime-db', 'ws']);
+    expect(out.diskEntries).toBe(0);
+    expect(out.afterDisk).toEqual(['tldts', 'mime-types', 'mime-db', 'ws', 'cacache']);
   }, 40_000);
 
   it('the command loads a subcommand only to run it: --version loads none, `ws --help` loads the ws one', async () => {
