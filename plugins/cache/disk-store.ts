@@ -13,12 +13,11 @@
  *
  * cacache is loaded on the store's first use, not when this module is imported.
  */
-import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { ArgumentError } from '../../kernel/index.js';
+import { ArgumentError, nodeCrypto } from '../../kernel/index.js';
 import type { CacheEntry, CacheStore, CacheWriter, StoredHead } from './store.js';
 
 /** Options of {@link DiskStore}. */
@@ -86,7 +85,8 @@ interface Meta {
   readonly head: StoredHead;
 }
 
-const EMPTY_SHA512 = `sha512-${createHash('sha512').digest('base64')}`;
+/** The integrity of an empty body (the sha512 of nothing, base64), which cacache stores no content file for. */
+const EMPTY_SHA512 = 'sha512-z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==';
 
 function isMeta(m: unknown): m is Meta {
   return typeof m === 'object' && m !== null && typeof (m as Meta).variant === 'string' && typeof (m as Meta).head === 'object';
@@ -144,12 +144,12 @@ export class DiskStore implements CacheStore {
     const { cacache, contentPath } = load();
     const metadata: Meta = { variant, head };
     const dir = this.dir;
-    const hash = createHash('sha512');
+    const hash = nodeCrypto().createHash('sha512');
     let size = 0;
     let state: 'open' | 'over' | 'done' = 'open';
     let file: WriteStream | null = null;
     let failed = false;
-    const tmp = join(dir, 'tmp', `swy-${randomUUID()}`);
+    const tmp = join(dir, 'tmp', `swy-${nodeCrypto().randomUUID()}`);
     const start = (): WriteStream | null => {
       try {
         mkdirSync(join(dir, 'tmp'), { recursive: true });
