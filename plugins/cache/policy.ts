@@ -266,9 +266,12 @@ export function conditionalFields(headers: Headers): [string, string][] {
 }
 
 /**
- * Does a 304 select this stored response for update (RFC 9111 §4.3.4)? A strong ETag must
- * equal the stored one; otherwise a weak ETag or a `Last-Modified` must; a 304 with no
- * validator selects a stored response that has none.
+ * Does a 304 to the conditional request the cache made from this stored response select it for
+ * update (RFC 9111 §4.3.4)? A strong ETag must equal the stored one; otherwise a weak ETag or a
+ * `Last-Modified` must. A 304 with no validator at all answers the one stored response whose
+ * validators the request carried: it is selected (§4.3.4 selects only a stored response that
+ * has none, which would leave the cache holding a 304 its caller never asked a condition for;
+ * browsers and the HTTP caching test suite take it as confirming the revalidated response).
  */
 export function notModifiedSelects(stored: Headers, notModified: Headers): boolean {
   const etag = notModified.get('ETag');
@@ -279,7 +282,7 @@ export function notModifiedSelects(stored: Headers, notModified: Headers): boole
   }
   const lm = notModified.get('Last-Modified');
   if (lm !== undefined) return stored.get('Last-Modified') === lm;
-  return storedEtag === undefined && !stored.has('Last-Modified');
+  return true;
 }
 
 /** Hop-by-hop fields, never stored (RFC 9111 §3.1). */

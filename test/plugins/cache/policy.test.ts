@@ -172,13 +172,15 @@ describe('validators and the 304 update (§4.3)', () => {
     ]);
     expect(conditionalFields(h({}))).toEqual([]);
   });
-  it('a 304 selects by strong ETag, weak ETag, Last-Modified, or neither on both sides', () => {
+  it('a 304 selects by strong ETag, weak ETag or Last-Modified; one with no validator confirms the revalidated response', () => {
     expect(notModifiedSelects(h({ ETag: '"a"' }), h({ ETag: '"a"' }))).toBe(true);
     expect(notModifiedSelects(h({ ETag: '"a"' }), h({ ETag: '"b"' }))).toBe(false);
     expect(notModifiedSelects(h({ ETag: 'W/"a"' }), h({ ETag: '"a"' }))).toBe(false);
     expect(notModifiedSelects(h({ ETag: 'W/"a"' }), h({ ETag: 'W/"a"' }))).toBe(true);
     expect(notModifiedSelects(h({ 'Last-Modified': date(T0) }), h({ 'Last-Modified': date(T0) }))).toBe(true);
-    expect(notModifiedSelects(h({ 'Last-Modified': date(T0) }), h({}))).toBe(false);
+    expect(notModifiedSelects(h({ 'Last-Modified': date(T0) }), h({ 'Last-Modified': date(T0 + 1000) }))).toBe(false);
+    expect(notModifiedSelects(h({ 'Last-Modified': date(T0) }), h({}))).toBe(true);
+    expect(notModifiedSelects(h({ ETag: '"a"' }), h({}))).toBe(true);
     expect(notModifiedSelects(h({}), h({}))).toBe(true);
   });
   it('updates stored fields from the 304 but not framing or Connection-named ones', () => {
