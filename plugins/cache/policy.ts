@@ -82,6 +82,10 @@ export function isStorable(method: string, reqHeaders: Headers, status: number, 
   if (req.has('no-store')) return false;
   const shared = mode === 'shared';
   if (shared && res.has('private')) return false;
+  // RFC 9111 lets a cache store Set-Cookie and replay it; a cache shared by several users would
+  // then hand one user's cookie (a session) to the others. A shared cache stores no such
+  // response, as CDNs do by default; a private one stores it for its one user.
+  if (shared && resHeaders.has('Set-Cookie')) return false;
   if (shared && reqHeaders.has('Authorization') && !res.has('must-revalidate') && !res.has('public') && !res.has('s-maxage')) return false;
   if (res.has('public') || (!shared && res.has('private'))) return true;
   if (resHeaders.has('Expires') || res.has('max-age') || (shared && res.has('s-maxage'))) return true;

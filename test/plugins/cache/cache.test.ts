@@ -278,6 +278,21 @@ describe('cache: private and shared', () => {
   });
 });
 
+describe('cache: Set-Cookie', () => {
+  it('a shared cache never hands one caller the cookie the origin set for another; a private one keeps it for its user', async () => {
+    const o = await origin((_r, n) => ok(`v${n}`, { 'Cache-Control': 'public, s-maxage=60, max-age=60', 'Set-Cookie': `sid=user${n}` }));
+    const shared = await cachingClient({ mode: 'shared' });
+    const first = await shared.get(`${o.base}/me`);
+    const second = await shared.get(`${o.base}/me`);
+    expect([first.headers.get('Set-Cookie'), second.headers.get('Set-Cookie')]).toEqual(['sid=user1', 'sid=user2']);
+    expect(second.cacheStatus).toBe('miss');
+    const priv = await cachingClient();
+    await priv.get(`${o.base}/mine`);
+    const again = await priv.get(`${o.base}/mine`);
+    expect([again.cacheStatus, again.headers.get('Set-Cookie')]).toEqual(['hit', 'sid=user3']);
+  });
+});
+
 describe('cache: stale-* (RFC 5861)', () => {
   it('stale-if-error serves the stored response for a 503', async () => {
     let fail = false;

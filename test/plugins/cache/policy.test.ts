@@ -64,6 +64,12 @@ describe('storable (§3)', () => {
     expect(ok(200, { 'Cache-Control': 'must-understand, no-store, max-age=60' })).toBe(true);
     expect(ok(299, { 'Cache-Control': 'must-understand, no-store, max-age=60' })).toBe(false);
   });
+  it('Set-Cookie: stored by a private cache, never by a shared one, whatever the freshness', () => {
+    expect(ok(200, { 'Set-Cookie': 'sid=1', 'Cache-Control': 'max-age=60' })).toBe(true);
+    expect(ok(200, { 'Set-Cookie': 'sid=1', 'Cache-Control': 'public, s-maxage=60' }, { mode: 'shared' })).toBe(false);
+    expect(ok(200, { 'Set-Cookie': 'sid=1' }, { mode: 'shared' })).toBe(false);
+    expect(ok(200, { 'Cache-Control': 'public, s-maxage=60' }, { mode: 'shared' })).toBe(true);
+  });
   it('private: stored by a private cache, never by a shared one', () => {
     expect(ok(201, { 'Cache-Control': 'private' })).toBe(true);
     expect(ok(200, { 'Cache-Control': 'private, max-age=60' }, { mode: 'shared' })).toBe(false);
