@@ -42,6 +42,38 @@ export function firstLines(text: string, n = 3): string {
     .slice(0, 300);
 }
 
+/**
+ * Measures servers in rotating rounds: `rounds` times, each server once, the order shifted by
+ * one each round so machine drift never favours the one that goes first. A server that has a
+ * note (`notes`, by `key(p)`) is left out; one that died gets a note saying so, and one whose
+ * `measure` throws gets the error as its note, so a failing peer costs its row, not the run.
+ */
+export async function inRotation<P extends { exited(): boolean; stderr(): string }, K>(
+  procs: readonly P[],
+  rounds: number,
+  notes: Map<K, string>,
+  key: (p: P) => K,
+  checkAborted: () => void,
+  measure: (p: P) => Promise<void>,
+): Promise<void> {
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < procs.length; k++) {
+      const p = procs[(k + round) % procs.length]!;
+      checkAborted();
+      if (notes.has(key(p))) continue;
+      if (p.exited()) {
+        notes.set(key(p), `died: ${firstLines(p.stderr()) || 'no stderr'}`);
+        continue;
+      }
+      try {
+        await measure(p);
+      } catch (e) {
+        notes.set(key(p), (e as Error).message);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Child processes
 

@@ -28,7 +28,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import zlib from 'node:zlib';
-import { abortOnSignals, childTracker, envList, envPositive, firstLines, fmtInt, fmtK, fmtRatio, pairedRatio, prepareLaunches, printTable, spawnListening, stopChild, type Launch } from './common.js';
+import { abortOnSignals, childTracker, envList, envPositive, fmtInt, inRotation, fmtK, fmtRatio, pairedRatio, prepareLaunches, printTable, spawnListening, stopChild, type Launch } from './common.js';
 import { exitOnSignal } from './servers/common.js';
 import { median, pinned, procCpuMs, runWrk, tasksetUsable, wrkArgv, wrkVersion } from './load.js';
 
@@ -239,28 +239,22 @@ export async function runCompressionBench(overrides: Partial<CompressionBenchOpt
       const runs = new Map<ServerId, number[]>(live.map((p) => [p.id, []]));
       const cpu = new Map<ServerId, { ms: number; requests: number }>();
       const errors = new Map<ServerId, number>();
-      for (let round = 0; round < opts.runs; round++) {
-        for (let k = 0; k < live.length; k++) {
-          const p = live[(k + round) % live.length]!;
-          checkAborted();
-          if (notes.has(p.id)) continue;
-          if (p.exited()) {
-            notes.set(p.id, `died: ${firstLines(p.stderr()) || 'no stderr'}`);
-            continue;
-          }
-          try {
-            const before = procCpuMs(p.pid);
-            const r = await load(urlOf(p), opts.duration);
-            const used = procCpuMs(p.pid) - before;
-            runs.get(p.id)!.push(r.requestsPerSec);
-            const c = cpu.get(p.id) ?? { ms: 0, requests: 0 };
-            cpu.set(p.id, { ms: c.ms + used, requests: c.requests + r.requests });
-            errors.set(p.id, (errors.get(p.id) ?? 0) + r.errors);
-          } catch (e) {
-            notes.set(p.id, (e as Error).message);
-          }
-        }
-      }
+      await inRotation(
+        live,
+        opts.runs,
+        notes,
+        (p) => p.id,
+        checkAborted,
+        async (p) => {
+          const before = procCpuMs(p.pid);
+          const r = await load(urlOf(p), opts.duration);
+          const used = procCpuMs(p.pid) - before;
+          runs.get(p.id)!.push(r.requestsPerSec);
+          const c = cpu.get(p.id) ?? { ms: 0, requests: 0 };
+          cpu.set(p.id, { ms: c.ms + used, requests: c.requests + r.requests });
+          errors.set(p.id, (errors.get(p.id) ?? 0) + r.errors);
+        },
+      );
       const rows: CompressionRow[] = SERVERS.map((s) => {
         const rs = runs.get(s.id) ?? [];
         const c = cpu.get(s.id);

@@ -34,7 +34,6 @@ import {
   abortOnSignals,
   childTracker,
   envList,
-  firstLines,
   fmtInt,
   fmtK,
   fmtRatio,
@@ -46,6 +45,7 @@ import {
   stopChild,
   type Launch,
   envPositive,
+  inRotation,
 } from './common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -152,22 +152,19 @@ export async function runFetchServerBench(): Promise<{ scenarios: { name: Scenar
           checkAborted();
           if (warmup > 0) await runWrk({ ...base, duration: warmup, url: url(p) }, (c) => c && tracker.track(c)).catch((e: Error) => notes.set(p.label, e.message));
         }
-        for (let round = 0; round < runs; round++) {
-          for (let k = 0; k < procs.length; k++) {
-            const p = procs[(k + round) % procs.length]!;
-            checkAborted();
-            if (p.exited()) notes.set(p.label, `died: ${firstLines(p.stderr()) || 'no stderr'}`);
-            if (notes.has(p.label)) continue;
-            try {
-              const c0 = procCpuMs(p.pid);
-              const r = await runWrk({ ...base, duration, url: url(p) }, (c) => c && tracker.track(c));
-              results.get(p.label)!.push(r);
-              cpu.get(p.label)!.push(r.requests > 0 ? ((procCpuMs(p.pid) - c0) * 1000) / r.requests : NaN);
-            } catch (e) {
-              notes.set(p.label, (e as Error).message);
-            }
-          }
-        }
+        await inRotation(
+          procs,
+          runs,
+          notes,
+          (p) => p.label,
+          checkAborted,
+          async (p) => {
+            const c0 = procCpuMs(p.pid);
+            const r = await runWrk({ ...base, duration, url: url(p) }, (c) => c && tracker.track(c));
+            results.get(p.label)!.push(r);
+            cpu.get(p.label)!.push(r.requests > 0 ? ((procCpuMs(p.pid) - c0) * 1000) / r.requests : NaN);
+          },
+        );
         const rows: FetchServerRow[] = procs.map((p) => {
           const rs = results.get(p.label) ?? [];
           const reqs = rs.map((r) => r.requestsPerSec);

@@ -69,6 +69,7 @@ import {
   stopChild,
   type Launch,
   envPositive,
+  inRotation,
 } from './common.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -351,25 +352,22 @@ export async function runServerBench(overrides: Partial<ServerBenchOptions> = {}
           await runWrk({ ...base, duration: opts.warmup, url: urlOf(p) }, (c) => c && track(c)).catch((e: Error) => notes.set(p, e.message));
         }
       }
-      for (let round = 0; round < opts.runs; round++) {
-        // The order rotates each round, so no server always goes first.
-        for (let k = 0; k < procs.length; k++) {
-          const p = procs[(k + round) % procs.length] as ServerProc;
-          checkAborted();
-          if (!alive(p) || notes.has(p)) continue;
-          try {
-            const cpu0 = procCpuMs(p.pid);
-            const r = await runWrk({ ...base, duration: opts.duration, url: urlOf(p) }, (c) => c && track(c));
-            runs.get(p)?.push(r);
-            cpus.get(p)?.push(r.requests > 0 ? ((procCpuMs(p.pid) - cpu0) * 1000) / r.requests : NaN);
-            const now = readRss(p.pid).rss;
-            const prev = rss.get(p) ?? NaN;
-            rss.set(p, Number.isFinite(prev) ? Math.max(prev, now) : now);
-          } catch (e) {
-            notes.set(p, (e as Error).message);
-          }
-        }
-      }
+      await inRotation(
+        procs,
+        opts.runs,
+        notes,
+        (p) => p,
+        checkAborted,
+        async (p) => {
+          const cpu0 = procCpuMs(p.pid);
+          const r = await runWrk({ ...base, duration: opts.duration, url: urlOf(p) }, (c) => c && track(c));
+          runs.get(p)?.push(r);
+          cpus.get(p)?.push(r.requests > 0 ? ((procCpuMs(p.pid) - cpu0) * 1000) / r.requests : NaN);
+          const now = readRss(p.pid).rss;
+          const prev = rss.get(p) ?? NaN;
+          rss.set(p, Number.isFinite(prev) ? Math.max(prev, now) : now);
+        },
+      );
       checkAborted();
       const rows: ThroughputRow[] = procs.map((p) => {
         const rs = runs.get(p) ?? [];

@@ -32,7 +32,6 @@ import {
   abortOnSignals,
   childTracker,
   envList,
-  firstLines,
   fmtInt,
   fmtK,
   fmtRatio,
@@ -44,6 +43,7 @@ import {
   stopChild,
   type Launch,
   envPositive,
+  inRotation,
 } from './common.js';
 import { median, pinned, readRss, runWrk, tasksetUsable, wrkArgv, wrkVersion } from './load.js';
 import { exitOnSignal } from './servers/common.js';
@@ -272,25 +272,19 @@ export async function runStaticBench(overrides: Partial<StaticBenchOptions> = {}
       const runs = new Map<ServerId, number[]>(live.map((p) => [p.id, []]));
       const errors = new Map<ServerId, number>();
       const rss = new Map<ServerId, number>();
-      for (let round = 0; round < opts.runs; round++) {
-        for (let k = 0; k < live.length; k++) {
-          const p = live[(k + round) % live.length]!;
-          checkAborted();
-          if (notes.has(p.id)) continue;
-          if (p.exited()) {
-            notes.set(p.id, `died: ${firstLines(p.stderr()) || 'no stderr'}`);
-            continue;
-          }
-          try {
-            const r = await load(urlOf(p), opts.duration);
-            runs.get(p.id)!.push(r.requestsPerSec);
-            errors.set(p.id, (errors.get(p.id) ?? 0) + r.errors);
-            rss.set(p.id, Math.max(rss.get(p.id) ?? 0, readRss(p.pid).rss));
-          } catch (e) {
-            notes.set(p.id, (e as Error).message);
-          }
-        }
-      }
+      await inRotation(
+        live,
+        opts.runs,
+        notes,
+        (p) => p.id,
+        checkAborted,
+        async (p) => {
+          const r = await load(urlOf(p), opts.duration);
+          runs.get(p.id)!.push(r.requestsPerSec);
+          errors.set(p.id, (errors.get(p.id) ?? 0) + r.errors);
+          rss.set(p.id, Math.max(rss.get(p.id) ?? 0, readRss(p.pid).rss));
+        },
+      );
       const rows: StaticRow[] = SERVERS.map((s) => {
         const rs = runs.get(s.id) ?? [];
         const m = median(rs);
