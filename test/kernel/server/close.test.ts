@@ -6,35 +6,11 @@
  */
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { AbstractBody, ArgumentError, Response, Server, type StreamHandler } from '../../../kernel/index.js';
+import { ArgumentError, Response, Server, type StreamHandler } from '../../../kernel/index.js';
+import { Endless } from '../../helpers/bodies.js';
 import { rawClient, startServer, startStreamServer, within, type RawClient } from '../../helpers/server.js';
 
 const GRACE = 250;
-
-/** A body that sends `first` and then nothing until it is closed (an event stream, say). */
-class Endless extends AbstractBody {
-  private sent = false;
-  private ended = false;
-  private wake: (() => void) | null = null;
-  constructor(private readonly first: string) {
-    super();
-  }
-  read(dst: Uint8Array): Promise<number> {
-    if (!this.sent) {
-      this.sent = true;
-      return Promise.resolve(Buffer.from(this.first).copy(dst));
-    }
-    if (this.ended) return Promise.resolve(0);
-    return new Promise((resolve) => (this.wake = () => resolve(0)));
-  }
-  close(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-  get closed(): boolean {
-    return this.ended;
-  }
-}
 
 /** Resolves once the bytes `c` received contain `text`. */
 async function until(c: RawClient, text: string, what: string): Promise<void> {
