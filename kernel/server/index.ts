@@ -55,11 +55,7 @@ function checkHandler(handler: unknown, fn: string): void {
 export function serve(handler: RequestHandler, options: WorkersServeOptions): Promise<Server | WorkerPool>;
 export function serve(handler: RequestHandler, options?: ServeOptions): Promise<Server>;
 export function serve(handler: RequestHandler, options: ServeOptions = {}): Promise<Server | WorkerPool> {
-  return starting(() => {
-    checkHandler(handler, 'serve');
-    const start = (o: ServeOptions): Promise<Server> => new Server({ ...o, handler, stream: false }).listen();
-    return withWorkers(options) ? serveWorkers(options, false, start) : start(options);
-  });
+  return startServing(handler, options, false, 'serve');
 }
 
 /**
@@ -69,10 +65,15 @@ export function serve(handler: RequestHandler, options: ServeOptions = {}): Prom
 export function listen(handler: StreamHandler, options: WorkersServeOptions): Promise<Server | WorkerPool>;
 export function listen(handler: StreamHandler, options?: ServeOptions): Promise<Server>;
 export function listen(handler: StreamHandler, options: ServeOptions = {}): Promise<Server | WorkerPool> {
+  return startServing(handler, options, true, 'listen');
+}
+
+/** What {@link serve} and {@link listen} do, for a request handler or (`stream`) a stream handler; `fn` names the call in errors. */
+function startServing(handler: RequestHandler | StreamHandler, options: ServeOptions, stream: boolean, fn: string): Promise<Server | WorkerPool> {
   return starting(() => {
-    checkHandler(handler, 'listen');
-    const start = (o: ServeOptions): Promise<Server> => new Server({ ...o, handler, stream: true }).listen();
-    return withWorkers(options) ? serveWorkers(options, true, start) : start(options);
+    checkHandler(handler, fn);
+    const start = (o: ServeOptions): Promise<Server> => new Server({ ...o, handler, stream }).listen();
+    return withWorkers(options) ? serveWorkers(options, stream, start) : start(options);
   });
 }
 
