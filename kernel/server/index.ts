@@ -14,7 +14,7 @@ import { serveWorkers, type WorkerCount, type WorkerPool } from './workers.js';
 export { Server, type ServerInit, type InjectTarget } from './server.js';
 export { Stream } from './stream.js';
 export { encodeResponseBody, EncodedBody, type BodyEncoder } from './body-encoder.js';
-export { PeerAddr, socketPeer } from './peer.js';
+export { PeerAddr, prefixEqual, socketPeer } from './peer.js';
 export { httpDate } from './date.js';
 export { notAResponse } from './handler-result.js';
 export type { ServerOptions, CatchableSignal } from './options.js';

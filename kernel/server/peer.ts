@@ -63,6 +63,15 @@ export function inheritPeer(raw: Duplex, secure: Duplex): void {
   if (r !== undefined) relayed.set(secure, r);
 }
 
+/** True when the first `bits` bits of the address bytes `a` and `b` are equal: whether an address lies in a CIDR range. */
+export function prefixEqual(a: Uint8Array, b: Uint8Array, bits: number): boolean {
+  let i = 0;
+  for (; bits >= 8; bits -= 8, i++) if (a[i] !== b[i]) return false;
+  if (bits === 0) return true;
+  const mask = (0xff << (8 - bits)) & 0xff;
+  return (a[i]! & mask) === (b[i]! & mask);
+}
+
 /** Bytes of an IPv4 or IPv6 address (IPv4-mapped IPv6 stays 16 bytes). */
 export function ipBytes(address: string): Uint8Array {
   if (isIPv4(address)) return Uint8Array.from(address.split('.').map(Number));

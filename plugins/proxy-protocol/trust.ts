@@ -4,7 +4,7 @@
  * (`::ffff:10.1.2.3`, as a dual-stack listener reports IPv4 peers).
  */
 import { isIP } from 'node:net';
-import { PeerAddr } from '../../kernel/index.js';
+import { PeerAddr, prefixEqual } from '../../kernel/index.js';
 
 interface Range {
   readonly bytes: Uint8Array;
@@ -57,12 +57,4 @@ function ipOf(address: string): Uint8Array | null {
   const b = new PeerAddr(address, 0).ip;
   if (b.length === 16 && b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return b.subarray(12);
   return b;
-}
-
-function prefixEqual(a: Uint8Array, b: Uint8Array, bits: number): boolean {
-  let i = 0;
-  for (; bits >= 8; bits -= 8, i++) if (a[i] !== b[i]) return false;
-  if (bits === 0) return true;
-  const mask = (0xff << (8 - bits)) & 0xff;
-  return (a[i]! & mask) === (b[i]! & mask);
 }

@@ -3,6 +3,7 @@
  * covers exact addresses, IPv4 CIDR, IPv6 CIDR and IPv4-mapped forms of IPv4 addresses.
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import { prefixEqual } from '../../kernel/index.js';
 
 /** Bits an IPv4 address is offset by inside its IPv4-mapped IPv6 form. */
 export const V4_OFFSET_BITS = 96;
@@ -47,15 +48,6 @@ function v4(s: string): Uint8Array {
   const p = s.split('.');
   for (let i = 0; i < 4; i++) out[12 + i] = Number(p[i]);
   return out;
-}
-
-/** True when the first `bits` bits of `a` and `b` are equal. */
-export function prefixEqual(a: Uint8Array, b: Uint8Array, bits: number): boolean {
-  let i = 0;
-  for (; bits >= 8; bits -= 8, i++) if (a[i] !== b[i]) return false;
-  if (bits === 0) return true;
-  const mask = (0xff << (8 - bits)) & 0xff;
-  return (a[i]! & mask) === (b[i]! & mask);
 }
 
 const LOOPBACK_V4 = v4('127.0.0.0');

@@ -17,7 +17,8 @@
  * always match, whatever the list says.
  */
 import { ArgumentError } from '../../kernel/index.js';
-import { isLoopback, isV4Mapped, parseIP, prefixEqual, V4_OFFSET_BITS } from './ip.js';
+import { prefixEqual } from '../../kernel/index.js';
+import { isLoopback, isV4Mapped, parseIP, V4_OFFSET_BITS } from './ip.js';
 
 /** What `NoProxy` accepts: the `NO_PROXY` string, or its entries as an array. */
 export type NoProxySpec = string | readonly string[];
