@@ -448,6 +448,8 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
   }
 
   private async respondStreamed(req: Request, wire: ExchangeWire, res: Response, headers: Headers, body: AbstractBody, noBody: boolean, known: number, trailers: Headers | null): Promise<void> {
+    // Streaming bodies are keyed by the protocol's wire: its connection ends the body through that one.
+    const key = wire instanceof ObservedWire ? wire.inner : wire;
     try {
       const status = res.status;
       if (noBody) {
@@ -455,8 +457,6 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
         return;
       }
       wire.head(status, headers, known, false, trailers !== null, res.reason, res.close);
-      // Keyed by the protocol's wire: its connection ends the body through that one.
-      const key = wire instanceof ObservedWire ? wire.inner : wire;
       this.streaming.set(key, body);
       const size = wire.bodyChunk ?? WIRE_CHUNK;
       let buf: Buffer | null = null;
@@ -496,7 +496,6 @@ export class ExchangePipeline implements ProtocolHost, StreamHost {
       this.server.reportError(err, req);
       wire.abort(err);
     } finally {
-      const key = wire instanceof ObservedWire ? wire.inner : wire;
       if (this.streaming.get(key) === body) this.streaming.delete(key);
       body.close();
     }
