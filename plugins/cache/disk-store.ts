@@ -18,7 +18,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ArgumentError, nodeCrypto } from '../../kernel/index.js';
-import type { CacheEntry, CacheStore, CacheWriter, StoredHead } from './store.js';
+import { checkStoreOptions, storeLimit, type CacheEntry, type CacheStore, type CacheWriter, type StoredHead } from './store.js';
 
 /** Options of {@link DiskStore}. */
 export interface DiskStoreOptions {
@@ -92,11 +92,7 @@ function isMeta(m: unknown): m is Meta {
   return typeof m === 'object' && m !== null && typeof (m as Meta).variant === 'string' && typeof (m as Meta).head === 'object';
 }
 
-function checkLimit(v: unknown, name: string, dflt: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new ArgumentError(`DiskStore ${name} must be an integer >= 0, got ${String(v)}`);
-  return v;
-}
+const DISK_STORE_OPTIONS: ReadonlySet<string> = new Set(['maxEntryBytes', 'verifyBytes']);
 
 /**
  * A {@link CacheStore} in a directory on disk (created on first write), shared by every
@@ -122,10 +118,10 @@ export class DiskStore implements CacheStore {
   /** A store in `dir`. */
   constructor(dir: string, options: DiskStoreOptions = {}) {
     if (typeof dir !== 'string' || dir === '') throw new ArgumentError(`DiskStore needs a directory path, got ${JSON.stringify(dir)}`);
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('DiskStore options must be an object');
+    checkStoreOptions(options, DISK_STORE_OPTIONS, 'DiskStore');
     this.dir = dir;
-    this.maxEntryBytes = checkLimit(options.maxEntryBytes, 'maxEntryBytes', 64 * 1024 * 1024);
-    this.verifyBytes = checkLimit(options.verifyBytes, 'verifyBytes', 1024 * 1024);
+    this.maxEntryBytes = storeLimit(options.maxEntryBytes, 'maxEntryBytes', 64 * 1024 * 1024, 'DiskStore');
+    this.verifyBytes = storeLimit(options.verifyBytes, 'verifyBytes', 1024 * 1024, 'DiskStore');
   }
 
   /** See {@link CacheStore.get}. */

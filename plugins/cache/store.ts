@@ -5,7 +5,7 @@
  * A store only keeps and hands back bytes and heads; every RFC 9111 decision (what may be
  * stored, what is fresh, which variant matches) is the plugin's.
  */
-import { ArgumentError } from '../../kernel/index.js';
+import { ArgumentError, checkOptionKeys } from '../../kernel/index.js';
 
 /** A stored response head, plain data so any store can serialize it. */
 export interface StoredHead {
@@ -86,11 +86,20 @@ interface MemoryEntry extends CacheEntry {
   readonly chunks: readonly Uint8Array[];
 }
 
-function checkLimit(v: unknown, name: string, dflt: number): number {
+/** @internal Checks a store's options: an object whose every key is one of `keys` (else the nearest is named). */
+export function checkStoreOptions(options: unknown, keys: ReadonlySet<string>, store: string): void {
+  if (typeof options !== 'object' || options === null) throw new ArgumentError(`${store} options must be an object`);
+  checkOptionKeys(options, keys, `new ${store}()`);
+}
+
+/** @internal A store's size option `name`: `dflt` when absent, else an integer >= 0. */
+export function storeLimit(v: unknown, name: string, dflt: number, store: string): number {
   if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new ArgumentError(`MemoryStore ${name} must be an integer >= 0, got ${String(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new ArgumentError(`${store} ${name} must be an integer >= 0, got ${String(v)}`);
   return v;
 }
+
+const MEMORY_STORE_OPTIONS: ReadonlySet<string> = new Set(['maxEntries', 'maxBytes', 'maxEntryBytes']);
 
 /**
  * A {@link CacheStore} in memory: bounded by `maxEntries` and `maxBytes`, evicting the least
@@ -110,10 +119,10 @@ export class MemoryStore implements CacheStore {
 
   /** A store with the given bounds. */
   constructor(options: MemoryStoreOptions = {}) {
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('MemoryStore options must be an object');
-    this.maxEntries = checkLimit(options.maxEntries, 'maxEntries', 1000);
-    this.maxBytes = checkLimit(options.maxBytes, 'maxBytes', 64 * 1024 * 1024);
-    this.maxEntryBytes = Math.min(this.maxBytes, checkLimit(options.maxEntryBytes, 'maxEntryBytes', Math.floor(this.maxBytes / 10)));
+    checkStoreOptions(options, MEMORY_STORE_OPTIONS, 'MemoryStore');
+    this.maxEntries = storeLimit(options.maxEntries, 'maxEntries', 1000, 'MemoryStore');
+    this.maxBytes = storeLimit(options.maxBytes, 'maxBytes', 64 * 1024 * 1024, 'MemoryStore');
+    this.maxEntryBytes = Math.min(this.maxBytes, storeLimit(options.maxEntryBytes, 'maxEntryBytes', Math.floor(this.maxBytes / 10), 'MemoryStore'));
   }
 
   /** Entries held now. */

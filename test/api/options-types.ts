@@ -4,6 +4,7 @@
  * `@ts-expect-error` must meet an error or tsc reports it unused. Nothing here runs.
  */
 import * as HTTP from '../../index.js';
+import { DiskStore, MemoryStore } from '../../plugins/index.js';
 
 export async function slips(url: string, c: HTTP.Client, name: string, count: number): Promise<void> {
   // What passes: options in the second position, headers in `headers:` or positionally before a body.
@@ -144,4 +145,14 @@ export async function drains(ok: () => HTTP.Response): Promise<void> {
   await HTTP.serve(ok, { drainDelay: '5s' });
   // @ts-expect-error misspelt
   await HTTP.serve(ok, { drainDelai: 500 });
+}
+
+/** The cache plugin's stores refuse what their constructors refuse at run time. */
+export function cacheStores(): void {
+  new MemoryStore({ maxEntries: 10, maxBytes: 1 << 20, maxEntryBytes: 1 << 16 });
+  // @ts-expect-error misspelt
+  new MemoryStore({ maxEntrys: 10 });
+  new DiskStore('/tmp/cache', { maxEntryBytes: 1 << 20, verifyBytes: 1 << 10 });
+  // @ts-expect-error misspelt
+  new DiskStore('/tmp/cache', { verifyByte: 1 });
 }

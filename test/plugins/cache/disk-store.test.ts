@@ -285,5 +285,6 @@ describe('DiskStore', () => {
     expect(() => new DiskStore('')).toThrow(ArgumentError);
     expect(() => new DiskStore(tempDir(), { maxEntryBytes: -1 })).toThrow(/maxEntryBytes/);
     expect(() => new DiskStore(tempDir(), { verifyBytes: 1.5 })).toThrow(ArgumentError);
+    expect(() => new DiskStore(tempDir(), { verifyByte: 1 } as never)).toThrow(/unknown option "verifyByte" \(did you mean verifyBytes\?\)/);
   });
 });

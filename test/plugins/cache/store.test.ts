@@ -92,5 +92,7 @@ describe('MemoryStore', () => {
   it('refuses bad bounds', () => {
     expect(() => new MemoryStore({ maxEntries: -1 })).toThrow(ArgumentError);
     expect(() => new MemoryStore({ maxBytes: 1.5 })).toThrow(/maxBytes/);
+    expect(() => new MemoryStore({ maxEntrys: 10 } as never)).toThrow(ArgumentError);
+    expect(() => new MemoryStore({ maxEntrys: 10 } as never)).toThrow(/unknown option "maxEntrys" \(did you mean maxEntries\?\)/);
   });
 });
